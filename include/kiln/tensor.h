@@ -1,0 +1,309 @@
+// Tensor: a cheap refcounted handle to a TensorImpl. Every method that computes something is an
+// op call through the dispatcher (the wrappers live in src/ops/, one file per op family).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kiln/indexing.h"
+#include "kiln/scalar.h"
+#include "kiln/tensor_impl.h"
+#include "kiln/tensor_options.h"
+
+namespace kiln {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(IntrusivePtr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata (src/core/tensor.cpp) ----
+  bool defined() const { return static_cast<bool>(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const IntrusivePtr<TensorImpl>& impl_ptr() const { return impl_; }
+  ScalarType dtype() const { return impl_->dtype(); }
+  ScalarType scalar_type() const { return impl_->dtype(); }
+  Device device() const { return impl_->device(); }
+  bool is_meta() const { return device() == Device::Meta; }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  int64_t dim() const { return impl_->dim(); }
+  int64_t ndimension() const { return dim(); }
+  IntArrayRef sizes() const { return impl_->sizes(); }
+  IntArrayRef strides() const { return impl_->strides(); }
+  SymIntArrayRef sym_sizes() const { return impl_->sym_sizes(); }
+  SymIntArrayRef sym_strides() const { return impl_->sym_strides(); }
+  // size(d) and stride(d) accept negative d (counted from the end); IndexError when out of range.
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t numel() const { return impl_->numel(); }
+  int64_t storage_offset() const { return impl_->storage_offset(); }
+  int64_t element_size() const { return kiln::element_size(dtype()); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  bool is_floating_point() const { return is_floating(dtype()); }
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  uint32_t version() const { return impl_->storage()->version(); }
+  void bump_version() const { impl_->storage()->bump_version(); }
+  // True when both tensors look at the same storage.
+  bool is_alias_of(const Tensor& other) const;
+
+  // Raw data. data_ptr<T>() checks that T matches the dtype (DTypeError otherwise).
+  void* data_ptr() const { return impl_->data(); }
+  template <typename T>
+  T* data_ptr() const;
+
+  // The single value of a one-element tensor (ValueError otherwise), converted to T.
+  template <typename T>
+  T item() const;
+  Scalar item() const;
+  // All values, row-major, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  std::string str() const;  // the PyTorch-like printout
+
+  // ---- conversion and copies (src/ops/copy.cpp) ----
+  Tensor to(ScalarType dtype, bool copy = false) const;
+  Tensor to(Device device) const;
+  Tensor clone() const;
+  Tensor contiguous() const;
+  const Tensor& copy_(const Tensor& src) const;
+  const Tensor& fill_(const Scalar& value) const;
+  const Tensor& zero_() const;
+
+  // ---- views (src/ops/view.cpp): share storage, never copy ----
+  Tensor view(IntArrayRef sizes) const;
+  Tensor reshape(IntArrayRef sizes) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+               int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor expand(IntArrayRef sizes) const;
+  Tensor expand_as(const Tensor& other) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
+                    std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
+
+  // ---- indexing (src/ops/indexing.cpp) ----
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  const Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) const;
+  const Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) const;
+  Tensor operator[](int64_t i) const { return select(0, i); }
+
+  // ---- pointwise (src/ops/pointwise_*.cpp) ----
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor erf() const;
+  Tensor erfinv() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor frac() const;
+  Tensor reciprocal() const;
+  Tensor logical_not() const;
+  Tensor bitwise_not() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  // rounding_mode: "" (true division), "floor" or "trunc", as torch.div.
+  Tensor div(const Tensor& other, std::string_view rounding_mode = "") const;
+  Tensor div(const Scalar& other, std::string_view rounding_mode = "") const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  // In place: the result dtype must be castable to this tensor's dtype (DTypeError otherwise).
+  const Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  const Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  const Tensor& mul_(const Tensor& other) const;
+  const Tensor& mul_(const Scalar& other) const;
+  const Tensor& div_(const Tensor& other) const;
+  const Tensor& div_(const Scalar& other) const;
+  const Tensor& neg_() const;
+  const Tensor& exp_() const;
+  const Tensor& relu_() const;
+  const Tensor& sigmoid_() const;
+  const Tensor& tanh_() const;
+  const Tensor& sqrt_() const;
+  const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  const Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  const Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  const Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+
+  // ---- reductions (src/ops/reduce.cpp) ----
+  // dims empty = all dims. dtype: accumulate and return in this dtype.
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false,
+             std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor max() const;
+  Tensor min() const;
+  // (values, indices)
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(IntArrayRef dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dims = {}, double correction = 1, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  // (values, indices)
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                 bool sorted = true) const;
+
+  // ---- linear algebra (src/ops/linalg.cpp) ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+
+  // ---- shape and indexing ops (src/ops/shape.cpp, src/ops/gather_scatter.cpp) ----
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor nonzero() const;
+
+ private:
+  IntrusivePtr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Operators, as in LibTorch.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Scalar& b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Scalar& b);
+Tensor operator>>(const Tensor& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a);
+Tensor operator~(const Tensor& a);
+Tensor operator!(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+const Tensor& operator+=(const Tensor& a, const Tensor& b);
+const Tensor& operator+=(const Tensor& a, const Scalar& b);
+const Tensor& operator-=(const Tensor& a, const Tensor& b);
+const Tensor& operator-=(const Tensor& a, const Scalar& b);
+const Tensor& operator*=(const Tensor& a, const Tensor& b);
+const Tensor& operator*=(const Tensor& a, const Scalar& b);
+const Tensor& operator/=(const Tensor& a, const Tensor& b);
+const Tensor& operator/=(const Tensor& a, const Scalar& b);
+
+inline TensorIndex::TensorIndex(const Tensor& t) : value_(int64_t{0}), tensor_index_(&t) {}
+
+}  // namespace kiln

@@ -1,0 +1,161 @@
+// Tensor's metadata accessors, element access and printing. Methods that compute are op wrappers
+// in src/ops/.
+#include "kiln/tensor.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "src/core/cast.h"
+#include "src/core/tensor_factory.h"
+
+namespace kiln {
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
+
+bool Tensor::is_alias_of(const Tensor& other) const {
+  return impl_->storage() == other.impl()->storage();
+}
+
+template <typename T>
+T* Tensor::data_ptr() const {
+  KILN_CHECK(scalar_type_of<T> == dtype(), DTypeError,
+             "data_ptr: asked for {} data but the tensor's dtype is {}",
+             dtype_name(scalar_type_of<T>), dtype_name(dtype()));
+  return static_cast<T*>(impl_->data());
+}
+
+namespace {
+void check_has_data(const Tensor& t, std::string_view what) {
+  KILN_CHECK(t.defined(), ValueError, "{}: the tensor is undefined", what);
+  KILN_CHECK(!t.is_meta(), ValueError, "{}: a Meta tensor has no data (shape {}, dtype {})", what,
+             shape_str(t.sizes()), dtype_name(t.dtype()));
+}
+
+// Reads element i (row-major logical order) of t, without requiring contiguity.
+template <typename T, typename From>
+T read_element(const Tensor& t, int64_t linear) {
+  const From* base = static_cast<const From*>(t.data_ptr());
+  int64_t offset = 0;
+  IntArrayRef sizes = t.sizes();
+  IntArrayRef strides = t.strides();
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    const int64_t idx = linear % sizes[d];
+    linear /= sizes[d];
+    offset += idx * strides[d];
+  }
+  return cast_value<T>(base[offset]);
+}
+}  // namespace
+
+template <typename T>
+T Tensor::item() const {
+  check_has_data(*this, "item");
+  KILN_CHECK(numel() == 1, ValueError,
+             "item: a tensor with {} elements (shape {}) cannot be converted to a scalar; only "
+             "one-element tensors can",
+             numel(), shape_str(sizes()));
+  return visit_dtype(dtype(), [&]<typename From>() { return read_element<T, From>(*this, 0); });
+}
+
+Scalar Tensor::item() const {
+  return visit_dtype(dtype(), [&]<typename T>() { return Scalar(item<T>()); });
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  check_has_data(*this, "to_vector");
+  std::vector<T> out(static_cast<size_t>(numel()));
+  visit_dtype(dtype(), [&]<typename From>() {
+    if (is_contiguous()) {
+      const From* p = static_cast<const From*>(data_ptr());
+      for (size_t i = 0; i < out.size(); ++i) out[i] = cast_value<T>(p[i]);
+    } else {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = read_element<T, From>(*this, static_cast<int64_t>(i));
+    }
+  });
+  return out;
+}
+
+#define KILN_INSTANTIATE(T)                        \
+  template T* Tensor::data_ptr<T>() const;         \
+  template T Tensor::item<T>() const;              \
+  template std::vector<T> Tensor::to_vector<T>() const;
+KILN_INSTANTIATE(bool)
+KILN_INSTANTIATE(uint8_t)
+KILN_INSTANTIATE(uint16_t)
+KILN_INSTANTIATE(uint32_t)
+KILN_INSTANTIATE(uint64_t)
+KILN_INSTANTIATE(int8_t)
+KILN_INSTANTIATE(int16_t)
+KILN_INSTANTIATE(int32_t)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(Half)
+KILN_INSTANTIATE(BFloat16)
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+#undef KILN_INSTANTIATE
+
+namespace {
+std::string format_element(const Tensor& t, int64_t linear) {
+  return visit_dtype(t.dtype(), [&]<typename T>() -> std::string {
+    if constexpr (std::is_same_v<T, bool>) {
+      return read_element<bool, T>(t, linear) ? "True" : "False";
+    } else if constexpr (is_floating_v<T>) {
+      return fmt::format("{:.4f}", read_element<double, T>(t, linear));
+    } else {
+      return fmt::format("{}", read_element<T, T>(t, linear));
+    }
+  });
+}
+
+void format_dim(std::ostringstream& os, const Tensor& t, int64_t d, int64_t& linear, int indent) {
+  if (t.dim() == 0) {
+    os << format_element(t, 0);
+    return;
+  }
+  const int64_t n = t.size(d);
+  os << '[';
+  for (int64_t i = 0; i < n; ++i) {
+    if (d == t.dim() - 1) {
+      os << format_element(t, linear++);
+    } else {
+      format_dim(os, t, d + 1, linear, indent + 1);
+    }
+    if (i + 1 < n) {
+      os << ',';
+      if (d == t.dim() - 1) {
+        os << ' ';
+      } else {
+        os << std::string(static_cast<size_t>(t.dim() - d - 1), '\n')
+           << std::string(static_cast<size_t>(indent + 1), ' ');
+      }
+    }
+  }
+  os << ']';
+}
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  os << "tensor(";
+  if (is_meta() || numel() > 1000) {
+    os << "..., size=" << shape_str(sizes());
+  } else {
+    int64_t linear = 0;
+    format_dim(os, *this, 0, linear, 7);
+    if (numel() == 0) os << ", size=" << shape_str(sizes());
+  }
+  if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool)
+    os << ", dtype=" << dtype_name(dtype());
+  if (is_meta()) os << ", device='meta'";
+  os << ')';
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+}  // namespace kiln

@@ -1,0 +1,173 @@
+#include "src/dispatch/dispatcher.h"
+
+#include "src/core/shape.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln {
+
+OpRegistry& OpRegistry::instance() {
+  static OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    register_all_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+OpDef& OpRegistry::add(OpDef def) {
+  KILN_CHECK(find(def.name) == nullptr, ValueError, "op '{}' is registered twice", def.name);
+  KILN_CHECK(def.meta != nullptr || def.composite != nullptr, ValueError,
+             "op '{}' has neither a meta function nor a composite implementation", def.name);
+  def.id = static_cast<OpId>(ops_.size());
+  ops_.push_back(std::make_unique<OpDef>(std::move(def)));
+  return *ops_.back();
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  for (const auto& op : ops_)
+    if (op->name == name) return op.get();
+  return nullptr;
+}
+
+OpId OpRegistry::id(std::string_view name) const {
+  const OpDef* op = find(name);
+  KILN_CHECK(op != nullptr, ValueError, "no op named '{}' in the op table", name);
+  return op->id;
+}
+
+std::string_view dispatch_key_name(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::CPU: return "CPU";
+    case DispatchKey::Meta: return "Meta";
+    case DispatchKey::Subclass: return "Subclass";
+    case DispatchKey::Autograd: return "Autograd";
+    case DispatchKey::Vmap: return "Vmap";
+    case DispatchKey::Trace: return "Trace";
+  }
+  return "?";
+}
+
+namespace dispatch {
+namespace {
+
+std::array<KeyHandler, kNumDispatchKeys>& fallbacks() {
+  static std::array<KeyHandler, kNumDispatchKeys> table{};
+  return table;
+}
+
+DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
+  DispatchKeySet keys;
+  for (const IValue& v : args) {
+    if (v.is_tensor()) {
+      const Tensor& t = v.tensor();
+      if (t.defined()) keys = keys | t.impl()->keys();
+    } else if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list())
+        if (t.defined()) keys = keys | t.impl()->keys();
+    }
+  }
+  if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
+      !args[op.device_arg].is_none()) {
+    keys = keys.add(args[op.device_arg].device() == Device::Meta ? DispatchKey::Meta
+                                                                  : DispatchKey::CPU);
+  }
+  return keys;
+}
+
+// The dtype of an op's first tensor argument must be one the op supports (OpDef::dtypes).
+void check_dtype(const OpDef& op, const Stack& args) {
+  for (const IValue& v : args) {
+    const Tensor* t = nullptr;
+    if (v.is_tensor() && v.tensor().defined()) t = &v.tensor();
+    if (v.is_tensor_list() && !v.tensor_list().empty()) t = &v.tensor_list()[0];
+    if (t == nullptr) continue;
+    if (!op.dtypes.contains(t->dtype())) {
+      std::string supported;
+      for (ScalarType s : kAllScalarTypes) {
+        if (!op.dtypes.contains(s)) continue;
+        if (!supported.empty()) supported += ", ";
+        supported += dtype_name(s);
+      }
+      throw DTypeError(fmt::format("{}: dtype {} is not supported (input of shape {}); supported "
+                                   "dtypes: {}. Convert with .to(dtype) first",
+                                   op.name, dtype_name(t->dtype()), shape_str(t->sizes()),
+                                   supported));
+    }
+    return;
+  }
+}
+
+void run_backend(const OpDef& op, Stack& args, Stack& outputs, DispatchKey key) {
+  check_dtype(op, args);
+  const Device device = key == DispatchKey::Meta ? Device::Meta : Device::CPU;
+  OpCall call(op, args, outputs, device);
+  if (op.has_tag(kTagDynamicOutput)) {
+    KILN_CHECK(device == Device::CPU, NotImplementedError,
+               "{}: the output shape depends on the input's values, so it cannot run on Meta "
+               "tensors; run it on CPU tensors",
+               op.name);
+  } else {
+    op.meta(call);
+  }
+  if (device == Device::CPU && op.cpu != nullptr) op.cpu(call);
+  if (op.has_tag(kTagInplace)) args[0].tensor().bump_version();
+}
+
+}  // namespace
+
+LocalKeys& local_keys() {
+  thread_local LocalKeys keys;
+  return keys;
+}
+
+void set_fallback(DispatchKey key, KeyHandler handler) {
+  fallbacks()[static_cast<int>(key)] = std::move(handler);
+}
+
+void redispatch(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys) {
+  while (!keys.empty()) {
+    const DispatchKey key = keys.highest();
+    if (is_backend_key(key)) {
+      run_backend(op, args, outputs, key);
+      return;
+    }
+    const KeyHandler& own = op.handlers[static_cast<int>(key)];
+    const KeyHandler& handler = own ? own : fallbacks()[static_cast<int>(key)];
+    if (handler) {
+      handler(op, args, outputs, keys);
+      return;
+    }
+    keys = keys.remove(key);  // no handler: fall through
+  }
+  throw Error(fmt::format(
+      "{}: no backend to run on (no tensor argument and no device); pass a tensor or a device",
+      op.name));
+}
+
+Stack call(OpId id, Stack& args) {
+  const OpDef& op = OpRegistry::instance().get(id);
+  Stack outputs;
+  if (op.composite != nullptr) {
+    OpCall call(op, args, outputs, Device::CPU);
+    op.composite(call);
+    return outputs;
+  }
+  const LocalKeys& local = local_keys();
+  DispatchKeySet keys = (keys_of_args(op, args) | local.included) - local.excluded;
+  redispatch(op, args, outputs, keys);
+  return outputs;
+}
+
+ExcludeKeysGuard::ExcludeKeysGuard(DispatchKeySet keys) : saved_(local_keys().excluded) {
+  local_keys().excluded = saved_ | keys;
+}
+ExcludeKeysGuard::~ExcludeKeysGuard() { local_keys().excluded = saved_; }
+IncludeKeysGuard::IncludeKeysGuard(DispatchKeySet keys) : saved_(local_keys().included) {
+  local_keys().included = saved_ | keys;
+}
+IncludeKeysGuard::~IncludeKeysGuard() { local_keys().included = saved_; }
+
+}  // namespace dispatch
+}  // namespace kiln
