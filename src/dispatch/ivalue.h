@@ -45,6 +45,7 @@ class IValue {
   bool is_scalar() const { return std::holds_alternative<Scalar>(v_); }
   bool is_int_list() const { return std::holds_alternative<std::vector<int64_t>>(v_); }
   bool is_dtype() const { return std::holds_alternative<ScalarType>(v_); }
+  bool is_device() const { return std::holds_alternative<Device>(v_); }
   bool is_string() const { return std::holds_alternative<std::string>(v_); }
 
   const Tensor& tensor() const { return get<Tensor>("Tensor"); }

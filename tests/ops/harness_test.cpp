@@ -1,0 +1,174 @@
+// The op harness: see tests/ops/harness.h.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "src/core/shape.h"
+#include "src/core/tensor_factory.h"
+#include "tests/ops/harness.h"
+
+namespace kiln::testing {
+namespace {
+
+std::vector<std::string> all_op_names() {
+  std::vector<std::string> names;
+  for (const auto& op : OpRegistry::instance().ops()) names.push_back(op->name);
+  return names;
+}
+
+const char* exemption_reason(std::string_view name) {
+  for (const auto& [op, reason] : harness_exemptions())
+    if (op == name) return reason.c_str();
+  return nullptr;
+}
+
+// A Meta tensor with the same dtype, sizes, strides and offset as `t`.
+Tensor to_meta(const Tensor& t) {
+  if (!t.defined()) return t;
+  int64_t extent = t.storage_offset() + 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+  Tensor base = empty_tensor({std::max<int64_t>(extent, 1)}, t.dtype(), Device::Meta);
+  return base.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+Stack meta_args(const Stack& args) {
+  Stack out;
+  for (const IValue& v : args) {
+    if (v.is_tensor()) {
+      out.emplace_back(to_meta(v.tensor()));
+    } else if (v.is_tensor_list()) {
+      std::vector<Tensor> list;
+      for (const Tensor& t : v.tensor_list()) list.push_back(to_meta(t));
+      out.emplace_back(std::move(list));
+    } else if (v.is_device()) {
+      out.emplace_back(Device::Meta);
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// Deep copies of tensor args (same layout is not needed: only values), so in-place ops do not
+// disturb the reference.
+Stack copy_args(const Stack& args) {
+  Stack out;
+  for (const IValue& v : args) {
+    if (v.is_tensor() && v.tensor().defined() && !v.tensor().is_meta()) {
+      out.emplace_back(v.tensor().clone());
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const Stack& outputs) {
+  std::vector<Tensor> r;
+  for (const IValue& v : outputs) {
+    if (v.is_tensor()) r.push_back(v.tensor());
+    if (v.is_tensor_list())
+      for (const Tensor& t : v.tensor_list()) r.push_back(t);
+  }
+  return r;
+}
+
+class OpHarness : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpHarness, HasOpInfoOrExemption) {
+  const std::string& name = GetParam();
+  EXPECT_TRUE(find_op_info(name) != nullptr || exemption_reason(name) != nullptr)
+      << "op '" << name << "' has no OpInfo in tests/ops/*_opinfo.cpp and no exemption";
+}
+
+TEST_P(OpHarness, EagerMatchesReferenceAndMetaMatchesEager) {
+  const std::string& name = GetParam();
+  const OpInfo* info = find_op_info(name);
+  if (info == nullptr) GTEST_SKIP() << exemption_reason(name);
+  const OpDef& op = OpRegistry::instance().get(op_id(name));
+  std::mt19937_64 rng(std::hash<std::string>{}(name));
+  int checked = 0;
+  for (ScalarType dtype : kAllScalarTypes) {
+    if (!op.dtypes.contains(dtype)) continue;
+    auto [atol, rtol] = info->tolerance ? info->tolerance(dtype) : default_tolerance(dtype);
+    for (SampleInput& sample : info->samples(dtype, rng)) {
+      SCOPED_TRACE(fmt::format("op {} dtype {} sample {}", name, dtype_name(dtype),
+                               sample.description));
+      std::vector<Tensor> expected;
+      if (info->compare_values) expected = info->reference(sample.args);
+      Stack args = copy_args(sample.args);
+      // Keep the sample's own layout for the call itself.
+      for (size_t i = 0; i < args.size(); ++i)
+        if (sample.args[i].is_tensor()) args[i] = sample.args[i];
+      Stack meta_in = meta_args(sample.args);
+      Stack out = dispatch::call(op.id, args);
+      std::vector<Tensor> actual = tensors_of(out);
+      if (info->compare_values) {
+        ASSERT_EQ(actual.size(), expected.size()) << "number of outputs";
+        for (size_t i = 0; i < actual.size(); ++i) {
+          if (!expected[i].defined()) continue;
+          std::string diff = compare_tensors(actual[i], expected[i], atol, rtol);
+          EXPECT_EQ(diff, "") << "output " << i;
+        }
+      }
+      if (!op.has_tag(kTagDynamicOutput)) {
+        std::vector<Tensor> meta_out = tensors_of(dispatch::call(op.id, meta_in));
+        ASSERT_EQ(meta_out.size(), actual.size());
+        for (size_t i = 0; i < actual.size(); ++i) {
+          EXPECT_TRUE(meta_out[i].is_meta());
+          EXPECT_EQ(meta_out[i].dtype(), actual[i].dtype()) << "meta output " << i;
+          EXPECT_EQ(shape_str(meta_out[i].sizes()), shape_str(actual[i].sizes())) << "meta output " << i;
+          EXPECT_EQ(shape_str(meta_out[i].strides()), shape_str(actual[i].strides()))
+              << "meta strides of output " << i;
+        }
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0) << "no sample ran for " << name;
+}
+
+TEST_P(OpHarness, BadInputsRaiseTheRightError) {
+  const std::string& name = GetParam();
+  const OpInfo* info = find_op_info(name);
+  if (info == nullptr || !info->error_cases) GTEST_SKIP();
+  const OpId id = op_id(name);
+  for (ErrorCase& c : info->error_cases()) {
+    SCOPED_TRACE(c.description);
+    try {
+      dispatch::call(id, c.args);
+      ADD_FAILURE() << name << ": expected an error for " << c.description;
+    } catch (const ShapeError& e) {
+      EXPECT_EQ(c.kind, ErrorKind::Shape) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+    } catch (const DTypeError& e) {
+      EXPECT_EQ(c.kind, ErrorKind::DType) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+    } catch (const IndexError& e) {
+      EXPECT_EQ(c.kind, ErrorKind::Index) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+    } catch (const ValueError& e) {
+      EXPECT_EQ(c.kind, ErrorKind::Value) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+    } catch (const NotImplementedError& e) {
+      EXPECT_EQ(c.kind, ErrorKind::NotImplemented) << e.what();
+    }
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpHarness, ::testing::ValuesIn(all_op_names()), param_name);
+
+TEST(OpHarnessMeta, EveryOpInfoNamesARealOp) {
+  for (const OpInfo& info : op_infos())
+    EXPECT_NE(OpRegistry::instance().find(info.name), nullptr) << info.name;
+}
+
+}  // namespace
+}  // namespace kiln::testing
