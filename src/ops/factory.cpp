@@ -11,7 +11,10 @@ namespace {
 
 void meta_empty(OpCall& call) { call.set_output(0, call.arg(1).dtype(), call.ints(0)); }
 
-void meta_full(OpCall& call) { call.set_output(0, call.arg(2).dtype(), call.ints(0)); }
+void meta_full(OpCall& call) {
+  checked_numel("full", call.ints(0));
+  call.set_output(0, call.arg(2).dtype(), call.ints(0));
+}
 void cpu_full(OpCall& call) { cpu::fill(call.output(0), call.scalar(1)); }
 
 int64_t arange_length(const Scalar& start, const Scalar& end, const Scalar& step) {
