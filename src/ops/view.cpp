@@ -45,7 +45,7 @@ std::optional<DimVector> view_strides(IntArrayRef sizes, IntArrayRef strides, In
   DimVector out(new_sizes.size());
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
-  if (numel == 0) {
+  if (numel == 0 || sizes.empty()) {  // nothing to preserve: any layout is a valid view
     DimVector c = contiguous_strides(new_sizes);
     return c;
   }
