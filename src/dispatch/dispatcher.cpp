@@ -3,6 +3,7 @@
 #include "src/core/shape.h"
 
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace kiln {
@@ -78,25 +79,38 @@ DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
 
 // The dtype of an op's first tensor argument must be one the op supports (OpDef::dtypes).
 void check_dtype(const OpDef& op, const Stack& args) {
+  // The main input's dtype: the first tensor argument, or for factories the requested dtype.
+  std::optional<ScalarType> dtype;
+  std::string what;
   for (const IValue& v : args) {
     const Tensor* t = nullptr;
     if (v.is_tensor() && v.tensor().defined()) t = &v.tensor();
     if (v.is_tensor_list() && !v.tensor_list().empty()) t = &v.tensor_list()[0];
-    if (t == nullptr) continue;
-    if (!op.dtypes.contains(t->dtype())) {
-      std::string supported;
-      for (ScalarType s : kAllScalarTypes) {
-        if (!op.dtypes.contains(s)) continue;
-        if (!supported.empty()) supported += ", ";
-        supported += dtype_name(s);
-      }
-      throw DTypeError(fmt::format("{}: dtype {} is not supported (input of shape {}); supported "
-                                   "dtypes: {}. Convert with .to(dtype) first",
-                                   op.name, dtype_name(t->dtype()), shape_str(t->sizes()),
-                                   supported));
+    if (t != nullptr) {
+      dtype = t->dtype();
+      what = fmt::format("input of shape {}", shape_str(t->sizes()));
+      break;
     }
-    return;
   }
+  if (!dtype && op.has_tag(kTagFactory)) {
+    for (const IValue& v : args) {
+      if (v.is_dtype()) {
+        dtype = v.dtype();
+        what = "requested dtype";
+        break;
+      }
+    }
+  }
+  if (!dtype || op.dtypes.contains(*dtype)) return;
+  std::string supported;
+  for (ScalarType s : kAllScalarTypes) {
+    if (!op.dtypes.contains(s)) continue;
+    if (!supported.empty()) supported += ", ";
+    supported += dtype_name(s);
+  }
+  throw DTypeError(fmt::format("{}: dtype {} is not supported ({}); supported dtypes: {}. Convert "
+                               "with .to(dtype) first",
+                               op.name, dtype_name(*dtype), what, supported));
 }
 
 void run_backend(const OpDef& op, Stack& args, Stack& outputs, DispatchKey key) {
