@@ -81,14 +81,12 @@ DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
 void check_dtype(const OpDef& op, const Stack& args) {
   // The main input's dtype: the first tensor argument, or for factories the requested dtype.
   std::optional<ScalarType> dtype;
-  std::string what;
+  const Tensor* input = nullptr;
   for (const IValue& v : args) {
-    const Tensor* t = nullptr;
-    if (v.is_tensor() && v.tensor().defined()) t = &v.tensor();
-    if (v.is_tensor_list() && !v.tensor_list().empty()) t = &v.tensor_list()[0];
-    if (t != nullptr) {
-      dtype = t->dtype();
-      what = fmt::format("input of shape {}", shape_str(t->sizes()));
+    if (v.is_tensor() && v.tensor().defined()) input = &v.tensor();
+    if (v.is_tensor_list() && !v.tensor_list().empty()) input = &v.tensor_list()[0];
+    if (input != nullptr) {
+      dtype = input->dtype();
       break;
     }
   }
@@ -96,12 +94,14 @@ void check_dtype(const OpDef& op, const Stack& args) {
     for (const IValue& v : args) {
       if (v.is_dtype()) {
         dtype = v.dtype();
-        what = "requested dtype";
         break;
       }
     }
   }
   if (!dtype || op.dtypes.contains(*dtype)) return;
+  const std::string what = input != nullptr
+                               ? fmt::format("input of shape {}", shape_str(input->sizes()))
+                               : std::string("requested dtype");
   std::string supported;
   for (ScalarType s : kAllScalarTypes) {
     if (!op.dtypes.contains(s)) continue;

@@ -172,3 +172,23 @@ TEST(OpHarnessMeta, EveryOpInfoNamesARealOp) {
 
 }  // namespace
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+namespace {
+
+TEST(OpTable, EveryEntryIsWellFormed) {
+  for (const auto& op : OpRegistry::instance().ops()) {
+    SCOPED_TRACE(op->name);
+    // The schema starts with the op's own name: "add(Tensor self, ...) -> Tensor".
+    EXPECT_EQ(op->schema.substr(0, op->name.size() + 1), op->name + "(");
+    EXPECT_NE(op->schema.find(") -> "), std::string::npos);
+    EXPECT_FALSE(op->family.empty());
+    EXPECT_TRUE(op->meta != nullptr || op->composite != nullptr);
+    EXPECT_FALSE(op->dtypes.empty());
+    if (op->has_tag(kTagInplace)) EXPECT_EQ(op->name.back(), '_') << "in-place ops end in _";
+    EXPECT_EQ(&OpRegistry::instance().get(op->id), op.get());
+  }
+}
+
+}  // namespace
+}  // namespace kiln::testing
