@@ -185,7 +185,9 @@ TEST(OpTable, EveryEntryIsWellFormed) {
     EXPECT_FALSE(op->family.empty());
     EXPECT_TRUE(op->meta != nullptr || op->composite != nullptr);
     EXPECT_FALSE(op->dtypes.empty());
-    if (op->has_tag(kTagInplace)) EXPECT_EQ(op->name.back(), '_') << "in-place ops end in _";
+    if (op->has_tag(kTagInplace)) {
+      EXPECT_EQ(op->name.back(), '_') << "in-place ops end in _";
+    }
     EXPECT_EQ(&OpRegistry::instance().get(op->id), op.get());
   }
 }
