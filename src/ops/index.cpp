@@ -53,7 +53,7 @@ void check_integer_index(std::string_view op, const Tensor& index) {
 DimVector sizes_of(const Tensor& t) { return DimVector(t.sizes().begin(), t.sizes().end()); }
 
 // A 0-dim tensor as a 1-element 1-D view, so gather/scatter treat dims uniformly.
-Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.as_strided({1}, {1}) : t; }
 
 // ---- index_select ----
 
@@ -88,7 +88,7 @@ void cpu_index_select(OpCall& call) {
   }
   DimVector shape = sizes_of(self);
   shape[d] = index.numel();
-  cpu::separable_gather(out.view(shape), self, tables, 0);
+  cpu::separable_gather(out.as_strided(shape, contiguous_strides(shape)), self, tables, 0);
 }
 
 // ---- gather / scatter ----

@@ -292,8 +292,10 @@ void cpu_roll(OpCall& call) {
   const Tensor& out = call.output(0);
   IntArrayRef shifts = call.ints(1), dims = call.ints(2);
   if (dims.empty()) {
-    const Tensor flat = self.contiguous().reshape({self.numel()});
-    cpu::separable_gather(out.view({out.numel()}), flat, {roll_table(self.numel(), shifts[0], 1)}, 0);
+    // Rolling the flattened tensor: a 1-D gather over contiguous views of both.
+    const int64_t n = self.numel();
+    const Tensor flat = self.contiguous().as_strided({n}, {1});
+    cpu::separable_gather(out.as_strided({n}, {1}), flat, {roll_table(n, shifts[0], 1)}, 0);
     return;
   }
   Tables tables = identity_tables(self);
