@@ -24,7 +24,7 @@ void cpu_linspace(OpCall& call) {
   visit_dtype(out.dtype(), [&]<typename T>() {
     T* p = static_cast<T*>(out.data_ptr());
     // Both halves count from their own end (as PyTorch does), so the last value is exactly `end`.
-    const int64_t half = steps / 2;
+    const int64_t half = steps == 1 ? 1 : steps / 2;
     for (int64_t i = 0; i < steps; ++i) {
       const double v = i < half ? start + step * static_cast<double>(i)
                                 : end - step * static_cast<double>(steps - 1 - i);
