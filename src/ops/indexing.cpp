@@ -18,8 +18,9 @@ struct Translated {
 // Dims of self an entry consumes: ints, slices and integer tensors 1, bool masks their rank;
 // None, Ellipsis and bool values none.
 int64_t consumed_dims(const TensorIndex& i) {
-  if (i.is_integer() || i.is_slice()) return 1;
+  // Tensor first: a tensor entry also reports is_integer() (its variant holds a placeholder 0).
   if (i.is_tensor()) return i.tensor().dtype() == kBool ? i.tensor().dim() : 1;
+  if (i.is_integer() || i.is_slice()) return 1;
   return 0;
 }
 
@@ -51,7 +52,9 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
     out.has_tensors = true;
   };
   for (const TensorIndex& i : indices) {
-    if (i.is_integer()) {
+    if (i.is_tensor() && !(i.tensor().dtype() == kBool && i.tensor().dim() == 0)) {
+      record(i.tensor(), consumed_dims(i));
+    } else if (i.is_integer() && !i.is_tensor()) {
       out.view = out.view.select(dim, i.integer());
     } else if (i.is_slice()) {
       const indexing::Slice& s = i.slice();
@@ -71,9 +74,6 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
       const Tensor idx = keep ? zeros({1}, TensorOptions(kInt64).device(self.device()))
                               : empty({0}, TensorOptions(kInt64).device(self.device()));
       record(idx, 1);
-    } else {
-      const Tensor& t = i.tensor();
-      record(t, consumed_dims(i));
     }
   }
   return out;
