@@ -3,6 +3,10 @@
 
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/generator.h"
 #include "kiln/ops/creation.h"
+#include "kiln/ops/index.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/shape.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
