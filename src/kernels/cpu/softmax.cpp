@@ -63,11 +63,12 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   }
   // Pass 3: normalize.
   if (log) {
-    const float shift = m + std::log(sum);
-    const auto vs = hn::Set(d, shift);
+    // (x - m) - log(sum), not x - (m + log(sum)): m may be so large that log(sum) is lost in it.
+    const float lse = std::log(sum);
+    const auto vl = hn::Set(d, lse);
     i = 0;
-    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::LoadU(d, x + i), vs), d, y + i);
-    for (; i < n; ++i) y[i] = x[i] - shift;
+    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+    for (; i < n; ++i) y[i] = (x[i] - m) - lse;
   } else {
     const float inv = 1.0f / sum;
     const auto vi = hn::Set(d, inv);
@@ -85,10 +86,10 @@ void softmax_row(const T* x, T* y, int64_t n, bool log) {
   for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<acc_t>(x[i]));
   acc_t sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<acc_t>(x[i]) - m);
-  const acc_t shift = m + std::log(sum);
+  const acc_t lse = std::log(sum), inv = acc_t(1) / sum;
   for (int64_t i = 0; i < n; ++i) {
-    const acc_t v = static_cast<acc_t>(x[i]) - shift;
-    y[i] = static_cast<T>(log ? v : std::exp(v));
+    const acc_t v = static_cast<acc_t>(x[i]) - m;
+    y[i] = static_cast<T>(log ? v - lse : std::exp(v) * inv);
   }
 }
 
@@ -102,11 +103,11 @@ void softmax_cols(const T* x, T* y, int64_t n, int64_t inner, bool log) {
     for (int64_t c = 0; c < inner; ++c) m[c] = std::max(m[c], static_cast<acc_t>(x[r * inner + c]));
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < inner; ++c) s[c] += std::exp(static_cast<acc_t>(x[r * inner + c]) - m[c]);
-  for (int64_t c = 0; c < inner; ++c) m[c] += std::log(s[c]);  // the shift
+  for (int64_t c = 0; c < inner; ++c) s[c] = log ? std::log(s[c]) : acc_t(1) / s[c];
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < inner; ++c) {
       const acc_t v = static_cast<acc_t>(x[r * inner + c]) - m[c];
-      y[r * inner + c] = static_cast<T>(log ? v : std::exp(v));
+      y[r * inner + c] = static_cast<T>(log ? v - s[c] : std::exp(v) * s[c]);
     }
 }
 
