@@ -32,6 +32,9 @@ void meta_topk(OpCall& call) {
              "topk: k = {} is out of range for dim {} of size {} (input of shape {}); k must be in "
              "[0, {}]",
              k, dim, n, shape_str(x.sizes()), n);
+  KILN_CHECK(x.dim() > 0 || k == 1, IndexError,
+             "topk: k = {} on a 0-dim tensor: a 0-dim result always holds one value, so k must be 1",
+             k);
   DimVector shape(x.sizes().begin(), x.sizes().end());
   if (x.dim() > 0) shape[dim] = k;
   call.set_output(0, x.dtype(), shape);

@@ -186,7 +186,7 @@ const bool registered = [] {
          auto s = line_samples(dt, rng, -5, 5, names);
          for (size_t i = 0; i < s.size(); ++i) {
            const int64_t n = line_length(s[i].first, wrap(s[i].second, s[i].first.dim()));
-           for (int64_t k : {int64_t{0}, std::min<int64_t>(n, 3), n})
+           for (int64_t k : {s[i].first.dim() == 0 ? n : 0, std::min<int64_t>(n, 3), n})
              for (bool largest : {true, false})
                out.push_back({{s[i].first, k, s[i].second, largest, true},
                               fmt::format("{} k={} largest={}", names[i], k, largest)});
@@ -202,6 +202,7 @@ const bool registered = [] {
          return std::vector<ErrorCase>{
              {{zeros({2, 3}), int64_t{4}, int64_t{1}, true, true}, ErrorKind::Index, "k > size"},
              {{zeros({2, 3}), int64_t{-1}, int64_t{1}, true, true}, ErrorKind::Index, "k < 0"},
+             {{zeros({}), int64_t{0}, int64_t{0}, true, true}, ErrorKind::Index, "k = 0 on a 0-dim tensor"},
              dim_out_of_range({zeros({2, 3}), int64_t{1}, int64_t{2}, true, true})};
        }});
   register_scan("cumsum", false);
