@@ -196,7 +196,7 @@ void reduce_typed(const Tensor& out, const Tensor& x, uint64_t mask, double scal
   using R = Reducer<T, K>;
   using acc_t = typename R::acc_t;
   Out* o = out.data_ptr<Out>();
-  auto finish = [scale](acc_t a) -> Out {
+  auto finish = [=](acc_t a) -> Out {
     if constexpr (K == ReduceKind::Sum && is_floating_v<T>) {
       return static_cast<Out>(scale == 1 ? a : static_cast<acc_t>(a * scale));
     } else if constexpr (std::is_same_v<acc_t, uint64_t> || std::is_same_v<Out, bool>) {
