@@ -7,6 +7,7 @@
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
 #include "kiln/ops/random.h"
+#include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"

@@ -22,8 +22,10 @@ class IValue {
   IValue(double d) : v_(d) {}
   IValue(bool b) : v_(b) {}
   IValue(const Scalar& s) : v_(s) {}
-  IValue(IntArrayRef ints) : v_(ints.vec()) {}
-  IValue(std::vector<int64_t> ints) : v_(std::move(ints)) {}
+  // Int lists are kept inline (no heap) up to 5 elements: sizes and dims on the hot path.
+  IValue(IntArrayRef ints) : v_(DimVector(ints.begin(), ints.end())) {}
+  IValue(const std::vector<int64_t>& ints) : v_(DimVector(ints.begin(), ints.end())) {}
+  IValue(DimVector ints) : v_(std::move(ints)) {}
   IValue(std::vector<Tensor> tensors) : v_(std::move(tensors)) {}
   IValue(ScalarType t) : v_(t) {}
   IValue(Device d) : v_(d) {}
@@ -43,7 +45,7 @@ class IValue {
   bool is_double() const { return std::holds_alternative<double>(v_); }
   bool is_bool() const { return std::holds_alternative<bool>(v_); }
   bool is_scalar() const { return std::holds_alternative<Scalar>(v_); }
-  bool is_int_list() const { return std::holds_alternative<std::vector<int64_t>>(v_); }
+  bool is_int_list() const { return std::holds_alternative<DimVector>(v_); }
   bool is_dtype() const { return std::holds_alternative<ScalarType>(v_); }
   bool is_device() const { return std::holds_alternative<Device>(v_); }
   bool is_string() const { return std::holds_alternative<std::string>(v_); }
@@ -56,7 +58,7 @@ class IValue {
   bool to_bool() const { return get<bool>("bool"); }
   // A Scalar argument also accepts int, float and bool IValues.
   Scalar scalar() const;
-  IntArrayRef int_list() const { return get<std::vector<int64_t>>("int[]"); }
+  IntArrayRef int_list() const { return get<DimVector>("int[]"); }
   ScalarType dtype() const { return get<ScalarType>("ScalarType"); }
   Device device() const { return get<Device>("Device"); }
   const std::string& string() const { return get<std::string>("str"); }
@@ -78,7 +80,7 @@ class IValue {
     KILN_CHECK(p != nullptr, Error, "internal: expected a boxed {} but got {}", expected, type_name());
     return *p;
   }
-  std::variant<std::monostate, Tensor, int64_t, double, bool, Scalar, std::vector<int64_t>,
+  std::variant<std::monostate, Tensor, int64_t, double, bool, Scalar, DimVector,
                std::vector<Tensor>, ScalarType, Device, std::string>
       v_;
 };

@@ -182,7 +182,7 @@ void cpu_index_put(OpCall& call) {
 
 void register_advanced_index_ops(OpRegistry& r) {
   r.add({.name = "index",
-         .schema = "index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
+         .schema = "index(Tensor self, Tensor?[] indices) -> Tensor",
          .family = "index",
          .meta = meta_index,
          .cpu = cpu_index});

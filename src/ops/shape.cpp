@@ -367,7 +367,7 @@ OpDef composite_op(const char* name, const char* schema, CompositeFn fn) {
 void register_shape_ops(OpRegistry& r) {
   r.add(shape_op("cat", "cat(Tensor[] tensors, int dim=0) -> Tensor", meta_cat, cpu_cat));
   r.add(composite_op("stack", "stack(Tensor[] tensors, int dim=0) -> Tensor", composite_stack));
-  r.add(composite_op("split", "split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+  r.add(composite_op("split", "split(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
                      composite_split));
   r.add(composite_op("split_with_sizes",
                      "split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]",
