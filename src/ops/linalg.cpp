@@ -102,6 +102,13 @@ void cpu_addmm(OpCall& call) {
 
 std::vector<int64_t> vec(IntArrayRef r) { return r.vec(); }
 
+// Explicit row counts instead of reshape(-1, k): -1 cannot be inferred when k is 0.
+int64_t numel_of(IntArrayRef shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
 // See the header for the semantics (torch.matmul).
 Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
@@ -123,7 +130,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   if (da >= 3 && db <= 2) {
     // Fold a's batch dims into its rows: one large product instead of many small ones.
     std::vector<int64_t> out_shape = vec(a.sizes().slice(0, static_cast<size_t>(da - 1)));
-    Tensor rows = a.reshape({-1, ka});
+    Tensor rows = a.reshape({numel_of(out_shape), ka});
     Tensor prod = mm(rows, db == 1 ? b.unsqueeze(1) : b);
     if (db == 2) out_shape.push_back(b.size(1));
     return prod.view(out_shape);
@@ -172,9 +179,10 @@ void composite_linear(OpCall& call) {
                ShapeError, "linear: bias {} does not match out_features {} of weight {}",
                shape_str(bias.sizes()), out_features, shape_str(weight.sizes()));
   }
-  std::vector<int64_t> out_shape = vec(input.sizes().slice(0, static_cast<size_t>(input.dim() - 1)));
+  const IntArrayRef lead = input.sizes().slice(0, static_cast<size_t>(input.dim() - 1));
+  std::vector<int64_t> out_shape = vec(lead);
   out_shape.push_back(out_features);
-  const Tensor rows = input.dim() == 2 ? input : input.reshape({-1, input.size(-1)});
+  const Tensor rows = input.dim() == 2 ? input : input.reshape({numel_of(lead), input.size(-1)});
   const Tensor prod = bias.defined() ? addmm(bias, rows, weight.t()) : mm(rows, weight.t());
   call.set_output(0, input.dim() == 2 ? prod : prod.view(out_shape));
 }

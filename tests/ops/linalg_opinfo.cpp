@@ -90,6 +90,7 @@ std::vector<SampleInput> matmul_samples(ScalarType dt, std::mt19937_64& rng) {
                "expanded batch x size-1 batch"});
   s.push_back({{mk({0, 3, 4}, dt, rng), mk({4, 2}, dt, rng)}, "zero batch x 2-D"});
   s.push_back({{mk({0, 3, 4}, dt, rng), mk({1, 4, 2}, dt, rng)}, "zero batch x broadcast"});
+  s.push_back({{mk({2, 3, 0}, dt, rng), mk({0, 5}, dt, rng)}, "3-D x 2-D with k = 0"});
   return s;
 }
 
@@ -102,6 +103,8 @@ std::vector<SampleInput> linear_samples(ScalarType dt, std::mt19937_64& rng) {
   s.push_back({{mk({3, 2, 4}, dt, rng).transpose(0, 1), mk({4, 5}, dt, rng).t(), IValue()},
                "non-contiguous input and weight"});
   s.push_back({{mk({0, 4}, dt, rng), mk({5, 4}, dt, rng), mk({5}, dt, rng)}, "zero batch"});
+  s.push_back({{mk({2, 3, 0}, dt, rng), mk({5, 0}, dt, rng), mk({5}, dt, rng)}, "in_features 0: bias"});
+  s.push_back({{mk({2, 3, 4}, dt, rng), mk({0, 4}, dt, rng), IValue()}, "out_features 0"});
   return s;
 }
 
@@ -219,7 +222,7 @@ const bool registered = [] {
                       RefValues x = ref_values(a[0].tensor()), w = t_of(ref_values(a[1].tensor()));
                       const std::vector<int64_t> in_shape = x.shape;
                       const int64_t in = in_shape.back();
-                      x.shape = {numel_of(in_shape) / std::max<int64_t>(in, 1), in};
+                      x.shape = {numel_of(Shape(in_shape.begin(), in_shape.end() - 1)), in};
                       RefValues r = ref_batched_matmul(x, w);
                       if (!a[2].is_none()) add_scaled(r, ref_values(a[2].tensor()), Scalar(1), Scalar(1));
                       r.shape = in_shape;
