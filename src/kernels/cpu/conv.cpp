@@ -1,7 +1,7 @@
 // 2-D convolution as im2col + GEMM: each (sample, group) unrolls its input windows into a
 // [C_g * kH * kW, oH * oW] matrix and multiplies the group's [O_g, C_g * kH * kW] weights by it.
 // Samples run in parallel, each thread with its own column buffer, and then call BLAS
-// single-threaded (OpenBLAS does so inside a parallel region); a single sample leaves the
+// single-threaded (OpenBLAS does so inside a parallel region); a few large samples leave the
 // threading to OpenBLAS.
 #include <cblas.h>
 #include <omp.h>
@@ -78,8 +78,12 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
   // A 1x1 kernel with stride 1 and no padding reads the input as it is: no unrolling.
   const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                       g.pad_h == 0 && g.pad_w == 0;
-  const bool parallel = g.batch > 1;
-  const int threads = parallel ? omp_get_max_threads() : 1;
+  // Parallel over samples when there are enough of them to fill the threads, or when each
+  // sample's products are too small for OpenBLAS's own threading to pay off.
+  const int max_threads = omp_get_max_threads();
+  const bool parallel =
+      g.batch > 1 && (g.batch >= max_threads || g.groups * og * ohw * kdim < (int64_t{1} << 21));
+  const int threads = parallel ? max_threads : 1;
   std::vector<T> cols(direct ? 0 : static_cast<size_t>(threads) * static_cast<size_t>(kdim * ohw));
 
 #pragma omp parallel for if (parallel)
