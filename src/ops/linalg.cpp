@@ -1,5 +1,11 @@
 // Matrix products: mm, bmm, addmm (kernels over BLAS / the integer kernel), and the composites
 // matmul and linear built from them with views.
+//
+// Note [Matrix product dtypes]
+// Floating dtypes go to OpenBLAS (float16/bfloat16 through float32), integer dtypes, unsigned
+// included, to an own kernel with wrap-around arithmetic (Note [Modular integer matmul]). Bool
+// is rejected with DTypeError, as PyTorch's CPU mm does: "or of ands" is a different operation
+// that deserves its own name. Operands must share one dtype (no promotion), as in PyTorch.
 #include "kiln/ops/linalg.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/gemm.h"

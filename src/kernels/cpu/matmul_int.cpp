@@ -35,9 +35,16 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
   const int64_t b_sb = d == 3 ? b.stride(0) : 0, b_sk = b.stride(d - 2), b_sn = b.stride(d - 1);
   const Acc al = static_cast<Acc>(static_cast<U>(alpha.to<T>()));
   const Acc be = static_cast<Acc>(static_cast<U>(beta.to<T>()));
+  T* pc = static_cast<T*>(out.data_ptr());
+  if (k == 0) {  // an empty sum: out = beta * out (a and b have no data to point into)
+    for (int64_t i = 0; i < batch * m * n; ++i) {
+      const Acc old = be == 0 ? 0 : static_cast<Acc>(static_cast<U>(pc[i]));
+      pc[i] = static_cast<T>(static_cast<U>(be * old));
+    }
+    return;
+  }
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
-  T* pc = static_cast<T*>(out.data_ptr());
 
   // B packed row-major in the accumulator type (the inner loop then vectorizes), and one
   // accumulator row per thread; both allocated before the parallel region (no throw inside).
