@@ -1,0 +1,151 @@
+// Floating-point matrix products through OpenBLAS (its OpenMP build, so one thread pool).
+//
+// Note [Strided operands to BLAS]
+// Row-major BLAS reads a matrix either as stored row by row (NoTrans, leading dimension = row
+// stride) or, for a transposed operand, column by column (Trans, leading dimension = column
+// stride). So any operand whose elements are unit-stride along one of its two dims is passed
+// as is, with the matching transpose flag: `a.t()`, a slice of columns, an expanded batch. Only
+// an operand with no unit stride (e.g. every other column) is copied, once, to contiguous.
+// Strides of size-1 dims carry no information and are ignored.
+#include <cblas.h>
+#include <omp.h>
+
+#include <climits>
+#include <optional>
+
+#include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/copy.h"
+#include "src/kernels/cpu/gemm.h"
+
+namespace kiln::cpu {
+namespace {
+
+// A [rows, cols] matrix (or a batch of them) in the terms BLAS wants.
+struct BlasOperand {
+  const char* data = nullptr;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+  int64_t batch_stride = 0;  // in elements
+};
+
+int64_t batch_of(const Tensor& t) { return t.dim() == 3 ? t.size(0) : 1; }
+
+// See Note [Strided operands to BLAS].
+std::optional<std::pair<CBLAS_TRANSPOSE, int64_t>> blas_layout(int64_t rows, int64_t cols,
+                                                                int64_t rs, int64_t cs) {
+  const int64_t min_row_ld = std::max<int64_t>(cols, 1);
+  const int64_t min_col_ld = std::max<int64_t>(rows, 1);
+  if (cs == 1 || cols <= 1) {
+    const int64_t ld = rows <= 1 ? min_row_ld : rs;
+    if (ld >= min_row_ld && ld <= INT_MAX) return std::pair{CblasNoTrans, ld};
+  }
+  if (rs == 1 || rows <= 1) {
+    const int64_t ld = cols <= 1 ? min_col_ld : cs;
+    if (ld >= min_col_ld && ld <= INT_MAX) return std::pair{CblasTrans, ld};
+  }
+  return std::nullopt;
+}
+
+// Describes `t` for BLAS, replacing it with a contiguous copy when its layout does not fit.
+BlasOperand make_operand(Tensor& t) {
+  const int64_t d = t.dim();
+  auto layout = blas_layout(t.size(d - 2), t.size(d - 1), t.stride(d - 2), t.stride(d - 1));
+  if (!layout) {
+    Tensor copy = empty_tensor(t.sizes(), t.dtype());
+    copy_into(copy, t);
+    t = copy;
+    layout = blas_layout(t.size(d - 2), t.size(d - 1), t.stride(d - 2), t.stride(d - 1));
+  }
+  BlasOperand op;
+  op.data = static_cast<const char*>(t.data_ptr());
+  op.trans = layout->first;
+  op.ld = layout->second;
+  op.batch_stride = d == 3 ? t.stride(0) : 0;
+  return op;
+}
+
+void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+               const double* a, int lda, const double* b, int ldb, double beta, double* c,
+               int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// out *= beta over a contiguous tensor (the k == 0 case, where BLAS would not be called).
+template <typename T>
+void scale_output(const Tensor& out, T beta) {
+  T* p = out.data_ptr<T>();
+  const int64_t n = out.numel();
+  if (beta == T(0)) {
+    for (int64_t i = 0; i < n; ++i) p[i] = T(0);
+  } else {
+    for (int64_t i = 0; i < n; ++i) p[i] *= beta;
+  }
+}
+
+template <typename T>
+void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
+  const int64_t d = a.dim();
+  const int64_t batch = batch_of(out);
+  const int64_t m = a.size(d - 2), k = a.size(d - 1), n = b.size(d - 1);
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) {
+    scale_output(out, beta);
+    return;
+  }
+  KILN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, NotImplementedError,
+             "matrix product: dims [{}, {}] x [{}, {}] exceed the 32-bit sizes BLAS takes", m, k,
+             k, n);
+  const BlasOperand oa = make_operand(a);
+  const BlasOperand ob = make_operand(b);
+  T* c = out.data_ptr<T>();
+  const int64_t c_batch = m * n;
+  // OpenBLAS threads one large product itself; many small ones are better spread over the
+  // batch (inside a parallel region OpenBLAS runs single-threaded).
+  const bool small = m * n * k <= 64 * 64 * 64;
+  const bool parallel_batch = batch > 1 && small && batch * m * n * k > 32768;
+#pragma omp parallel for if (parallel_batch)
+  for (int64_t i = 0; i < batch; ++i) {
+    call_gemm(oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              alpha, reinterpret_cast<const T*>(oa.data) + i * oa.batch_stride,
+              static_cast<int>(oa.ld), reinterpret_cast<const T*>(ob.data) + i * ob.batch_stride,
+              static_cast<int>(ob.ld), beta, c + i * c_batch, static_cast<int>(n));
+  }
+}
+
+Tensor to_float32(const Tensor& t) {
+  Tensor f = empty_tensor(t.sizes(), kFloat32);
+  copy_into(f, t);
+  return f;
+}
+
+}  // namespace
+
+void gemm_floating(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar& alpha,
+                   const Scalar& beta) {
+  switch (out.dtype()) {
+    case kFloat32:
+      gemm_blas<float>(a, b, out, alpha.to<float>(), beta.to<float>());
+      return;
+    case kFloat64:
+      gemm_blas<double>(a, b, out, alpha.to<double>(), beta.to<double>());
+      return;
+    case kFloat16:
+    case kBFloat16: {
+      // Reduced floats compute in float32 (opmath), rounded once at the end.
+      const float fbeta = beta.to<float>();
+      Tensor out32 = fbeta == 0.0f ? empty_tensor(out.sizes(), kFloat32) : to_float32(out);
+      gemm_blas<float>(to_float32(a), to_float32(b), out32, alpha.to<float>(), fbeta);
+      copy_into(out, out32);
+      return;
+    }
+    default:
+      throw DTypeError(fmt::format("gemm_floating: dtype {} is not floating",
+                                   dtype_name(out.dtype())));
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,44 @@
+// Convolution and pooling kernels (conv.cpp, pool.cpp). The ops (src/ops/conv.cpp,
+// src/ops/pool.cpp) validate the arguments and compute the geometry; conv1d runs as conv2d with a
+// height of 1, and unbatched inputs as a batch of 1.
+#pragma once
+
+#include <optional>
+
+#include "kiln/tensor.h"
+
+namespace kiln::cpu {
+
+// Sizes of one 2-D convolution. Only the leading padding matters to the kernel (the trailing
+// padding only changes the output size, already in out_h/out_w).
+struct ConvGeometry {
+  int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  int64_t out_channels = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+};
+
+// out[n, o] = bias[o] + sum over the group's channels of weight[o] correlated with input[n].
+// input holds batch * in_channels * in_h * in_w values (any layout of that shape), weight
+// [out_channels, in_channels / groups, kernel_h, kernel_w], bias [out_channels] or undefined,
+// out a contiguous batch * out_channels * out_h * out_w tensor. Floating dtypes.
+void conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
+            const ConvGeometry& g);
+
+// Sizes of one 2-D pooling over `planes` independent [in_h, in_w] planes.
+struct PoolGeometry {
+  int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+};
+
+// indices may be undefined (values only). Every numeric dtype; NaN wins, as in PyTorch.
+void max_pool2d(const Tensor& input, const Tensor& values, const Tensor& indices,
+                const PoolGeometry& g);
+// Floating dtypes.
+void avg_pool2d(const Tensor& input, const Tensor& out, const PoolGeometry& g,
+                bool count_include_pad, std::optional<int64_t> divisor_override);
+// Floating dtypes; only planes, in_*, out_* of g are used.
+void adaptive_avg_pool2d(const Tensor& input, const Tensor& out, const PoolGeometry& g);
+
+}  // namespace kiln::cpu

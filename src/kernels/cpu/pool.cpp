@@ -1,0 +1,154 @@
+// 2-D pooling kernels: one output plane per (sample, channel), planes in parallel. Inputs are
+// made contiguous first; outputs are contiguous.
+#include <cmath>
+#include <limits>
+
+#include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/conv.h"
+#include "src/kernels/cpu/copy.h"
+#include "src/kernels/cpu/loops.h"
+
+namespace kiln::cpu {
+namespace {
+
+Tensor contiguous(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = empty_tensor(t.sizes(), t.dtype());
+  copy_into(c, t);
+  return c;
+}
+
+bool parallel_planes(const PoolGeometry& g) {
+  return g.planes > 1 && g.planes * g.out_h * g.out_w * g.kernel_h * g.kernel_w > 32768;
+}
+
+template <typename T>
+bool is_nan_value(T v) {
+  if constexpr (is_floating_v<T>) {
+    return std::isnan(static_cast<float>(static_cast<opmath_t<T>>(v)));
+  } else {
+    return false;
+  }
+}
+
+template <typename T>
+void max_pool_typed(const T* in, T* values, int64_t* indices, const PoolGeometry& g) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+#pragma omp parallel for if (parallel_planes(g))
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* src = in + p * in_plane;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      // Window rows y0, y0 + d, ...; skip the ones in the padding.
+      int64_t y0 = oy * g.stride_h - g.pad_h;
+      const int64_t y_end = std::min(y0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h);
+      while (y0 < 0) y0 += g.dilation_h;
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        int64_t x0 = ox * g.stride_w - g.pad_w;
+        const int64_t x_end = std::min(x0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w);
+        while (x0 < 0) x0 += g.dilation_w;
+        // As PyTorch: start from the window's first in-bounds position and the lowest value;
+        // a larger value or a NaN replaces it (so NaN propagates, with the last NaN's index).
+        int64_t best_index = y0 * g.in_w + x0;
+        Acc best = std::numeric_limits<Acc>::lowest();
+        if constexpr (std::is_floating_point_v<Acc>) best = -std::numeric_limits<Acc>::infinity();
+        for (int64_t y = y0; y < y_end; y += g.dilation_h) {
+          for (int64_t x = x0; x < x_end; x += g.dilation_w) {
+            const Acc v = static_cast<Acc>(src[y * g.in_w + x]);
+            if (v > best || is_nan_value(v)) {
+              best = v;
+              best_index = y * g.in_w + x;
+            }
+          }
+        }
+        const int64_t o = p * out_plane + oy * g.out_w + ox;
+        values[o] = static_cast<T>(best);
+        if (indices != nullptr) indices[o] = best_index;
+      }
+    }
+  }
+}
+
+template <typename T>
+void avg_pool_typed(const T* in, T* out, const PoolGeometry& g, bool count_include_pad,
+                    std::optional<int64_t> divisor_override) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+#pragma omp parallel for if (parallel_planes(g))
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* src = in + p * in_plane;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      int64_t y0 = oy * g.stride_h - g.pad_h;
+      int64_t y1 = std::min(y0 + g.kernel_h, g.in_h + g.pad_h);
+      const int64_t padded_h = y1 - y0;
+      y0 = std::max<int64_t>(y0, 0);
+      y1 = std::min(y1, g.in_h);
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        int64_t x0 = ox * g.stride_w - g.pad_w;
+        int64_t x1 = std::min(x0 + g.kernel_w, g.in_w + g.pad_w);
+        // The divisor with padding counts the window clipped to the padded input (as PyTorch).
+        const int64_t padded_size = padded_h * (x1 - x0);
+        x0 = std::max<int64_t>(x0, 0);
+        x1 = std::min(x1, g.in_w);
+        Acc sum = 0;
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
+        const int64_t divisor = divisor_override ? *divisor_override
+                                : count_include_pad ? padded_size
+                                                    : (y1 - y0) * (x1 - x0);
+        out[p * out_plane + oy * g.out_w + ox] = static_cast<T>(sum / static_cast<Acc>(divisor));
+      }
+    }
+  }
+}
+
+template <typename T>
+void adaptive_avg_pool_typed(const T* in, T* out, const PoolGeometry& g) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+#pragma omp parallel for if (g.planes > 1 && g.planes * in_plane > 32768)
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const T* src = in + p * in_plane;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      const int64_t y0 = oy * g.in_h / g.out_h;
+      const int64_t y1 = ((oy + 1) * g.in_h + g.out_h - 1) / g.out_h;
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const int64_t x0 = ox * g.in_w / g.out_w;
+        const int64_t x1 = ((ox + 1) * g.in_w + g.out_w - 1) / g.out_w;
+        Acc sum = 0;
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
+        out[p * out_plane + oy * g.out_w + ox] =
+            static_cast<T>(sum / static_cast<Acc>((y1 - y0) * (x1 - x0)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void max_pool2d(const Tensor& input, const Tensor& values, const Tensor& indices,
+                const PoolGeometry& g) {
+  const Tensor in = contiguous(input);
+  visit_dtype_in<dtypes::kNumeric>(in.dtype(), "max_pool2d", [&]<typename T>() {
+    max_pool_typed<T>(in.data_ptr<T>(), values.data_ptr<T>(),
+                      indices.defined() ? indices.data_ptr<int64_t>() : nullptr, g);
+  });
+}
+
+void avg_pool2d(const Tensor& input, const Tensor& out, const PoolGeometry& g,
+                bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Tensor in = contiguous(input);
+  visit_dtype_in<dtypes::kFloating>(in.dtype(), "avg_pool2d", [&]<typename T>() {
+    avg_pool_typed<T>(in.data_ptr<T>(), out.data_ptr<T>(), g, count_include_pad, divisor_override);
+  });
+}
+
+void adaptive_avg_pool2d(const Tensor& input, const Tensor& out, const PoolGeometry& g) {
+  const Tensor in = contiguous(input);
+  visit_dtype_in<dtypes::kFloating>(in.dtype(), "adaptive_avg_pool2d", [&]<typename T>() {
+    adaptive_avg_pool_typed<T>(in.data_ptr<T>(), out.data_ptr<T>(), g);
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,215 @@
+// OpInfos for conv1d, conv2d and their padding-string overloads. The reference is a direct
+// convolution (seven nested loops) in float64.
+#include "tests/ops/linalg_ref.h"
+
+namespace kiln::testing {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+std::pair<double, double> conv_tolerance(ScalarType dt) {
+  if (dt == kFloat32) return {1e-4, 1e-5};
+  if (dt == kFloat64) return {1e-10, 1e-10};
+  return default_tolerance(dt);
+}
+
+int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+
+// Direct convolution; 1-D convolutions run with a height of 1.
+Tensor conv_reference(const Stack& a) {
+  const Tensor& input = a[0].tensor();
+  const Tensor& weight = a[1].tensor();
+  const int spatial = static_cast<int>(weight.dim()) - 2;
+  const bool batched = input.dim() == spatial + 2;
+  const int64_t groups = a[6].to_int();
+  const std::vector<double> x = input.to_vector<double>(), w = weight.to_vector<double>();
+  std::vector<double> bias;
+  if (!a[2].is_none()) bias = a[2].tensor().to_vector<double>();
+  const int64_t n_batch = batched ? input.size(0) : 1;
+  const int64_t c_in = input.size(batched ? 1 : 0), c_out = weight.size(0);
+  const int64_t h = spatial == 2 ? input.size(-2) : 1, wd = input.size(-1);
+  const int64_t kh = spatial == 2 ? weight.size(2) : 1, kw = weight.size(-1);
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, pwa = 0, pha = 0;
+  IntArrayRef st = a[3].int_list(), dl = a[5].int_list();
+  sw = at(st, spatial - 1);
+  dw = at(dl, spatial - 1);
+  if (spatial == 2) sh = at(st, 0), dh = at(dl, 0);
+  if (a[4].is_string()) {
+    if (a[4].string() == "same") {
+      ph = dh * (kh - 1) / 2, pha = dh * (kh - 1) - ph;
+      pw = dw * (kw - 1) / 2, pwa = dw * (kw - 1) - pw;
+    }
+  } else {
+    IntArrayRef pd = a[4].int_list();
+    pw = pwa = at(pd, spatial - 1);
+    if (spatial == 2) ph = pha = at(pd, 0);
+  }
+  const int64_t oh = (h + ph + pha - dh * (kh - 1) - 1) / sh + 1;
+  const int64_t ow = (wd + pw + pwa - dw * (kw - 1) - 1) / sw + 1;
+  const int64_t cg = c_in / groups, og = c_out / groups;
+  std::vector<double> out(static_cast<size_t>(n_batch * c_out * oh * ow));
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t o = 0; o < c_out; ++o)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(o)];
+          const int64_t grp = o / og;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t iy = y * sh - ph + i * dh, ix = xo * sw - pw + j * dw;
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+                const int64_t ci = grp * cg + c;
+                acc += x[static_cast<size_t>(((n * c_in + ci) * h + iy) * wd + ix)] *
+                       w[static_cast<size_t>(((o * cg + c) * kh + i) * kw + j)];
+              }
+          out[static_cast<size_t>(((n * c_out + o) * oh + y) * ow + xo)] = acc;
+        }
+  Shape shape;
+  if (batched) shape.push_back(n_batch);
+  shape.push_back(c_out);
+  if (spatial == 2) shape.push_back(oh);
+  shape.push_back(ow);
+  return from_vector(out, shape).to(input.dtype());
+}
+
+Tensor mk(Shape s, ScalarType dt, std::mt19937_64& rng, Layout layout = Layout::Contiguous) {
+  return make_tensor(s, dt, rng, -2, 2, layout);
+}
+IValue ints(Shape v) { return IValue(std::move(v)); }
+
+std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(mk({2, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
+      "3x3, bias");
+  add(mk({2, 3, 6, 7}, dt, rng), mk({4, 3, 3, 2}, dt, rng), IValue(), {2, 1}, {1, 2}, {1}, 1,
+      "stride (2, 1), padding (1, 2), no bias");
+  add(mk({1, 4, 9, 8}, dt, rng), mk({6, 2, 3, 3}, dt, rng), mk({6}, dt, rng), {1}, {2}, {2, 3}, 2,
+      "groups 2, dilation (2, 3)");
+  add(mk({2, 4, 5, 5}, dt, rng), mk({4, 1, 3, 3}, dt, rng), IValue(), {1}, {1}, {1}, 4,
+      "depthwise");
+  add(mk({2, 3, 4, 5}, dt, rng), mk({5, 3, 1, 1}, dt, rng), mk({5}, dt, rng), {1}, {0}, {1}, 1,
+      "1x1 (no unrolling)");
+  add(mk({3, 6, 7}, dt, rng), mk({2, 3, 2, 2}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1,
+      "unbatched");
+  add(mk({2, 3, 6, 7}, dt, rng).transpose(2, 3), mk({4, 3, 3, 3}, dt, rng, Layout::NonContiguous),
+      IValue(), {1}, {1}, {1}, 1, "non-contiguous input and weight");
+  add(mk({0, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
+      "zero batch");
+  add(mk({2, 0, 4, 4}, dt, rng), mk({3, 0, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1}, 1,
+      "zero input channels: bias only");
+  return s;
+}
+
+std::vector<SampleInput> conv1d_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(mk({2, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1, "k3, bias");
+  add(mk({2, 4, 11}, dt, rng), mk({6, 2, 3}, dt, rng), IValue(), {2}, {1}, {2}, 2,
+      "stride 2, padding 1, dilation 2, groups 2");
+  add(mk({3, 10}, dt, rng), mk({2, 3, 4}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1, "unbatched");
+  add(mk({2, 10, 3}, dt, rng).transpose(1, 2), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1,
+      "non-contiguous input");
+  add(mk({0, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1, "zero batch");
+  return s;
+}
+
+// The padding-string overloads: "same" (odd and even kernels, dilation) and "valid".
+std::vector<SampleInput> padding_samples(ScalarType dt, std::mt19937_64& rng, int spatial) {
+  std::vector<SampleInput> s;
+  const Shape x = spatial == 2 ? Shape{2, 3, 6, 7} : Shape{2, 3, 9};
+  for (int64_t k : {3, 4}) {
+    Shape w = spatial == 2 ? Shape{4, 3, k, k - 1} : Shape{4, 3, k};
+    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), mk({4}, dt, rng), ints({1}), "same", ints({1}),
+                  int64_t{1}},
+                 "same, kernel " + std::to_string(k)});
+    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({1}), "same", ints({2}), int64_t{1}},
+                 "same, dilation 2, kernel " + std::to_string(k)});
+    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({2}), "valid", ints({1}), int64_t{1}},
+                 "valid, stride 2, kernel " + std::to_string(k)});
+  }
+  return s;
+}
+
+std::vector<ErrorCase> conv2d_errors() {
+  const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 2, 3, 3});
+  auto c = [](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g) {
+    return Stack{x, w, b, ints(st), ints(pd), ints(dl), g};
+  };
+  return {
+      {c(x, w, IValue(), {1}, {0}, {1}, 1), ErrorKind::Shape, "channels 4 vs 2 * groups 1"},
+      {c(x, zeros({5, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "5 out channels, groups 2"},
+      {c(x, zeros({6, 2, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "3-D weight"},
+      {c(zeros({4, 5}), w, IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "2-D input"},
+      {c(x, zeros({6, 2, 7, 7}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "kernel larger than input"},
+      {c(x, w, IValue(), {1}, {0}, {3}, 2), ErrorKind::Shape, "dilated kernel larger than input"},
+      {c(x, w, IValue(), {0}, {0}, {1}, 2), ErrorKind::Value, "stride 0"},
+      {c(x, w, IValue(), {1}, {-1}, {1}, 2), ErrorKind::Value, "negative padding"},
+      {c(x, w, IValue(), {1}, {0}, {1}, 0), ErrorKind::Value, "groups 0"},
+      {c(x, w, IValue(), {1, 1, 1}, {0}, {1}, 2), ErrorKind::Value, "three strides"},
+      {c(x, w, zeros({5}), {1}, {0}, {1}, 2), ErrorKind::Shape, "bias size"},
+      {c(x, zeros({6, 2, 3, 3}, kFloat64), IValue(), {1}, {0}, {1}, 2), ErrorKind::DType, "mixed dtypes"},
+      {c(zeros({1, 4, 5, 5}, kInt32), zeros({6, 2, 3, 3}, kInt32), IValue(), {1}, {0}, {1}, 2),
+       ErrorKind::DType, "int32"},
+  };
+}
+
+const bool registered = [] {
+  auto ref = [](const Stack& a) { return std::vector<Tensor>{conv_reference(a)}; };
+  register_op_info({.name = "conv2d",
+                    .samples = conv2d_samples,
+                    .reference = ref,
+                    .error_cases = conv2d_errors,
+                    .tolerance = conv_tolerance});
+  register_op_info({.name = "conv1d",
+                    .samples = conv1d_samples,
+                    .reference = ref,
+                    .error_cases = [] {
+                      const Tensor x = zeros({1, 4, 5});
+                      return std::vector<ErrorCase>{
+                          {{x, zeros({6, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                           ErrorKind::Shape, "channels"},
+                          {{x, zeros({6, 4, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                           ErrorKind::Shape, "4-D weight"},
+                          {{x, zeros({6, 4, 9}), IValue(), ints({1}), ints({1}), ints({1}), int64_t{1}},
+                           ErrorKind::Shape, "kernel 9 > padded 7"},
+                          {{x, zeros({6, 4, 3}), IValue(), ints({-2}), ints({0}), ints({1}), int64_t{1}},
+                           ErrorKind::Value, "negative stride"}};
+                    },
+                    .tolerance = conv_tolerance});
+  register_op_info({.name = "conv2d.padding",
+                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },
+                    .reference = ref,
+                    .error_cases = [] {
+                      const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 4, 3, 3});
+                      return std::vector<ErrorCase>{
+                          {{x, w, IValue(), ints({2}), "same", ints({1}), int64_t{1}}, ErrorKind::Value,
+                           "same with stride 2"},
+                          {{x, w, IValue(), ints({1}), "full", ints({1}), int64_t{1}}, ErrorKind::Value,
+                           "unknown padding mode"},
+                          {{x, zeros({6, 4, 7, 7}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
+                           ErrorKind::Shape, "valid, kernel larger than input"}};
+                    },
+                    .tolerance = conv_tolerance});
+  register_op_info({.name = "conv1d.padding",
+                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 1); },
+                    .reference = ref,
+                    .error_cases = [] {
+                      return std::vector<ErrorCase>{
+                          {{zeros({1, 4, 5}), zeros({6, 4, 3}), IValue(), ints({2}), "same", ints({1}),
+                            int64_t{1}},
+                           ErrorKind::Value, "same with stride 2"}};
+                    },
+                    .tolerance = conv_tolerance});
+  return true;
+}();
+
+}  // namespace
+}  // namespace kiln::testing

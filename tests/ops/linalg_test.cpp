@@ -1,0 +1,168 @@
+// Behaviour of the matrix products, convolutions and pooling beyond what the OpInfo harness
+// checks: hand-computed values, wrap-around, NaN handling, error messages.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/kiln.h"
+
+namespace kiln {
+namespace {
+
+std::vector<int64_t> shape(const Tensor& t) { return t.sizes().vec(); }
+
+TEST(Linalg, MmMatchesHandComputedValues) {
+  Tensor a = tensor({1.0, 2.0, 3.0, 4.0}).view({2, 2});
+  Tensor b = tensor({5.0, 6.0, 7.0, 8.0}).view({2, 2});
+  EXPECT_EQ(a.mm(b).to_vector<float>(), (std::vector<float>{19, 22, 43, 50}));
+  EXPECT_EQ(a.t().mm(b).to_vector<float>(), (std::vector<float>{26, 30, 38, 44}));
+  EXPECT_EQ(a.mm(b.t()).to_vector<float>(), (std::vector<float>{17, 23, 39, 53}));
+}
+
+TEST(Linalg, MatmulOfTwoVectorsIsAZeroDimDot) {
+  Tensor r = matmul(tensor({1.0, 2.0, 3.0}), tensor({4.0, 5.0, 6.0}));
+  EXPECT_EQ(r.dim(), 0);
+  EXPECT_EQ(r.item<float>(), 32.0f);
+}
+
+TEST(Linalg, MatmulBroadcastsBatchDims) {
+  Tensor a = ones({2, 1, 3, 4});
+  Tensor b = ones({5, 4, 2});
+  Tensor r = a.matmul(b);
+  EXPECT_EQ(shape(r), (std::vector<int64_t>{2, 5, 3, 2}));
+  for (float v : r.to_vector<float>()) EXPECT_EQ(v, 4.0f);
+}
+
+TEST(Linalg, MatmulRemovesTheDimOfAVectorOperand) {
+  EXPECT_EQ(shape(matmul(ones({4}), ones({2, 4, 5}))), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(shape(matmul(ones({2, 3, 4}), ones({4}))), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(shape(matmul(ones({0, 3, 4}), ones({4, 2}))), (std::vector<int64_t>{0, 3, 2}));
+}
+
+TEST(Linalg, Int8MatmulWrapsAround) {
+  Tensor a = tensor({100, 100}, kInt8).view({1, 2});
+  Tensor b = tensor({2, 1}, kInt8).view({2, 1});
+  EXPECT_EQ(a.mm(b).item<int64_t>(), 44);  // 300 mod 256
+  Tensor c = tensor({-128}, kInt8).view({1, 1});
+  EXPECT_EQ(c.mm(tensor({-1}, kInt8).view({1, 1})).item<int64_t>(), -128);  // no UB on INT8_MIN * -1
+}
+
+TEST(Linalg, Uint16MatmulDoesNotOverflowIntPromotion) {
+  // 65535 * 65535 overflows int (uint16 promotes to int in C++); the kernel wraps instead.
+  Tensor a = from_vector(std::vector<uint16_t>{65535}, std::vector<int64_t>{1, 1});
+  EXPECT_EQ(a.mm(a).item<int64_t>(), 1);  // (2^16 - 1)^2 mod 2^16
+}
+
+TEST(Linalg, Uint64MatmulWrapsAround) {
+  Tensor a = from_vector(std::vector<uint64_t>{UINT64_MAX, 2}, std::vector<int64_t>{1, 2});
+  Tensor b = from_vector(std::vector<uint64_t>{3, 1}, std::vector<int64_t>{2, 1});
+  EXPECT_EQ(a.mm(b).item<uint64_t>(), uint64_t{UINT64_MAX - 2 + 2});  // -3 + 2 mod 2^64
+}
+
+TEST(Linalg, AddmmWithBetaZeroIgnoresNaNInSelf) {
+  Tensor self = full({2, 2}, NAN);
+  Tensor r = addmm(self, ones({2, 3}), ones({3, 2}), 0, 2);
+  for (float v : r.to_vector<float>()) EXPECT_EQ(v, 6.0f);
+}
+
+TEST(Linalg, MmShapeErrorNamesOpAndShapes) {
+  try {
+    mm(zeros({2, 3}), zeros({4, 5}));
+    FAIL() << "expected ShapeError";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "mm: mat1 [2, 3] and mat2 [4, 5] cannot be multiplied (3 != 4)");
+  }
+}
+
+TEST(Linalg, MixedDtypesAndBoolAreRejected) {
+  EXPECT_THROW(mm(zeros({2, 3}), zeros({3, 2}, kFloat64)), DTypeError);
+  EXPECT_THROW(matmul(zeros({2, 3}, kBool), zeros({3, 2}, kBool)), DTypeError);
+  EXPECT_THROW(addmm(zeros({2}, kInt32), zeros({2, 3}, kInt32), zeros({3, 2}, kInt32), 0.5, 1),
+               DTypeError);
+}
+
+TEST(Linalg, LinearOnMetaTensorsGivesTheShape) {
+  Tensor x = empty({4, 7, 3}, TensorOptions(kFloat32).device(Device::Meta));
+  Tensor w = empty({5, 3}, TensorOptions(kFloat32).device(Device::Meta));
+  Tensor b = empty({5}, TensorOptions(kFloat32).device(Device::Meta));
+  Tensor r = linear(x, w, b);
+  EXPECT_TRUE(r.is_meta());
+  EXPECT_EQ(shape(r), (std::vector<int64_t>{4, 7, 5}));
+}
+
+TEST(Linalg, HalfAndBFloat16ProductsComputeInFloat) {
+  for (ScalarType dt : {kFloat16, kBFloat16}) {
+    Tensor a = full({1, 64}, 0.5, TensorOptions(dt));
+    Tensor b = full({64, 1}, 3.0, TensorOptions(dt));
+    EXPECT_EQ(a.mm(b).dtype(), dt);
+    EXPECT_EQ(a.mm(b).item<float>(), 96.0f);
+  }
+}
+
+TEST(Conv, Conv2dOfOnesCountsTheWindow) {
+  Tensor r = conv2d(ones({1, 1, 3, 3}), ones({1, 1, 2, 2}), {}, 1, 1);
+  EXPECT_EQ(shape(r), (std::vector<int64_t>{1, 1, 4, 4}));
+  EXPECT_EQ(r.to_vector<float>(),
+            (std::vector<float>{1, 2, 2, 1, 2, 4, 4, 2, 2, 4, 4, 2, 1, 2, 2, 1}));
+}
+
+TEST(Conv, SamePaddingKeepsTheSizeForEvenKernels) {
+  Tensor r = conv2d(ones({2, 3, 6, 7}), ones({4, 3, 4, 2}), {}, 1, ConvPadding::Same, 1);
+  EXPECT_EQ(shape(r), (std::vector<int64_t>{2, 4, 6, 7}));
+  // Total padding 3 rows = 1 before + 2 after (the odd one at the end) and 1 column = 0 + 1:
+  // output (0, 0) sees 3 input rows x 2 columns, output (5, 6) sees 2 rows x 1 column.
+  const std::vector<float> v = r.to_vector<float>();
+  EXPECT_EQ(v[0], 3.0f * 2 * 3);
+  EXPECT_EQ(v[6 * 7 - 1], 2.0f * 1 * 3);
+}
+
+TEST(Conv, Conv1dWithBiasAndGroups) {
+  Tensor x = tensor({1.0, 2.0, 3.0, 10.0, 20.0, 30.0}).view({1, 2, 3});
+  Tensor w = tensor({1.0, 1.0, 2.0, 2.0}).view({2, 1, 2});
+  Tensor r = conv1d(x, w, tensor({0.5, -0.5}), 1, 0, 1, 2);
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{3.5, 5.5, 59.5, 99.5}));
+}
+
+TEST(Conv, IntegerInputIsRejectedWithTheOpName) {
+  try {
+    conv2d(zeros({1, 1, 3, 3}, kInt32), zeros({1, 1, 2, 2}, kInt32));
+    FAIL() << "expected DTypeError";
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pool, MaxPoolIndicesAreFlatPositionsInThePlane) {
+  Tensor x = tensor({1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 8.0, 6.0, 7.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0})
+                 .view({1, 1, 4, 4});
+  auto [values, indices] = max_pool2d_with_indices(x, 2);
+  EXPECT_EQ(values.to_vector<float>(), (std::vector<float>{9, 8, 7, 6}));
+  EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 6, 8, 15}));
+  EXPECT_EQ(indices.dtype(), kInt64);
+}
+
+TEST(Pool, MaxPoolPropagatesNaN) {
+  Tensor x = tensor({1.0, NAN, 3.0, 4.0}).view({1, 1, 2, 2});
+  EXPECT_TRUE(std::isnan(max_pool2d(x, 2).item<float>()));
+}
+
+TEST(Pool, CeilModeKeepsThePartialLastWindow) {
+  EXPECT_EQ(shape(max_pool2d(ones({1, 1, 5, 5}), 2)), (std::vector<int64_t>{1, 1, 2, 2}));
+  EXPECT_EQ(shape(max_pool2d(ones({1, 1, 5, 5}), 2, {}, 0, 1, true)),
+            (std::vector<int64_t>{1, 1, 3, 3}));
+}
+
+TEST(Pool, AvgPoolPaddingCountsUnlessExcluded) {
+  Tensor x = ones({1, 1, 2, 2});
+  EXPECT_EQ(avg_pool2d(x, 2, 1, 1).to_vector<float>()[0], 0.25f);
+  EXPECT_EQ(avg_pool2d(x, 2, 1, 1, false, false).to_vector<float>()[0], 1.0f);
+  EXPECT_EQ(avg_pool2d(x, 2, 1, 1, false, true, 2).to_vector<float>()[0], 0.5f);
+}
+
+TEST(Pool, AdaptiveAvgPoolToOneIsTheMean) {
+  Tensor x = arange(0, 12, 1, TensorOptions(kFloat32)).view({1, 1, 3, 4});
+  EXPECT_EQ(adaptive_avg_pool2d(x, 1).item<float>(), 5.5f);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,234 @@
+// OpInfos for max_pool2d (+ _with_indices), avg_pool2d and adaptive_avg_pool2d. References are
+// direct loops over each output window in float64.
+#include <cmath>
+#include <limits>
+
+#include "tests/ops/linalg_ref.h"
+
+namespace kiln::testing {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+
+struct Window {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool ceil_mode) {
+  const double span = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s);
+  int64_t o = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
+  // The last window must start inside the input or its left padding.
+  if (ceil_mode && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+Window window(const Stack& a, bool has_dilation, bool ceil_mode) {
+  const Tensor& x = a[0].tensor();
+  Window g{};
+  g.h = x.size(-2), g.w = x.size(-1);
+  g.planes = x.numel() / (g.h * g.w);
+  IntArrayRef k = a[1].int_list(), s = a[2].int_list(), p = a[3].int_list();
+  g.kh = at(k, 0), g.kw = at(k, 1);
+  g.sh = s.empty() ? g.kh : at(s, 0), g.sw = s.empty() ? g.kw : at(s, 1);
+  g.ph = at(p, 0), g.pw = at(p, 1);
+  g.dh = g.dw = 1;
+  if (has_dilation) g.dh = at(a[4].int_list(), 0), g.dw = at(a[4].int_list(), 1);
+  g.oh = out_size(g.h, g.kh, g.ph, g.sh, g.dh, ceil_mode);
+  g.ow = out_size(g.w, g.kw, g.pw, g.sw, g.dw, ceil_mode);
+  return g;
+}
+
+Shape pooled(const Tensor& x, int64_t oh, int64_t ow) {
+  Shape s = shape_of(x);
+  s[s.size() - 2] = oh;
+  s[s.size() - 1] = ow;
+  return s;
+}
+
+std::vector<Tensor> max_reference(const Stack& a) {
+  const Tensor& x = a[0].tensor();
+  const Window g = window(a, true, a[5].to_bool());
+  const std::vector<double> v = x.to_vector<double>();
+  std::vector<double> out;
+  std::vector<int64_t> idx;
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        double best = -std::numeric_limits<double>::infinity();
+        int64_t best_i = -1;
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t y = oy * g.sh - g.ph + i * g.dh, xx = ox * g.sw - g.pw + j * g.dw;
+            if (y < 0 || y >= g.h || xx < 0 || xx >= g.w) continue;
+            const double val = v[static_cast<size_t>(p * g.h * g.w + y * g.w + xx)];
+            if (best_i < 0 || val > best || std::isnan(val)) best = val, best_i = y * g.w + xx;
+          }
+        out.push_back(best);
+        idx.push_back(best_i);
+      }
+  const Shape shape = pooled(x, g.oh, g.ow);
+  return {from_vector(out, shape).to(x.dtype()), from_vector(idx, shape)};
+}
+
+std::vector<Tensor> avg_reference(const Stack& a) {
+  const Tensor& x = a[0].tensor();
+  const Window g = window(a, false, a[4].to_bool());
+  const bool include_pad = a[5].to_bool();
+  const std::optional<int64_t> divisor = a[6].optional_int();
+  const std::vector<double> v = x.to_vector<double>();
+  std::vector<double> out;
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        double sum = 0;
+        int64_t inside = 0, padded = 0;
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t y = oy * g.sh - g.ph + i, xx = ox * g.sw - g.pw + j;
+            // Window positions past the right/bottom padding (ceil_mode) never count.
+            if (y >= g.h + g.ph || xx >= g.w + g.pw) continue;
+            ++padded;
+            if (y < 0 || y >= g.h || xx < 0 || xx >= g.w) continue;
+            ++inside;
+            sum += v[static_cast<size_t>(p * g.h * g.w + y * g.w + xx)];
+          }
+        const int64_t d = divisor ? *divisor : include_pad ? padded : inside;
+        out.push_back(sum / static_cast<double>(d));
+      }
+  return {from_vector(out, pooled(x, g.oh, g.ow)).to(x.dtype())};
+}
+
+std::vector<Tensor> adaptive_reference(const Stack& a) {
+  const Tensor& x = a[0].tensor();
+  const int64_t h = x.size(-2), w = x.size(-1), planes = x.numel() / (h * w);
+  IntArrayRef os = a[1].int_list();
+  const int64_t oh = at(os, 0), ow = at(os, 1);
+  const std::vector<double> v = x.to_vector<double>();
+  std::vector<double> out;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const int64_t y0 = static_cast<int64_t>(std::floor(static_cast<double>(oy * h) / oh));
+        const int64_t y1 = static_cast<int64_t>(std::ceil(static_cast<double>((oy + 1) * h) / oh));
+        const int64_t x0 = static_cast<int64_t>(std::floor(static_cast<double>(ox * w) / ow));
+        const int64_t x1 = static_cast<int64_t>(std::ceil(static_cast<double>((ox + 1) * w) / ow));
+        double sum = 0;
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t xx = x0; xx < x1; ++xx) sum += v[static_cast<size_t>(p * h * w + y * w + xx)];
+        out.push_back(sum / static_cast<double>((y1 - y0) * (x1 - x0)));
+      }
+  return {from_vector(out, pooled(x, oh, ow)).to(x.dtype())};
+}
+
+IValue ints(Shape v) { return IValue(std::move(v)); }
+
+Tensor mk(Shape s, ScalarType dt, std::mt19937_64& rng, Layout layout = Layout::Contiguous) {
+  return make_tensor(s, dt, rng, -20, 20, layout);
+}
+
+std::vector<SampleInput> max_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Shape k, Shape st, Shape p, Shape d, bool ceil, std::string desc) {
+    s.push_back({{x, ints(k), ints(st), ints(p), ints(d), ceil}, desc});
+  };
+  add(mk({2, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, "2x2, default stride");
+  add(mk({2, 3, 7, 7}, dt, rng), {3, 2}, {2, 1}, {1, 1}, {1}, false, "3x2, stride (2, 1), padding 1");
+  add(mk({2, 3, 7, 8}, dt, rng), {3}, {2}, {1}, {2}, false, "dilation 2");
+  add(mk({2, 3, 7, 8}, dt, rng), {2}, {2}, {0}, {1}, true, "ceil_mode");
+  add(mk({1, 2, 6, 6}, dt, rng), {3}, {2}, {1}, {1}, true, "ceil_mode with padding");
+  add(mk({3, 5, 6}, dt, rng), {2}, {1}, {0}, {1}, false, "unbatched");
+  add(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1}, false, "channels-last input");
+  add(mk({0, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, "zero batch");
+  if (is_floating(dt)) {
+    Tensor nan = from_vector(std::vector<double>{1, NAN, 3, 4, 5, 6, NAN, 8, 9, 10, 11, 12, 13, 14, 15, -INFINITY},
+                             Shape{1, 1, 4, 4}).to(dt);
+    add(nan, {2}, {}, {0}, {1}, false, "NaN propagates");
+  }
+  return s;
+}
+
+std::vector<ErrorCase> max_errors() {
+  const Tensor x = zeros({1, 2, 5, 5});
+  auto c = [&](Tensor t, Shape k, Shape st, Shape p, Shape d) {
+    return Stack{t, ints(k), ints(st), ints(p), ints(d), false};
+  };
+  return {{c(x, {0}, {}, {0}, {1}), ErrorKind::Value, "kernel 0"},
+          {c(x, {2}, {0}, {0}, {1}), ErrorKind::Value, "stride 0"},
+          {c(x, {2}, {}, {2}, {1}), ErrorKind::Value, "padding more than half the kernel"},
+          {c(x, {2}, {}, {0}, {0}), ErrorKind::Value, "dilation 0"},
+          {c(x, {2, 2, 2}, {}, {0}, {1}), ErrorKind::Value, "three kernel sizes"},
+          {c(x, {6}, {}, {0}, {1}), ErrorKind::Shape, "kernel larger than input"},
+          {c(zeros({5, 5}), {2}, {}, {0}, {1}), ErrorKind::Shape, "2-D input"},
+          {c(zeros({1, 0, 5, 5}), {2}, {}, {0}, {1}), ErrorKind::Shape, "zero channels"},
+          {c(zeros({1, 2, 5, 5}, kBool), {2}, {}, {0}, {1}), ErrorKind::DType, "bool"}};
+}
+
+std::vector<SampleInput> avg_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Shape k, Shape st, Shape p, bool ceil, bool include, std::optional<int64_t> div,
+                 std::string desc) {
+    s.push_back({{x, ints(k), ints(st), ints(p), ceil, include, div}, desc});
+  };
+  add(mk({2, 3, 6, 7}, dt, rng), {2}, {}, {0}, false, true, std::nullopt, "2x2");
+  add(mk({2, 3, 7, 7}, dt, rng), {3}, {2}, {1}, false, true, std::nullopt, "padding, counted");
+  add(mk({2, 3, 7, 7}, dt, rng), {3}, {2}, {1}, false, false, std::nullopt, "padding, not counted");
+  add(mk({2, 3, 7, 8}, dt, rng), {3, 2}, {2}, {1}, true, true, std::nullopt, "ceil_mode, counted");
+  add(mk({2, 3, 7, 8}, dt, rng), {3, 2}, {2}, {1}, true, false, std::nullopt, "ceil_mode, not counted");
+  add(mk({2, 3, 6, 6}, dt, rng), {2}, {}, {1}, false, true, int64_t{3}, "divisor_override 3");
+  add(mk({3, 5, 6}, dt, rng).transpose(1, 2), {2}, {1}, {0}, false, true, std::nullopt,
+      "unbatched, non-contiguous");
+  add(mk({0, 3, 6, 6}, dt, rng), {2}, {}, {0}, false, true, std::nullopt, "zero batch");
+  return s;
+}
+
+std::vector<SampleInput> adaptive_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  s.push_back({{mk({2, 3, 7, 9}, dt, rng), ints({3, 4})}, "7x9 -> 3x4 (overlapping windows)"});
+  s.push_back({{mk({2, 3, 6, 8}, dt, rng), ints({1})}, "global average"});
+  s.push_back({{mk({2, 3, 4, 4}, dt, rng), ints({6})}, "upsampling 4 -> 6"});
+  s.push_back({{mk({3, 5, 6}, dt, rng).transpose(1, 2), ints({2, 3})}, "unbatched, non-contiguous"});
+  s.push_back({{mk({0, 3, 6, 6}, dt, rng), ints({2})}, "zero batch"});
+  return s;
+}
+
+const bool registered = [] {
+  register_op_info({.name = "max_pool2d",
+                    .samples = max_samples,
+                    .reference = [](const Stack& a) { return std::vector<Tensor>{max_reference(a)[0]}; },
+                    .error_cases = max_errors});
+  register_op_info({.name = "max_pool2d_with_indices",
+                    .samples = max_samples,
+                    .reference = max_reference,
+                    .error_cases = max_errors});
+  register_op_info({.name = "avg_pool2d",
+                    .samples = avg_samples,
+                    .reference = avg_reference,
+                    .error_cases = [] {
+                      const Tensor x = zeros({1, 2, 5, 5});
+                      return std::vector<ErrorCase>{
+                          {{x, ints({2}), ints({}), ints({0}), false, true, int64_t{0}}, ErrorKind::Value,
+                           "divisor_override 0"},
+                          {{x, ints({2}), ints({}), ints({2}), false, true, IValue()}, ErrorKind::Value,
+                           "padding 2 with kernel 2"},
+                          {{x, ints({6}), ints({}), ints({0}), false, true, IValue()}, ErrorKind::Shape,
+                           "kernel larger than input"},
+                          {{zeros({1, 2, 5, 5}, kInt32), ints({2}), ints({}), ints({0}), false, true, IValue()},
+                           ErrorKind::DType, "int32"}};
+                    }});
+  register_op_info({.name = "adaptive_avg_pool2d",
+                    .samples = adaptive_samples,
+                    .reference = adaptive_reference,
+                    .error_cases = [] {
+                      return std::vector<ErrorCase>{
+                          {{zeros({1, 2, 5, 5}), ints({-1, 2})}, ErrorKind::Value, "negative size"},
+                          {{zeros({1, 2, 5, 5}), ints({1, 2, 3})}, ErrorKind::Value, "three sizes"},
+                          {{zeros({5, 5}), ints({2})}, ErrorKind::Shape, "2-D input"},
+                          {{zeros({1, 2, 0, 5}), ints({2})}, ErrorKind::Shape, "zero height"}};
+                    }});
+  return true;
+}();
+
+}  // namespace
+}  // namespace kiln::testing
