@@ -4,5 +4,7 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/ops/creation.h"
+#include "kiln/ops/ternary.h"
+#include "kiln/ops/unary.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
