@@ -7,6 +7,9 @@
 // See Note [Pointwise dtype handling] in src/ops/pointwise_utils.h.
 #include "kiln/ops/ternary.h"
 
+#include <limits>
+#include <type_traits>
+
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/ternary.h"
 #include "src/ops/pointwise_utils.h"
@@ -54,19 +57,32 @@ void compute_into(const Tensor& out, ScalarType dtype, const F& compute) {
   cpu::copy_into(out, tmp);
 }
 
+// Runs a result-type computation, naming the op in a promotion error (promote_types, which
+// ResultTypeBuilder calls, does not know the op).
+template <typename F>
+ScalarType named_promotion(std::string_view op, const F& f) {
+  try {
+    return f();
+  } catch (const DTypeError& e) {
+    throw DTypeError(fmt::format("{}: {}", op, e.what()));
+  }
+}
+
 // ---- where ----
 
 // where's value operands: args 1 and 2, each a Tensor or a Scalar.
 ScalarType where_dtype(const OpCall& call) {
-  ResultTypeBuilder b("where");
-  for (size_t i = 1; i <= 2; ++i) {
-    if (call.arg(i).is_tensor()) {
-      b.add(call.tensor(i));
-    } else {
-      b.add(call.scalar(i));
+  return named_promotion("where", [&] {
+    ResultTypeBuilder b("where");
+    for (size_t i = 1; i <= 2; ++i) {
+      if (call.arg(i).is_tensor()) {
+        b.add(call.tensor(i));
+      } else {
+        b.add(call.scalar(i));
+      }
     }
-  }
-  return b.result();
+    return b.result();
+  });
 }
 Tensor where_operand(const OpCall& call, size_t i, ScalarType dtype) {
   return call.arg(i).is_tensor() ? call.tensor(i) : scalar_to_tensor(call.scalar(i), dtype);
@@ -89,15 +105,42 @@ void cpu_where(OpCall& call) {
 
 // ---- clamp ----
 
+// An integer bound must be representable in an integer result dtype (as PyTorch's checked
+// conversion): clamping a uint8 tensor to min=-1 is an error, not a wrap to 255.
+bool fits_in(const Scalar& s, ScalarType dtype) {
+  if (!is_integral(dtype) || !s.is_integral()) return true;
+  return visit_dtype(dtype, [&]<typename T>() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (s.kind() == Scalar::Kind::UInt) return std::is_unsigned_v<T> && sizeof(T) == 8;
+      const int64_t v = s.to_int64();
+      if constexpr (std::is_unsigned_v<T>) {
+        return v >= 0 && static_cast<uint64_t>(v) <= std::numeric_limits<T>::max();
+      } else {
+        return v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max();
+      }
+    } else {
+      return true;
+    }
+  });
+}
+
 ScalarType clamp_scalar_dtype(const OpCall& call) {
   const std::optional<Scalar> lo = call.arg(1).optional_scalar(), hi = call.arg(2).optional_scalar();
   KILN_CHECK(lo || hi, ValueError, "{}: at least one of 'min' or 'max' must not be None",
              call.name());
-  ResultTypeBuilder b(call.name());
-  b.add(call.tensor(0));
-  if (lo) b.add(*lo);
-  if (hi) b.add(*hi);
-  return b.result();
+  const ScalarType dt = named_promotion(call.name(), [&] {
+    ResultTypeBuilder b(call.name());
+    b.add(call.tensor(0));
+    if (lo) b.add(*lo);
+    if (hi) b.add(*hi);
+    return b.result();
+  });
+  for (const std::optional<Scalar>& bound : {lo, hi}) {
+    KILN_CHECK(!bound || fits_in(*bound, dt), ValueError,
+               "{}: bound {} cannot be converted to the result dtype {} without overflow",
+               call.name(), bound->str(), dtype_name(dt));
+  }
+  return dt;
 }
 void meta_clamp(OpCall& call) {
   const Tensor& self = call.tensor(0);
@@ -124,11 +167,14 @@ void meta_clamp_tensor(OpCall& call) {
   const Tensor lo = call.optional_tensor(1), hi = call.optional_tensor(2);
   KILN_CHECK(lo.defined() || hi.defined(), ValueError,
              "clamp: at least one of 'min' or 'max' must not be None");
-  ResultTypeBuilder b("clamp");
-  b.add(self);
-  if (lo.defined()) b.add(lo);
-  if (hi.defined()) b.add(hi);
-  call.set_output(0, b.result(), broadcast_all("clamp", {&self, &lo, &hi}));
+  const ScalarType dt = named_promotion("clamp", [&] {
+    ResultTypeBuilder b("clamp");
+    b.add(self);
+    if (lo.defined()) b.add(lo);
+    if (hi.defined()) b.add(hi);
+    return b.result();
+  });
+  call.set_output(0, dt, broadcast_all("clamp", {&self, &lo, &hi}));
 }
 void cpu_clamp_tensor(OpCall& call) {
   cpu::clamp_kernel(call.output(0), call.tensor(0), call.optional_tensor(1),
@@ -180,7 +226,8 @@ ScalarType addc_dtype(const OpCall& call, bool is_div) {
                "rounding_mode='trunc' or 'floor'",
                op, dtype_name(t1.dtype()), dtype_name(t2.dtype()));
   }
-  const ScalarType dt = ResultTypeBuilder(op).add(self).add(t1).add(t2).result();
+  const ScalarType dt = named_promotion(
+      op, [&] { return ResultTypeBuilder(op).add(self).add(t1).add(t2).result(); });
   KILN_CHECK(is_floating(dt) || !call.scalar(3).is_floating(), DTypeError,
              "{}: for integral input tensors ({}), argument value must not be a floating point "
              "number (got {})",
