@@ -160,5 +160,65 @@ TEST(Unary, GeluRejectsUnknownApproximations) {
   EXPECT_THROW(gelu(tensor({1.0}), "fast"), ValueError);
 }
 
+TEST(Ternary, WhereWithScalarsPromotesLikePyTorch) {
+  Tensor c = tensor({1, 0}).to(kBool);
+  EXPECT_EQ(where(c, 1.5, 0).dtype(), kFloat32);
+  EXPECT_EQ(where(c, 1, 0).dtype(), kInt64);
+  Tensor r = where(c, tensor({1, 2}, kUInt8), 7);
+  EXPECT_EQ(r.dtype(), kUInt8);
+  EXPECT_EQ(r.to_vector<uint8_t>(), (std::vector<uint8_t>{1, 7}));
+  EXPECT_THROW(where(tensor({1.0, 0.0}), 1, 0), DTypeError);
+}
+
+TEST(Ternary, ClampPropagatesNanAndMinAboveMaxGivesMax) {
+  Tensor x = tensor({std::nan(""), -3.0, 0.5, 9.0}, kFloat32);
+  std::vector<float> v = x.clamp(-1, 1).to_vector<float>();
+  EXPECT_TRUE(std::isnan(v[0]));
+  EXPECT_EQ(v[1], -1.0f);
+  EXPECT_EQ(v[2], 0.5f);
+  EXPECT_EQ(v[3], 1.0f);
+  EXPECT_EQ(x.clamp(5, 1).to_vector<float>()[2], 1.0f);
+  EXPECT_TRUE(std::isnan(x.clamp(std::nan(""), std::nullopt).to_vector<float>()[2]));
+}
+
+TEST(Ternary, ClampOfIntegersWithAFloatBoundReturnsFloat) {
+  Tensor r = tensor({0, 1, 2}).clamp(0.5);
+  EXPECT_EQ(r.dtype(), kFloat32);
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{0.5f, 1.0f, 2.0f}));
+  EXPECT_THROW(tensor({0, 1}).clamp_(0.5), DTypeError);
+}
+
+TEST(Ternary, InPlaceTernaryOpsBumpTheVersionCounter) {
+  Tensor x = tensor({1.0, 2.0, 3.0}, kFloat32);
+  const uint32_t v0 = x.version();
+  x.clamp_(1.5, 2.5);
+  x.masked_fill_(tensor({1, 0, 0}).to(kBool), 0.0);
+  x.addcmul_(tensor({1.0, 1.0, 1.0}), tensor({2.0, 2.0, 2.0}), 0.5);
+  x.addcdiv_(tensor({1.0, 1.0, 1.0}), tensor({2.0, 2.0, 2.0}));
+  x.lerp_(tensor({0.0, 0.0, 0.0}), 0.5);
+  EXPECT_EQ(x.version(), v0 + 5);
+  // clamp -> [1.5, 2, 2.5]; fill -> [0, 2, 2.5]; +1 -> [1, 3, 3.5]; +0.5 -> [1.5, 3.5, 4];
+  // halfway to 0 -> [0.75, 1.75, 2].
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{0.75f, 1.75f, 2.0f}));
+}
+
+TEST(Ternary, AddcdivOfIntegerTensorsIsAnError) {
+  EXPECT_THROW(addcdiv(tensor({1.0}), tensor({1}), tensor({2})), DTypeError);
+  EXPECT_EQ(addcdiv(tensor({1}), tensor({1.0}), tensor({4.0})).to_vector<float>(),
+            (std::vector<float>{1.25f}));
+}
+
+TEST(Ternary, AddcmulOfIntegersWraps) {
+  Tensor r = addcmul(tensor({250}, kUInt8), tensor({3}, kUInt8), tensor({4}, kUInt8), 2);
+  EXPECT_EQ(r.to_vector<uint8_t>(), (std::vector<uint8_t>{static_cast<uint8_t>(250 + 24)}));
+}
+
+TEST(Ternary, MaskedFillBroadcastsTheMask) {
+  Tensor x = zeros({2, 3}, kInt32);
+  Tensor r = x.masked_fill(tensor({1, 0, 1}).to(kBool), 7);
+  EXPECT_EQ(r.to_vector<int32_t>(), (std::vector<int32_t>{7, 0, 7, 7, 0, 7}));
+  EXPECT_THROW(x.masked_fill(tensor({1, 0}).to(kBool), 7), ShapeError);
+}
+
 }  // namespace
 }  // namespace kiln
