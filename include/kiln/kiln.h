@@ -10,5 +10,7 @@
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"
+#include "kiln/ops/ternary.h"
+#include "kiln/ops/unary.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
