@@ -3,6 +3,7 @@
 
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/ops/binary.h"
 #include "kiln/ops/creation.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
