@@ -14,26 +14,26 @@ using namespace binary;
 void meta_div(OpCall& call) {
   const Tensor& a = call.tensor(0);
   const cpu::Operand b = operand(call, 1);
-  const BinaryOp op = div_op(call.name(), call.arg(2).string());
+  const BinaryOp op = div_op(call.name(), rounding_mode_arg(call));
   const ScalarType c = compute_dtype(call.name(), op, a, b);
   call.set_output(0, c, result_shape(call.name(), a, b));
 }
 void cpu_div(OpCall& call) {
   const Tensor& out = call.output(0);
-  cpu::binary_kernel(call.name(), div_op(call.name(), call.arg(2).string()), out, call.tensor(0),
+  cpu::binary_kernel(call.name(), div_op(call.name(), rounding_mode_arg(call)), out, call.tensor(0),
                      operand(call, 1), out.dtype());
 }
 void meta_div_(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const cpu::Operand other = operand(call, 1);
-  const BinaryOp op = div_op(call.name(), call.arg(2).string());
+  const BinaryOp op = div_op(call.name(), rounding_mode_arg(call));
   check_inplace(call.name(), self, other, compute_dtype(call.name(), op, self, other));
   call.set_output(0, self);
 }
 void cpu_div_(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const cpu::Operand other = operand(call, 1);
-  const BinaryOp op = div_op(call.name(), call.arg(2).string());
+  const BinaryOp op = div_op(call.name(), rounding_mode_arg(call));
   cpu::binary_kernel(call.name(), op, self, self, other, compute_dtype(call.name(), op, self, other));
 }
 

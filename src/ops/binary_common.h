@@ -20,6 +20,15 @@ inline cpu::Operand operand(OpCall& call, size_t i) {
   return cpu::Operand(v.scalar());
 }
 
+// Arguments with schema defaults may be left off a boxed call.
+inline Scalar alpha_arg(OpCall& call) {
+  return call.num_args() > 2 && !call.arg(2).is_none() ? call.scalar(2) : Scalar(1);
+}
+inline std::string_view rounding_mode_arg(OpCall& call) {
+  return call.num_args() > 2 && !call.arg(2).is_none() ? std::string_view(call.arg(2).string())
+                                                       : std::string_view();
+}
+
 // result_type(a, b), with promotion errors naming the op.
 ScalarType promoted_dtype(std::string_view name, const Tensor& a, const cpu::Operand& b);
 
@@ -46,7 +55,7 @@ void meta_binary(OpCall& call) {
   const cpu::Operand b = operand(call, 1);
   const ScalarType c = compute_dtype(call.name(), Op, a, b);
   if (Op == cpu::BinaryOp::Add || Op == cpu::BinaryOp::Sub) {
-    const Scalar alpha = call.scalar(2);
+    const Scalar alpha = alpha_arg(call);
     KILN_CHECK(!(is_integral(c) && alpha.is_floating()), ValueError,
                "{}: for integer inputs alpha must be an integer, got {}", call.name(), alpha.str());
     KILN_CHECK(!(alpha.is_bool() && c != kBool), ValueError,
@@ -66,7 +75,7 @@ void cpu_binary(OpCall& call) {
   const Tensor& out = call.output(0);
   const bool has_alpha = Op == cpu::BinaryOp::Add || Op == cpu::BinaryOp::Sub;
   cpu::binary_kernel(call.name(), Op, out, call.tensor(0), operand(call, 1), out.dtype(),
-                     has_alpha ? call.scalar(2) : Scalar(1));
+                     has_alpha ? alpha_arg(call) : Scalar(1));
 }
 
 template <cpu::BinaryOp Op>
@@ -76,9 +85,9 @@ void meta_binary_(OpCall& call) {
   const ScalarType c = compute_dtype(call.name(), Op, self, other);
   check_inplace(call.name(), self, other, c);
   if (Op == cpu::BinaryOp::Add || Op == cpu::BinaryOp::Sub) {
-    KILN_CHECK(!(is_integral(c) && call.scalar(2).is_floating()), ValueError,
+    KILN_CHECK(!(is_integral(c) && alpha_arg(call).is_floating()), ValueError,
                "{}: for integer inputs alpha must be an integer, got {}", call.name(),
-               call.scalar(2).str());
+               alpha_arg(call).str());
   }
   call.set_output(0, self);
 }
@@ -89,7 +98,7 @@ void cpu_binary_(OpCall& call) {
   const cpu::Operand other = operand(call, 1);
   const bool has_alpha = Op == cpu::BinaryOp::Add || Op == cpu::BinaryOp::Sub;
   cpu::binary_kernel(call.name(), Op, self, self, other, compute_dtype(call.name(), Op, self, other),
-                     has_alpha ? call.scalar(2) : Scalar(1));
+                     has_alpha ? alpha_arg(call) : Scalar(1));
 }
 
 }  // namespace kiln::binary

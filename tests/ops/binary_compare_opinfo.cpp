@@ -50,7 +50,7 @@ Maker tied() {
 }
 
 void register_compare(const char* name, const char* scalar_name, Cmp op) {
-  register_op_info({.name = name,
+  register_binary({.name = name,
                     .samples = [](ScalarType dt, std::mt19937_64& rng) {
                       std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
                       // Out-of-range 0-dim operands: exact, not wrapped (uint8 > int64 -1).
@@ -69,7 +69,7 @@ void register_compare(const char* name, const char* scalar_name, Cmp op) {
                           {{zeros({2}, kUInt64), zeros({2}, kInt64)}, ErrorKind::DType, "uint64 with int64"},
                           {{zeros({2}, kInt8), zeros({2}, kUInt64)}, ErrorKind::DType, "int8 with uint64"}};
                     }});
-  register_op_info({.name = scalar_name,
+  register_binary({.name = scalar_name,
                     .samples = [](ScalarType dt, std::mt19937_64& rng) {
                       return scalar_samples(dt, rng, tied(),
                                             {Scalar(1), Scalar(-1), Scalar(0.5), Scalar(true), Scalar(1000),
@@ -91,7 +91,7 @@ Tensor logical_reference(Logic op, const Stack& a) {
 }
 
 void register_logical(const char* name, Logic op) {
-  register_op_info({.name = name,
+  register_binary({.name = name,
                     .samples = [](ScalarType dt, std::mt19937_64& rng) {
                       std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
                       // Any dtypes mix, uint64 with signed included: no promotion happens.
@@ -152,7 +152,7 @@ Maker shift_amounts() {
 
 void register_bits(const char* name, const char* scalar_name, Bits op) {
   const bool shift = op == Bits::Shl || op == Bits::Shr;
-  register_op_info({.name = name,
+  register_binary({.name = name,
                     .samples = [shift](ScalarType dt, std::mt19937_64& rng) {
                       if (!shift) return pair_samples(dt, rng, plain, plain, {});
                       std::vector<SampleInput> s;
@@ -171,7 +171,7 @@ void register_bits(const char* name, const char* scalar_name, Bits op) {
                       if (shift) e.push_back({{zeros({2}, kBool), zeros({2}, kBool)}, ErrorKind::DType, "bool"});
                       return e;
                     }});
-  register_op_info({.name = scalar_name,
+  register_binary({.name = scalar_name,
                     .samples = [shift](ScalarType dt, std::mt19937_64& rng) {
                       std::vector<Scalar> scalars = shift ? std::vector<Scalar>{Scalar(1), Scalar(7), Scalar(31), Scalar(64), Scalar(-1)}
                                                           : std::vector<Scalar>{Scalar(3), Scalar(-2), Scalar(true)};

@@ -47,7 +47,10 @@ double float_ref(Arith op, double x, double y, double alpha) {
     case Arith::Div: return x / y;
     case Arith::DivFloor: return std::floor(x / y);
     case Arith::DivTrunc: return std::trunc(x / y);
-    case Arith::Remainder: return x - y * std::floor(x / y);
+    case Arith::Remainder: {  // Python's float %: exact, unlike x - y * floor(x / y)
+      const double r = std::fmod(x, y);
+      return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+    }
     case Arith::Fmod: return std::fmod(x, y);
     case Arith::Pow: return std::pow(x, y);
     case Arith::Max: return (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y);
@@ -159,7 +162,7 @@ void register_arith(const ArithSpec& s) {
       return e;
     };
   };
-  register_op_info({.name = s.name,
+  register_binary({.name = s.name,
                     .samples = [s](ScalarType dt, std::mt19937_64& rng) {
                       std::vector<SampleInput> out;
                       std::vector<Stack> tails{tail_for(s.op, dt, false)};
@@ -182,7 +185,7 @@ void register_arith(const ArithSpec& s) {
                     .reference = [op](const Stack& a) { return std::vector<Tensor>{arith_reference(op, a, false)}; },
                     .error_cases = errors(false)});
   if (s.scalar_name != nullptr) {
-    register_op_info({.name = s.scalar_name,
+    register_binary({.name = s.scalar_name,
                       .samples = [s](ScalarType dt, std::mt19937_64& rng) {
                         return scalar_samples(dt, rng, s.a, s.scalars, tail_for(s.op, dt, false));
                       },
@@ -224,7 +227,7 @@ void register_inplace(const char* name, const char* scalar_name, Arith op, Maker
     }
     return s;
   };
-  register_op_info({.name = name,
+  register_binary({.name = name,
                     .samples = samples,
                     .reference = [op](const Stack& a) { return std::vector<Tensor>{arith_reference(op, a, true)}; },
                     .error_cases = [op] {
@@ -242,7 +245,7 @@ void register_inplace(const char* name, const char* scalar_name, Arith op, Maker
                           {{zeros({1}).expand({3}), zeros({3}), tail.empty() ? IValue() : tail[0]},
                            ErrorKind::Value, "expanded self"}};
                     }});
-  register_op_info({.name = scalar_name,
+  register_binary({.name = scalar_name,
                     .samples = [op, scalars](ScalarType dt, std::mt19937_64& rng) {
                       std::vector<Scalar> ok;
                       if (dt == kBool) {
