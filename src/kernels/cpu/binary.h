@@ -56,7 +56,6 @@ enum class BinaryOp : uint8_t {
   LeftShift,
   RightShift,
 };
-std::string_view binary_op_name(BinaryOp op);
 
 enum class CompareOp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 enum class LogicalOp : uint8_t { And, Or, Xor };

@@ -17,30 +17,6 @@
 
 namespace kiln::cpu {
 
-std::string_view binary_op_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::DivFloor: return "div (floor)";
-    case BinaryOp::DivTrunc: return "div (trunc)";
-    case BinaryOp::Remainder: return "remainder";
-    case BinaryOp::Fmod: return "fmod";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Atan2: return "atan2";
-    case BinaryOp::Hypot: return "hypot";
-    case BinaryOp::BitwiseAnd: return "bitwise_and";
-    case BinaryOp::BitwiseOr: return "bitwise_or";
-    case BinaryOp::BitwiseXor: return "bitwise_xor";
-    case BinaryOp::LeftShift: return "bitwise_left_shift";
-    case BinaryOp::RightShift: return "bitwise_right_shift";
-  }
-  return "?";
-}
-
 __int128 Operand::exact_integer() const {
   if (tensor_ == nullptr) {
     if (scalar_.kind() == Scalar::Kind::UInt) return static_cast<__int128>(scalar_.to_uint64());
