@@ -4,6 +4,7 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/generator.h"
+#include "kiln/ops/binary.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
 #include "kiln/ops/linalg.h"

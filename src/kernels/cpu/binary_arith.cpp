@@ -1,0 +1,288 @@
+// Arithmetic binary kernels: add, sub, mul, div (true, floor, trunc), remainder, fmod, pow,
+// maximum, minimum, atan2, hypot.
+//
+// Note [Integer arithmetic without UB]
+// Signed overflow is undefined in C++, so integer add/sub/mul run in an unsigned type at least as
+// wide as int (uint8 * uint8 would otherwise promote to int, and uint16 * uint16 can overflow
+// int) and convert back modulo 2^bits, which C++20 defines. Division checks its divisor for zero
+// before the loop (ValueError, never a SIGFPE) and treats x / -1 as a negation, so INT_MIN / -1
+// wraps to INT_MIN instead of trapping.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/binary_loops.h"
+#include "src/kernels/cpu/copy.h"
+
+namespace kiln::cpu {
+
+__int128 Operand::exact_integer() const {
+  if (tensor_ == nullptr) {
+    if (scalar_.kind() == Scalar::Kind::UInt) return static_cast<__int128>(scalar_.to_uint64());
+    return static_cast<__int128>(scalar_.to_int64());
+  }
+  return visit_dtype(tensor_->dtype(), [&]<typename S>() -> __int128 {
+    if constexpr (is_floating_v<S>) {
+      return 0;  // not reached: callers check the operand is integral
+    } else {
+      return static_cast<__int128>(*static_cast<const S*>(tensor_->data_ptr()));
+    }
+  });
+}
+
+namespace {
+
+// See Note [Integer arithmetic without UB].
+template <typename T>
+using wide_unsigned_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
+
+template <typename T>
+inline T wrap_add(T x, T y) {
+  using W = wide_unsigned_t<T>;
+  return static_cast<T>(static_cast<W>(static_cast<W>(x) + static_cast<W>(y)));
+}
+template <typename T>
+inline T wrap_sub(T x, T y) {
+  using W = wide_unsigned_t<T>;
+  return static_cast<T>(static_cast<W>(static_cast<W>(x) - static_cast<W>(y)));
+}
+template <typename T>
+inline T wrap_mul(T x, T y) {
+  using W = wide_unsigned_t<T>;
+  return static_cast<T>(static_cast<W>(static_cast<W>(x) * static_cast<W>(y)));
+}
+
+// Integer quotient rounded toward zero; x / -1 is a wrapping negation (INT_MIN / -1 == INT_MIN).
+template <typename T>
+inline T int_div_trunc(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return wrap_sub(T(0), x);
+  }
+  return static_cast<T>(x / y);
+}
+template <typename T>
+inline T int_div_floor(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return wrap_sub(T(0), x);
+    const T q = static_cast<T>(x / y);
+    const T r = static_cast<T>(x % y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(q - 1) : q;
+  } else {
+    return static_cast<T>(x / y);
+  }
+}
+template <typename T>
+inline T int_fmod(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return 0;
+  }
+  return static_cast<T>(x % y);
+}
+template <typename T>
+inline T int_remainder(T x, T y) {
+  if constexpr (std::is_signed_v<T>) {
+    if (y == T(-1)) return 0;
+    const T r = static_cast<T>(x % y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
+  } else {
+    return static_cast<T>(x % y);
+  }
+}
+// Exponentiation by squaring, wrapping modulo 2^bits. A negative exponent gives the integer part
+// of 1/x^|e|: 1 for x == 1, +-1 for x == -1, else 0 (PyTorch's rule for tensor exponents).
+template <typename T>
+inline T int_pow(T x, T e) {
+  if constexpr (std::is_signed_v<T>) {
+    if (e < 0) {
+      if (x == 1) return 1;
+      if (x == -1) return (e & 1) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  T result = 1;
+  std::make_unsigned_t<T> k = static_cast<std::make_unsigned_t<T>>(e);
+  while (k != 0) {
+    if (k & 1u) result = wrap_mul(result, x);
+    k >>= 1;
+    if (k != 0) x = wrap_mul(x, x);
+  }
+  return result;
+}
+
+template <typename M>
+inline M float_div_floor(M a, M b) {
+  if (b == M(0)) return a / b;
+  const M mod = std::fmod(a, b);
+  M div = (a - mod) / b;
+  if (mod != M(0) && ((b < M(0)) != (mod < M(0)))) div -= M(1);
+  if (div == M(0)) return std::copysign(M(0), a / b);
+  M floordiv = std::floor(div);
+  if (div - floordiv > M(0.5)) floordiv += M(1);
+  return floordiv;
+}
+template <typename M>
+inline M float_remainder(M a, M b) {
+  M mod = std::fmod(a, b);
+  if (mod != M(0) && ((b < M(0)) != (mod < M(0)))) mod += b;
+  return mod;
+}
+template <typename M>
+inline M nan_max(M a, M b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<M>::quiet_NaN();
+  return a > b ? a : b;
+}
+template <typename M>
+inline M nan_min(M a, M b) {
+  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<M>::quiet_NaN();
+  return a < b ? a : b;
+}
+
+// Runs a floating op in opmath (float for Half/BFloat16).
+template <typename T, typename F>
+void float_loop(std::string_view name, const Tensor& out, const Operand& a, const Operand& b,
+                const F& f) {
+  using M = opmath_t<T>;
+  binary_loop<T, T>(name, out, a, b, [f](T x, T y) { return T(f(M(x), M(y))); });
+}
+
+template <typename T>
+void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
+                  const Operand& b, const Scalar& alpha) {
+  using M = opmath_t<T>;
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub: {
+      M s = alpha.to<M>();
+      if (op == BinaryOp::Sub) s = -s;
+      if (s == M(1)) return float_loop<T>(name, out, a, b, [](M x, M y) { return x + y; });
+      return float_loop<T>(name, out, a, b, [s](M x, M y) { return x + s * y; });
+    }
+    case BinaryOp::Mul: return float_loop<T>(name, out, a, b, [](M x, M y) { return x * y; });
+    case BinaryOp::Div: return float_loop<T>(name, out, a, b, [](M x, M y) { return x / y; });
+    case BinaryOp::DivFloor: return float_loop<T>(name, out, a, b, float_div_floor<M>);
+    case BinaryOp::DivTrunc:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return std::trunc(x / y); });
+    case BinaryOp::Remainder: return float_loop<T>(name, out, a, b, float_remainder<M>);
+    case BinaryOp::Fmod: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::fmod(x, y); });
+    case BinaryOp::Pow: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::pow(x, y); });
+    case BinaryOp::Maximum: return float_loop<T>(name, out, a, b, nan_max<M>);
+    case BinaryOp::Minimum: return float_loop<T>(name, out, a, b, nan_min<M>);
+    case BinaryOp::Atan2: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::atan2(x, y); });
+    case BinaryOp::Hypot: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::hypot(x, y); });
+    default: break;
+  }
+  throw DTypeError(fmt::format("{}: not defined for floating dtype {}", name, dtype_name(scalar_type_of<T>)));
+}
+
+// True when the divisor operand has a zero element (checked before any element is written).
+template <typename T>
+bool has_zero(std::string_view name, const Operand& b) {
+  if (b.is_single()) return b.value<T>() == T(0);
+  const Tensor& t = b.tensor();
+  if (t.numel() == 0) return false;
+  constexpr ScalarType kT = scalar_type_of<T>;
+  if (t.dtype() == kT && t.is_contiguous()) {
+    const T* p = static_cast<const T*>(t.data_ptr());
+    bool zero = false;
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) zero |= (p[i] == T(0));
+    return zero;
+  }
+  Tensor c = t.dtype() == kT ? t : t.to(kT);
+  bool zero = false;
+  TensorIter iter(name, {c}, {});
+  iter.serial_for_each(
+      [&](char** data, const int64_t* strides, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) zero |= *reinterpret_cast<const T*>(data[0] + i * strides[0]) == T(0);
+      },
+      0, iter.numel());
+  return zero;
+}
+
+template <typename T>
+void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
+                    const Operand& b, const Scalar& alpha) {
+  auto loop = [&](auto f) { binary_loop<T, T>(name, out, a, b, f); };
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub: {
+      // alpha converts modulo 2^bits like any operand; a - alpha*b == a + (-alpha)*b mod 2^bits.
+      T s = alpha.to<T>();
+      if (op == BinaryOp::Sub) s = wrap_sub(T(0), s);
+      if (s == T(1)) return loop([](T x, T y) { return wrap_add(x, y); });
+      return loop([s](T x, T y) { return wrap_add(x, wrap_mul(s, y)); });
+    }
+    case BinaryOp::Mul: return loop([](T x, T y) { return wrap_mul(x, y); });
+    case BinaryOp::Maximum: return loop([](T x, T y) { return x > y ? x : y; });
+    case BinaryOp::Minimum: return loop([](T x, T y) { return x < y ? x : y; });
+    case BinaryOp::Pow: {
+      KILN_CHECK(!(b.is_scalar() && b.scalar().kind() == Scalar::Kind::Int && b.scalar().to_int64() < 0),
+                 ValueError,
+                 "{}: integers to negative integer powers are not allowed (exponent {}); use a "
+                 "floating base, e.g. t.to(kiln::kFloat32)",
+                 name, b.scalar().str());
+      return loop(int_pow<T>);
+    }
+    case BinaryOp::DivFloor:
+    case BinaryOp::DivTrunc:
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod: {
+      KILN_CHECK(!has_zero<T>(name, b), ValueError,
+                 "{}: integer division by zero (ZeroDivisionError); the divisor of dtype {} has a "
+                 "zero element. Divide floating tensors to get inf/nan instead",
+                 name, dtype_name(scalar_type_of<T>));
+      if (op == BinaryOp::DivFloor) return loop(int_div_floor<T>);
+      if (op == BinaryOp::DivTrunc) return loop(int_div_trunc<T>);
+      if (op == BinaryOp::Remainder) return loop(int_remainder<T>);
+      return loop(int_fmod<T>);
+    }
+    default: break;
+  }
+  throw DTypeError(fmt::format("{}: not defined for integer dtype {}", name, dtype_name(scalar_type_of<T>)));
+}
+
+void bool_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
+                 const Operand& b, const Scalar& alpha) {
+  auto loop = [&](auto f) { binary_loop<bool, bool>(name, out, a, b, f); };
+  switch (op) {
+    case BinaryOp::Add: {
+      if (!alpha.to<bool>()) return loop([](bool x, bool) { return x; });
+      return loop([](bool x, bool y) { return x || y; });
+    }
+    case BinaryOp::Mul:
+    case BinaryOp::Minimum: return loop([](bool x, bool y) { return x && y; });
+    case BinaryOp::Maximum: return loop([](bool x, bool y) { return x || y; });
+    default: break;
+  }
+  throw DTypeError(fmt::format("{}: not defined for bool operands; convert to an integer dtype first",
+                               name));
+}
+
+}  // namespace
+
+void binary_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
+                   const Operand& b, ScalarType compute, const Scalar& alpha) {
+  if (out.dtype() != compute) {
+    // In-place ops whose compute dtype is wider than self (uint8 self += int64 tensor): compute,
+    // then convert into self.
+    Tensor tmp = empty_tensor(out.sizes(), compute);
+    binary_kernel(name, op, tmp, a, b, compute, alpha);
+    copy_into(out, tmp);
+    return;
+  }
+  if (op >= BinaryOp::BitwiseAnd) {
+    binary_bitwise_kernel(name, op, out, a, b, compute);
+    return;
+  }
+  visit_dtype(compute, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      bool_kernel(name, op, out, a, b, alpha);
+    } else if constexpr (is_floating_v<T>) {
+      float_kernel<T>(name, op, out, a, b, alpha);
+    } else {
+      integer_kernel<T>(name, op, out, a, b, alpha);
+    }
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,114 @@
+// The loop driver shared by the binary kernels (binary_arith.cpp, binary_bitwise.cpp,
+// binary_compare.cpp). The common cases run as plain loops over raw pointers that the compiler
+// vectorizes, without building a TensorIter:
+//   - every operand contiguous with the output's element count, in the compute dtype;
+//   - one operand a single value (Scalar, 0-dim, wrapped number), the other contiguous.
+// Anything else (broadcasting, strides, mixed dtypes) goes through TensorIter.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "src/core/cast.h"
+#include "src/kernels/cpu/binary.h"
+#include "src/kernels/cpu/loops.h"
+
+namespace kiln::cpu {
+
+template <typename T>
+T Operand::value() const {
+  if (tensor_ == nullptr) return scalar_.to<T>();
+  return visit_dtype(tensor_->dtype(), [&]<typename S>() {
+    return cast_value<T>(*static_cast<const S*>(tensor_->data_ptr()));
+  });
+}
+
+// Runs body(begin, end) over [0, n), split across threads above kParallelGrain. The body must
+// not throw (it runs inside an OpenMP region).
+template <typename Body>
+inline void parallel_range(int64_t n, const Body& body) {
+  if (n < kParallelGrain || omp_in_parallel()) {
+    body(int64_t{0}, n);
+    return;
+  }
+  const int threads =
+      static_cast<int>(std::min<int64_t>(omp_get_max_threads(), (n + kParallelGrain - 1) / kParallelGrain));
+  if (threads <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+    body(n * t / nt, n * (t + 1) / nt);
+  }
+}
+
+namespace detail {
+template <typename T>
+inline bool is_flat(const Operand& x, int64_t n) {
+  return !x.is_scalar() && x.tensor().dtype() == scalar_type_of<T> && x.tensor().numel() == n &&
+         x.tensor().is_contiguous();
+}
+}  // namespace detail
+
+// out[i] = f(a[i], b[i]) with a and b converted to T; out has dtype Out.
+template <typename Out, typename T, typename F>
+void binary_loop(std::string_view name, const Tensor& out, const Operand& a, const Operand& b,
+                 const F& f) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  Out* o = static_cast<Out*>(out.data_ptr());
+  if (a.is_single() && b.is_single()) {  // the output has one element too
+    *o = f(a.value<T>(), b.value<T>());
+    return;
+  }
+  if (out.is_contiguous()) {
+    const bool a_flat = detail::is_flat<T>(a, n), b_flat = detail::is_flat<T>(b, n);
+    if (a_flat && b_flat) {
+      const T* x = static_cast<const T*>(a.tensor().data_ptr());
+      const T* y = static_cast<const T*>(b.tensor().data_ptr());
+      parallel_range(n, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i]);
+      });
+      return;
+    }
+    if (a_flat && b.is_single()) {
+      const T* x = static_cast<const T*>(a.tensor().data_ptr());
+      const T y = b.value<T>();
+      parallel_range(n, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y);
+      });
+      return;
+    }
+    if (a.is_single() && b_flat) {
+      const T x = a.value<T>();
+      const T* y = static_cast<const T*>(b.tensor().data_ptr());
+      parallel_range(n, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) o[i] = f(x, y[i]);
+      });
+      return;
+    }
+  }
+  constexpr ScalarType kT = scalar_type_of<T>;
+  auto cast = [](const Tensor& t) { return t.dtype() == kT ? t : t.to(kT); };
+  if (b.is_single()) {
+    const T y = b.value<T>();
+    TensorIter iter(name, {out}, {cast(a.tensor())});
+    cpu_kernel<Out, T>(iter, [&](T x) { return f(x, y); });
+  } else if (a.is_single()) {
+    const T x = a.value<T>();
+    TensorIter iter(name, {out}, {cast(b.tensor())});
+    cpu_kernel<Out, T>(iter, [&](T y) { return f(x, y); });
+  } else {
+    TensorIter iter(name, {out}, {cast(a.tensor()), cast(b.tensor())});
+    cpu_kernel<Out, T, T>(iter, f);
+  }
+}
+
+// Bitwise and shift ops (binary_bitwise.cpp); binary_kernel routes them there.
+void binary_bitwise_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
+                           const Operand& b, ScalarType compute);
+
+}  // namespace kiln::cpu

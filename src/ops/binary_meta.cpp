@@ -1,0 +1,122 @@
+// Dtype and shape rules shared by the binary ops; see binary_common.h.
+#include "src/ops/binary_common.h"
+
+namespace kiln::binary {
+
+using cpu::BinaryOp;
+
+ScalarType promoted_dtype(std::string_view name, const Tensor& a, const cpu::Operand& b) {
+  // The common case, same dtype on both sides, needs no rank rules: every rank group then
+  // yields that dtype (a wrapped float on the left is the one exception and takes the builder).
+  if (!b.is_scalar() && b.tensor().dtype() == a.dtype() && !a.impl()->is_wrapped_number())
+    return a.dtype();
+  try {
+    ResultTypeBuilder builder(name);
+    builder.add(a);
+    if (b.is_scalar()) {
+      builder.add(b.scalar());
+    } else {
+      builder.add(b.tensor());
+    }
+    return builder.result();
+  } catch (const DTypeError& e) {
+    throw DTypeError(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+namespace {
+bool has_bool_operand(const Tensor& a, const cpu::Operand& b) {
+  if (a.dtype() == kBool) return true;
+  return b.is_scalar() ? b.scalar().is_bool() : b.tensor().dtype() == kBool;
+}
+std::string operand_dtypes(const Tensor& a, const cpu::Operand& b) {
+  return fmt::format("{} and {}", dtype_name(a.dtype()),
+                     b.is_scalar() ? fmt::format("a Scalar {}", b.scalar().str())
+                                   : std::string(dtype_name(b.tensor().dtype())));
+}
+}  // namespace
+
+ScalarType compute_dtype(std::string_view name, BinaryOp op, const Tensor& a, const cpu::Operand& b) {
+  const ScalarType c = promoted_dtype(name, a, b);
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Mul:
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum:
+      return c;
+    case BinaryOp::Sub:
+      KILN_CHECK(!has_bool_operand(a, b), DTypeError,
+                 "{}: subtraction with a bool operand is not supported (operands: {}); to invert "
+                 "a mask use logical_not or bitwise_not, or convert to an integer dtype",
+                 name, operand_dtypes(a, b));
+      return c;
+    case BinaryOp::Div:
+    case BinaryOp::Atan2:
+    case BinaryOp::Hypot:
+      // Integer inputs compute in the default float dtype, as torch.div / torch.atan2.
+      return is_floating(c) ? c : kDefaultFloat;
+    case BinaryOp::DivFloor:
+    case BinaryOp::DivTrunc:
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod:
+    case BinaryOp::Pow:
+      KILN_CHECK(c != kBool, DTypeError,
+                 "{}: not defined for bool operands ({}); convert to an integer dtype first", name,
+                 operand_dtypes(a, b));
+      return c;
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+      KILN_CHECK(is_integral_or_bool(c), DTypeError,
+                 "{}: bitwise operations need integer or bool operands, got {} (computing in {}); "
+                 "convert floating tensors with .to(kiln::kInt64) first",
+                 name, operand_dtypes(a, b), dtype_name(c));
+      return c;
+    case BinaryOp::LeftShift:
+    case BinaryOp::RightShift:
+      KILN_CHECK(is_integral(c), DTypeError,
+                 "{}: shifts need integer operands, got {} (computing in {}); convert with "
+                 ".to(kiln::kInt64) first",
+                 name, operand_dtypes(a, b), dtype_name(c));
+      return c;
+  }
+  return c;
+}
+
+DimVector result_shape(std::string_view name, const Tensor& a, const cpu::Operand& b) {
+  if (b.is_scalar() || a.sizes() == b.tensor().sizes())
+    return DimVector(a.sizes().begin(), a.sizes().end());
+  return broadcast_shapes(name, a.sizes(), b.tensor().sizes());
+}
+
+BinaryOp div_op(std::string_view name, std::string_view rounding_mode) {
+  if (rounding_mode.empty()) return BinaryOp::Div;
+  if (rounding_mode == "floor") return BinaryOp::DivFloor;
+  if (rounding_mode == "trunc") return BinaryOp::DivTrunc;
+  throw ValueError(fmt::format(
+      "{}: rounding_mode must be \"\" (true division), \"floor\" or \"trunc\", got \"{}\"", name,
+      rounding_mode));
+}
+
+void check_inplace(std::string_view name, const Tensor& self, const cpu::Operand& other,
+                   ScalarType compute) {
+  KILN_CHECK(can_cast(compute, self.dtype()), DTypeError,
+             "{}: the result dtype {} cannot be written into self of dtype {} in place (operands: "
+             "{}); use the out-of-place op, or convert self first",
+             name, dtype_name(compute), dtype_name(self.dtype()), operand_dtypes(self, other));
+  if (!other.is_scalar() && !(self.sizes() == other.tensor().sizes())) {
+    DimVector shape = broadcast_shapes(name, self.sizes(), other.tensor().sizes());
+    KILN_CHECK(IntArrayRef(shape) == self.sizes(), ShapeError,
+               "{}: the result of shape {} does not fit self of shape {} in place (other has "
+               "shape {}); use the out-of-place op",
+               name, shape_str(shape), shape_str(self.sizes()), shape_str(other.tensor().sizes()));
+  }
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    KILN_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, ValueError,
+               "{}: self of shape {} and strides {} has elements that share memory (an expanded "
+               "tensor), so writing into it in place is ambiguous; call .clone() first",
+               name, shape_str(self.sizes()), shape_str(self.strides()));
+  }
+}
+
+}  // namespace kiln::binary
