@@ -4,5 +4,6 @@
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/ops/creation.h"
+#include "kiln/ops/nn.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"
