@@ -20,15 +20,16 @@ void meta_native_layer_norm(OpCall& call) {
   const IntArrayRef ns = call.ints(1);
   const auto nd = static_cast<int64_t>(ns.size());
   KILN_CHECK(nd >= 1, ValueError,
-             "layer_norm: normalized_shape must have at least one dim (the trailing dims of the "
-             "input to normalize over), got []");
+             "{}: normalized_shape must have at least one dim (the trailing dims of the input to "
+             "normalize over), got []",
+             call.name());
   KILN_CHECK(input.dim() >= nd && input.sizes().slice(static_cast<size_t>(input.dim() - nd)) == ns,
              ShapeError,
-             "layer_norm: normalized_shape {} must equal the last {} dims of the input, but the "
-             "input has shape {}",
-             shape_str(ns), nd, shape_str(input.sizes()));
-  check_param("layer_norm", "weight", call.optional_tensor(2), ns, input.sizes());
-  check_param("layer_norm", "bias", call.optional_tensor(3), ns, input.sizes());
+             "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
+             "shape {}",
+             call.name(), shape_str(ns), nd, shape_str(input.sizes()));
+  check_param(call.name(), "weight", call.optional_tensor(2), ns, input.sizes());
+  check_param(call.name(), "bias", call.optional_tensor(3), ns, input.sizes());
   call.set_output(0, input.dtype(), input.sizes());
   DimVector stat(input.sizes().begin(), input.sizes().end());
   for (int64_t d = input.dim() - nd; d < input.dim(); ++d) stat[static_cast<size_t>(d)] = 1;
@@ -58,25 +59,25 @@ void composite_layer_norm(OpCall& call) {
 void meta_native_batch_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
   KILN_CHECK(input.dim() >= 2, ShapeError,
-             "batch_norm: input must have shape (N, C), (N, C, L) or (N, C, H, W), got shape {}",
-             shape_str(input.sizes()));
+             "{}: input must have shape (N, C), (N, C, L) or (N, C, H, W), got shape {}",
+             call.name(), shape_str(input.sizes()));
   const int64_t C = input.size(1);
   const bool training = call.bool_arg(5);
   const Tensor rm = call.optional_tensor(3), rv = call.optional_tensor(4);
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   for (size_t i = 0; i < 4; ++i)
-    check_param("batch_norm", names[i], call.optional_tensor(1 + i), {C}, input.sizes());
+    check_param(call.name(), names[i], call.optional_tensor(1 + i), {C}, input.sizes());
   if (training) {
     const int64_t per_channel = C == 0 ? 0 : input.numel() / C;
     KILN_CHECK(per_channel != 1, ValueError,
-               "batch_norm: expected more than 1 value per channel when training, got input of "
-               "shape {}; use eval mode (training=false) or a larger batch",
-               shape_str(input.sizes()));
+               "{}: expected more than 1 value per channel when training, got input of shape {}; "
+               "use eval mode (training=false) or a larger batch",
+               call.name(), shape_str(input.sizes()));
   } else {
     KILN_CHECK(rm.defined() && rv.defined(), ValueError,
-               "batch_norm: eval mode (training=false) normalizes with running_mean and "
-               "running_var, which must be given (input of shape {})",
-               shape_str(input.sizes()));
+               "{}: eval mode (training=false) normalizes with running_mean and running_var, "
+               "which must be given (input of shape {})",
+               call.name(), shape_str(input.sizes()));
   }
   call.set_output(0, input.dtype(), input.sizes());
   const int64_t saved = training ? C : 0;
@@ -107,15 +108,16 @@ void meta_native_group_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
   const int64_t groups = call.int_arg(3);
   KILN_CHECK(input.dim() >= 2, ShapeError,
-             "group_norm: input must have shape (N, C, *) (at least 2 dims), got shape {}",
+             "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
              shape_str(input.sizes()));
-  KILN_CHECK(groups > 0, ValueError, "group_norm: num_groups must be positive, got {}", groups);
+  KILN_CHECK(groups > 0, ValueError, "{}: num_groups must be positive, got {}", call.name(),
+             groups);
   const int64_t C = input.size(1);
   KILN_CHECK(C % groups == 0, ShapeError,
-             "group_norm: the input's {} channels (shape {}) must be divisible by num_groups {}",
-             C, shape_str(input.sizes()), groups);
-  check_param("group_norm", "weight", call.optional_tensor(1), {C}, input.sizes());
-  check_param("group_norm", "bias", call.optional_tensor(2), {C}, input.sizes());
+             "{}: the input's {} channels (shape {}) must be divisible by num_groups {}",
+             call.name(), C, shape_str(input.sizes()), groups);
+  check_param(call.name(), "weight", call.optional_tensor(1), {C}, input.sizes());
+  check_param(call.name(), "bias", call.optional_tensor(2), {C}, input.sizes());
   call.set_output(0, input.dtype(), input.sizes());
   call.set_output(1, input.dtype(), {input.size(0), groups});
   call.set_output(2, input.dtype(), {input.size(0), groups});

@@ -122,7 +122,7 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
           if (E > 0) {
             gemm(true, L, S, E, static_cast<A>(scale), Q, ldq, K, ldk, P, S);
           } else {
-            std::fill(scores.begin(), scores.end(), A(0));
+            std::fill(scores.begin(), scores.end(), A(0));  // an empty dot product
           }
         }
         for (int64_t i = 0; i < L; ++i) {
