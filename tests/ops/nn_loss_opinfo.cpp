@@ -315,11 +315,9 @@ std::vector<Tensor> ref_bce(const Stack& a) {
   const std::vector<double> pv = pw.defined() ? vals(pw.expand(x.sizes())) : std::vector<double>();
   std::vector<double> l(xv.size());
   for (size_t i = 0; i < xv.size(); ++i) {
-    const double sig = 1.0 / (1.0 + std::exp(-xv[i]));
     // log(sigmoid) and log(1 - sigmoid) in forms that stay finite for large |x|.
     const double log_sig = xv[i] >= 0 ? -std::log1p(std::exp(-xv[i])) : xv[i] - std::log1p(std::exp(xv[i]));
     const double log_one_minus = log_sig - xv[i];
-    (void)sig;
     const double pwi = pv.empty() ? 1.0 : pv[i];
     l[i] = -(pwi * tv[i] * log_sig + (1 - tv[i]) * log_one_minus) * (wv.empty() ? 1.0 : wv[i]);
   }

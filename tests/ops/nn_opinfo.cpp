@@ -7,8 +7,7 @@ namespace {
 using namespace nn_ref;
 using Ints = std::vector<int64_t>;
 
-// Normalizes `groups` contiguous blocks of x (after reordering by the caller) — the shared core
-// of the references: returns (mean, rstd) per block over `block` values starting at block * i.
+// Mean and rstd = 1 / sqrt(biased variance + eps) of the n values of x starting at `begin`.
 struct Stats {
   double mean, rstd;
 };

@@ -11,17 +11,19 @@
 namespace kiln::cpu {
 namespace {
 
-// y = (x - mean) * rstd * w + b, with w/b optional; four loops so each one vectorizes.
+// y = (x - mean) * rstd * w + b, with w/b optional; four loops so each one vectorizes. Written
+// as (x * rstd + shift) * w + b with shift = -mean * rstd: two multiply-adds per element.
 template <typename A>
 void normalize_row(const A* x, A* y, int64_t n, A mean, A rstd, const A* w, const A* b) {
+  const A shift = -mean * rstd;
   if (w != nullptr && b != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * rstd + shift) * w[i] + b[i];
   } else if (w != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * w[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * rstd + shift) * w[i];
   } else if (b != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd + b[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * rstd + shift + b[i];
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd;
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * rstd + shift;
   }
 }
 
