@@ -8,6 +8,7 @@
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
 #include "kiln/ops/linalg.h"
+#include "kiln/ops/nn.h"
 #include "kiln/ops/random.h"
 #include "kiln/ops/reduce.h"
 #include "kiln/ops/shape.h"

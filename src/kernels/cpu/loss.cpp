@@ -1,0 +1,229 @@
+// Loss kernels. Every loss accumulates in double: loss values are summed over whole batches,
+// where float accumulation would lose digits, and these kernels are not the hot path.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "src/core/shape.h"
+#include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/nn_kernels.h"
+
+namespace kiln::cpu {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Writes a reduced loss (0-dim out) of dtype T.
+void write_scalar(const Tensor& out, double v) {
+  visit_dtype_in<dtypes::kFloating>(out.dtype(), "loss", [&]<typename T>() {
+    *out.data_ptr<T>() = static_cast<T>(v);
+  });
+}
+
+// Class indices as int64 with -1 for ignored targets. Checked here, on one thread: IndexError for
+// a target outside [0, C) that is not ignore_index (checked first, as PyTorch does).
+std::vector<int64_t> class_indices(const Tensor& target, int64_t C, int64_t ignore_index,
+                                   std::string_view op, IntArrayRef input_shape) {
+  std::vector<int64_t> idx(static_cast<size_t>(target.numel()));
+  visit_dtype_in<dtypes::kIntegral>(target.dtype(), op, [&]<typename I>() {
+    const std::vector<I> raw = target.to_vector<I>();
+    for (size_t i = 0; i < raw.size(); ++i) {
+      const I v = raw[i];
+      bool ignored, in_range;
+      if constexpr (std::is_signed_v<I>) {
+        ignored = static_cast<int64_t>(v) == ignore_index;
+        in_range = v >= 0 && static_cast<int64_t>(v) < C;
+      } else {
+        ignored = ignore_index >= 0 && static_cast<uint64_t>(v) == static_cast<uint64_t>(ignore_index);
+        in_range = static_cast<uint64_t>(v) < static_cast<uint64_t>(C);
+      }
+      KILN_CHECK(ignored || in_range, IndexError,
+                 "{}: target {} (at position {} of target of shape {}) is out of range for {} "
+                 "classes (input of shape {}); class indices must be in [0, {}) or equal "
+                 "ignore_index ({})",
+                 op, v, i, shape_str(target.sizes()), C, shape_str(input_shape), C, ignore_index);
+      idx[i] = ignored ? -1 : static_cast<int64_t>(v);
+    }
+  });
+  return idx;
+}
+
+// Log-probabilities of one sample's C classes (stride `inner` apart) into lp.
+template <typename T>
+void log_probs(const T* x, int64_t C, int64_t inner, bool log_softmax, double* lp) {
+  for (int64_t c = 0; c < C; ++c) lp[c] = static_cast<double>(x[c * inner]);
+  if (!log_softmax) return;
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t c = 0; c < C; ++c) mx = std::max(mx, lp[c]);
+  double sum = 0;
+  for (int64_t c = 0; c < C; ++c) sum += std::exp(lp[c] - mx);
+  const double lse = std::isinf(mx) ? mx : mx + std::log(sum);
+  for (int64_t c = 0; c < C; ++c) lp[c] -= lse;
+}
+
+double finish(Reduction r, double sum, double denom) {
+  return r == Reduction::Sum ? sum : sum / denom;
+}
+
+}  // namespace
+
+void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+              Reduction reduction, int64_t ignore_index, double label_smoothing, bool log_softmax,
+              int64_t outer, int64_t C, int64_t inner, const Tensor& out) {
+  const std::string_view op = log_softmax ? "cross_entropy" : "nll_loss";
+  const std::vector<int64_t> idx = class_indices(target, C, ignore_index, op, input.sizes());
+  const std::vector<double> w = weight.defined() ? weight.to_vector<double>() : std::vector<double>();
+  const int64_t n = outer * inner;
+  const double eps = label_smoothing;
+  std::vector<double> loss(static_cast<size_t>(n)), wt(static_cast<size_t>(n));
+  std::vector<double> smooth(eps > 0 ? static_cast<size_t>(n) : 0);
+  const Tensor x = input.contiguous();
+  visit_dtype_in<dtypes::kFloating>(x.dtype(), op, [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+#pragma omp parallel if (n * C > kParallelGrain)
+    {
+      std::vector<double> lp(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t t = idx[static_cast<size_t>(s)];
+        if (t < 0) continue;  // ignored: zero loss, zero weight
+        const int64_t o = s / inner, d = s % inner;
+        log_probs(xp + o * C * inner + d, C, inner, log_softmax, lp.data());
+        const double wt_s = w.empty() ? 1.0 : w[static_cast<size_t>(t)];
+        loss[static_cast<size_t>(s)] = -wt_s * lp[static_cast<size_t>(t)];
+        wt[static_cast<size_t>(s)] = wt_s;
+        if (eps > 0) {
+          // PyTorch's smoothing term: -sum_c w_c log p_c, zero for ignored targets.
+          double sm = 0;
+          for (int64_t c = 0; c < C; ++c)
+            sm -= (w.empty() ? 1.0 : w[static_cast<size_t>(c)]) * lp[static_cast<size_t>(c)];
+          smooth[static_cast<size_t>(s)] = sm;
+        }
+      }
+    }
+  });
+  const double a = 1.0 - eps, b = C > 0 ? eps / static_cast<double>(C) : 0.0;
+  if (reduction == Reduction::None) {
+    visit_dtype_in<dtypes::kFloating>(out.dtype(), op, [&]<typename T>() {
+      T* op_ = out.data_ptr<T>();
+      for (int64_t s = 0; s < n; ++s) {
+        const double v = eps > 0 ? a * loss[static_cast<size_t>(s)] + b * smooth[static_cast<size_t>(s)]
+                                 : loss[static_cast<size_t>(s)];
+        op_[s] = static_cast<T>(v);
+      }
+    });
+    return;
+  }
+  double lsum = 0, wsum = 0, ssum = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    lsum += loss[static_cast<size_t>(s)];
+    wsum += wt[static_cast<size_t>(s)];
+    if (eps > 0) ssum += smooth[static_cast<size_t>(s)];
+  }
+  // Mean divides by the summed weight of the non-ignored targets (NaN when all are ignored),
+  // for the smoothing term too, as PyTorch does.
+  double v = finish(reduction, lsum, wsum);
+  if (eps > 0) v = a * v + b * finish(reduction, ssum, wsum);
+  write_scalar(out, v);
+}
+
+void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor& weight,
+                         Reduction reduction, double label_smoothing, int64_t outer, int64_t C,
+                         int64_t inner, const Tensor& out) {
+  const std::vector<double> w = weight.defined() ? weight.to_vector<double>() : std::vector<double>();
+  const std::vector<double> tv = target.to_vector<double>();  // row-major, input's shape
+  const int64_t n = outer * inner;
+  const double eps = label_smoothing;
+  const double smooth = C > 0 ? eps / static_cast<double>(C) : 0.0;
+  std::vector<double> loss(static_cast<size_t>(n));
+  const Tensor x = input.contiguous();
+  visit_dtype_in<dtypes::kFloating>(x.dtype(), "cross_entropy", [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+#pragma omp parallel if (n * C > kParallelGrain)
+    {
+      std::vector<double> lp(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < n; ++s) {
+        const int64_t o = s / inner, d = s % inner;
+        log_probs(xp + o * C * inner + d, C, inner, true, lp.data());
+        double l = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          const double t = tv[static_cast<size_t>((o * C + c) * inner + d)] * (1.0 - eps) + smooth;
+          l -= (w.empty() ? 1.0 : w[static_cast<size_t>(c)]) * t * lp[static_cast<size_t>(c)];
+        }
+        loss[static_cast<size_t>(s)] = l;
+      }
+    }
+  });
+  if (reduction == Reduction::None) {
+    visit_dtype_in<dtypes::kFloating>(out.dtype(), "cross_entropy", [&]<typename T>() {
+      T* p = out.data_ptr<T>();
+      for (int64_t s = 0; s < n; ++s) p[s] = static_cast<T>(loss[static_cast<size_t>(s)]);
+    });
+    return;
+  }
+  double sum = 0;
+  for (double l : loss) sum += l;
+  // Mean divides by the number of samples (input.numel() / C), whatever the weights.
+  write_scalar(out, reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
+}
+
+namespace {
+
+// Applies `f(i) -> double` to every element index and writes it (None) or reduces it.
+template <typename F>
+void elementwise_loss(const Tensor& out, Reduction reduction, int64_t n, std::string_view op,
+                      const F& f) {
+  if (reduction == Reduction::None) {
+    visit_dtype_in<dtypes::kFloating>(out.dtype(), op, [&]<typename T>() {
+      T* p = out.data_ptr<T>();
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f(i));
+    });
+    return;
+  }
+  double sum = 0;
+#pragma omp parallel for reduction(+ : sum) if (n > kParallelGrain) schedule(static)
+  for (int64_t i = 0; i < n; ++i) sum += f(i);
+  write_scalar(out, reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
+}
+
+}  // namespace
+
+void mse_loss(const Tensor& input, const Tensor& target, Reduction reduction, const Tensor& out) {
+  const Tensor x = input.contiguous(), y = target.contiguous();
+  const int64_t n = x.numel();
+  visit_dtype_in<dtypes::kFloating>(x.dtype(), "mse_loss", [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+    const T* yp = y.data_ptr<T>();
+    elementwise_loss(out, reduction, n, "mse_loss", [&](int64_t i) {
+      const double d = static_cast<double>(xp[i]) - static_cast<double>(yp[i]);
+      return d * d;
+    });
+  });
+}
+
+void binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                      const Tensor& weight, const Tensor& pos_weight,
+                                      Reduction reduction, const Tensor& out) {
+  const Tensor x = input.contiguous(), y = target.contiguous();
+  const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor pw = pos_weight.defined() ? pos_weight.contiguous() : Tensor();
+  const int64_t n = x.numel();
+  visit_dtype_in<dtypes::kFloating>(x.dtype(), "binary_cross_entropy_with_logits", [&]<typename T>() {
+    const T* xp = x.data_ptr<T>();
+    const T* yp = y.data_ptr<T>();
+    const T* wp = w.defined() ? w.data_ptr<T>() : nullptr;
+    const T* pp = pw.defined() ? pw.data_ptr<T>() : nullptr;
+    elementwise_loss(out, reduction, n, "binary_cross_entropy_with_logits", [&](int64_t i) {
+      const double v = static_cast<double>(xp[i]), t = static_cast<double>(yp[i]);
+      // log(sigmoid(v)) without overflow: min(v, 0) - log1p(exp(-|v|)).
+      const double log_sig = std::min(v, 0.0) - std::log1p(std::exp(-std::fabs(v)));
+      const double lw = pp != nullptr ? 1.0 + (static_cast<double>(pp[i]) - 1.0) * t : 1.0;
+      const double l = (1.0 - t) * v - lw * log_sig;
+      return wp != nullptr ? l * static_cast<double>(wp[i]) : l;
+    });
+  });
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,68 @@
+// CPU kernels of the nn op family (src/ops/nn_*.cpp): normalizations, embedding, attention and
+// losses. Meta functions have validated shapes and created the outputs; kernels fill them.
+// Floating inputs of reduced precision (float16, bfloat16) compute in float (opmath_t).
+#pragma once
+
+#include <optional>
+
+#include "kiln/tensor.h"
+
+namespace kiln::cpu {
+
+// ---- normalization (norm.cpp) ----
+
+// Normalizes each of the M rows of N elements of `input` (any layout). weight/bias: N elements
+// or undefined. out: input's shape; mean/rstd: M elements, all contiguous.
+void layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, double eps,
+                int64_t M, int64_t N, const Tensor& out, const Tensor& mean, const Tensor& rstd);
+
+// input (N, C, *). Training: batch statistics per channel written to save_mean/save_invstd
+// (C elements) and blended into running_mean/running_var when defined (unbiased variance).
+// Eval: normalizes with the running statistics; save_mean/save_invstd are empty.
+void batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                const Tensor& running_mean, const Tensor& running_var, bool training,
+                double momentum, double eps, const Tensor& out, const Tensor& save_mean,
+                const Tensor& save_invstd);
+
+// input (N, C, *), statistics over each (sample, group of C / groups channels); mean/rstd (N, G).
+void group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups,
+                double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd);
+
+// ---- embedding (embedding.cpp) ----
+
+// out[i, :] = weight[indices[i], :]. IndexError (naming `embedding`) for an index outside
+// [0, weight.size(0)).
+void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
+
+// ---- attention (attention.cpp) ----
+
+// q (B..., L, E), k (B..., S, E), v (B..., S, Ev) already broadcast to one batch shape; mask
+// (B..., L, S) broadcast view, bool (true = keep) or floating (added), or undefined.
+void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& mask, bool is_causal, double scale,
+                                  const Tensor& out);
+
+// ---- losses (loss.cpp) ----
+
+enum class Reduction { None, Mean, Sum };
+
+// Class-index losses. input (N, C, d...) viewed as `outer` samples x C classes x `inner`
+// positions; target: outer * inner class indices (int64, contiguous). log_softmax: apply
+// log-softmax over classes first (cross_entropy) or take input as log-probabilities (nll_loss).
+// out: (N, d...) for Reduction::None, 0-dim otherwise.
+void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+              Reduction reduction, int64_t ignore_index, double label_smoothing, bool log_softmax,
+              int64_t outer, int64_t C, int64_t inner, const Tensor& out);
+
+// Class-probability cross entropy (target has input's shape).
+void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor& weight,
+                         Reduction reduction, double label_smoothing, int64_t outer, int64_t C,
+                         int64_t inner, const Tensor& out);
+
+// input, target (and weight, pos_weight for BCE) already broadcast to out's pre-reduction shape.
+void mse_loss(const Tensor& input, const Tensor& target, Reduction reduction, const Tensor& out);
+void binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                      const Tensor& weight, const Tensor& pos_weight,
+                                      Reduction reduction, const Tensor& out);
+
+}  // namespace kiln::cpu

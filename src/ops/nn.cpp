@@ -1,0 +1,15 @@
+// The nn op family: normalizations (nn_norm.cpp), embedding (nn_embedding.cpp), attention
+// (nn_attention.cpp) and losses (nn_loss.cpp). Kernels: src/kernels/cpu/{norm,embedding,
+// attention,loss}.cpp. Public API: include/kiln/ops/nn.h.
+#include "src/ops/nn_common.h"
+
+namespace kiln {
+
+void register_nn_ops(OpRegistry& r) {
+  register_nn_norm_ops(r);
+  register_nn_embedding_ops(r);
+  register_nn_attention_ops(r);
+  register_nn_loss_ops(r);
+}
+
+}  // namespace kiln

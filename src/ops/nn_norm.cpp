@@ -1,0 +1,235 @@
+// Normalization ops: native_layer_norm / layer_norm, native_batch_norm / batch_norm,
+// native_group_norm / group_norm. The native_* ops return the saved statistics the backward
+// needs; the plain names are composites returning only the normalized tensor, as in PyTorch.
+#include "kiln/ops/nn.h"
+#include "src/ops/nn_common.h"
+
+namespace kiln {
+namespace {
+
+int64_t prod(IntArrayRef s) {
+  int64_t p = 1;
+  for (int64_t v : s) p *= v;
+  return p;
+}
+
+// ---- layer_norm ----
+
+void meta_native_layer_norm(OpCall& call) {
+  const Tensor& input = call.tensor(0);
+  const IntArrayRef ns = call.ints(1);
+  const auto nd = static_cast<int64_t>(ns.size());
+  KILN_CHECK(nd >= 1, ValueError,
+             "{}: normalized_shape must have at least one dim (the trailing dims of the input to "
+             "normalize over), got []",
+             call.name());
+  KILN_CHECK(input.dim() >= nd && input.sizes().slice(static_cast<size_t>(input.dim() - nd)) == ns,
+             ShapeError,
+             "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
+             "shape {}",
+             call.name(), shape_str(ns), nd, shape_str(input.sizes()));
+  check_param(call.name(), "weight", call.optional_tensor(2), ns, input.sizes());
+  check_param(call.name(), "bias", call.optional_tensor(3), ns, input.sizes());
+  call.set_output(0, input.dtype(), input.sizes());
+  DimVector stat(input.sizes().begin(), input.sizes().end());
+  for (int64_t d = input.dim() - nd; d < input.dim(); ++d) stat[static_cast<size_t>(d)] = 1;
+  call.set_output(1, input.dtype(), stat);
+  call.set_output(2, input.dtype(), stat);
+}
+
+void cpu_native_layer_norm(OpCall& call) {
+  const Tensor& input = call.tensor(0);
+  const int64_t N = prod(call.ints(1));
+  const int64_t M = N == 0 ? prod(input.sizes().slice(0, input.dim() - call.ints(1).size()))
+                           : input.numel() / N;
+  cpu::layer_norm(input, call.optional_tensor(2), call.optional_tensor(3), call.double_arg(4), M,
+                  N, call.output(0), call.output(1), call.output(2));
+}
+
+void composite_layer_norm(OpCall& call) {
+  static const OpId id = op_id("native_layer_norm");
+  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(1), call.arg(2), call.arg(3),
+                                   call.arg(4));
+  call.set_output(0, std::move(out[0].tensor()));
+}
+
+// ---- batch_norm ----
+
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
+void meta_native_batch_norm(OpCall& call) {
+  const Tensor& input = call.tensor(0);
+  KILN_CHECK(input.dim() >= 2, ShapeError,
+             "{}: input must have shape (N, C), (N, C, L) or (N, C, H, W), got shape {}",
+             call.name(), shape_str(input.sizes()));
+  const int64_t C = input.size(1);
+  const bool training = call.bool_arg(5);
+  const Tensor rm = call.optional_tensor(3), rv = call.optional_tensor(4);
+  const char* names[] = {"weight", "bias", "running_mean", "running_var"};
+  for (size_t i = 0; i < 4; ++i)
+    check_param(call.name(), names[i], call.optional_tensor(1 + i), {C}, input.sizes());
+  if (training) {
+    const int64_t per_channel = C == 0 ? 0 : input.numel() / C;
+    KILN_CHECK(per_channel != 1, ValueError,
+               "{}: expected more than 1 value per channel when training, got input of shape {}; "
+               "use eval mode (training=false) or a larger batch",
+               call.name(), shape_str(input.sizes()));
+  } else {
+    KILN_CHECK(rm.defined() && rv.defined(), ValueError,
+               "{}: eval mode (training=false) normalizes with running_mean and running_var, "
+               "which must be given (input of shape {})",
+               call.name(), shape_str(input.sizes()));
+  }
+  call.set_output(0, input.dtype(), input.sizes());
+  const int64_t saved = training ? C : 0;
+  call.set_output(1, input.dtype(), {saved});
+  call.set_output(2, input.dtype(), {saved});
+}
+
+void cpu_native_batch_norm(OpCall& call) {
+  cpu::batch_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2),
+                  call.optional_tensor(3), call.optional_tensor(4), call.bool_arg(5),
+                  call.double_arg(6), call.double_arg(7), call.output(0), call.output(1),
+                  call.output(2));
+}
+
+// batch_norm(input, running_mean?, running_var?, weight?, bias?, training, momentum, eps): the
+// argument order of torch.nn.functional.batch_norm.
+void composite_batch_norm(OpCall& call) {
+  static const OpId id = op_id("native_batch_norm");
+  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(3), call.arg(4), call.arg(1),
+                                   call.arg(2), call.arg(5), call.arg(6), call.arg(7));
+  call.set_output(0, std::move(out[0].tensor()));
+}
+
+// ---- group_norm ----
+
+// native_group_norm(input, weight?, bias?, num_groups, eps)
+void meta_native_group_norm(OpCall& call) {
+  const Tensor& input = call.tensor(0);
+  const int64_t groups = call.int_arg(3);
+  KILN_CHECK(input.dim() >= 2, ShapeError,
+             "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
+             shape_str(input.sizes()));
+  KILN_CHECK(groups > 0, ValueError, "{}: num_groups must be positive, got {}", call.name(),
+             groups);
+  const int64_t C = input.size(1);
+  KILN_CHECK(C % groups == 0, ShapeError,
+             "{}: the input's {} channels (shape {}) must be divisible by num_groups {}",
+             call.name(), C, shape_str(input.sizes()), groups);
+  check_param(call.name(), "weight", call.optional_tensor(1), {C}, input.sizes());
+  check_param(call.name(), "bias", call.optional_tensor(2), {C}, input.sizes());
+  call.set_output(0, input.dtype(), input.sizes());
+  call.set_output(1, input.dtype(), {input.size(0), groups});
+  call.set_output(2, input.dtype(), {input.size(0), groups});
+}
+
+void cpu_native_group_norm(OpCall& call) {
+  cpu::group_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2),
+                  call.int_arg(3), call.double_arg(4), call.output(0), call.output(1),
+                  call.output(2));
+}
+
+// group_norm(input, num_groups, weight?, bias?, eps)
+void composite_group_norm(OpCall& call) {
+  static const OpId id = op_id("native_group_norm");
+  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(2), call.arg(3), call.arg(1),
+                                   call.arg(4));
+  call.set_output(0, std::move(out[0].tensor()));
+}
+
+}  // namespace
+
+void register_nn_norm_ops(OpRegistry& r) {
+  r.add({.name = "native_layer_norm",
+         .schema = "native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, "
+                   "Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)",
+         .family = "nn",
+         .meta = meta_native_layer_norm,
+         .cpu = cpu_native_layer_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "layer_norm",
+         .schema = "layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, "
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor",
+         .family = "nn",
+         .composite = composite_layer_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "native_batch_norm",
+         .schema = "native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, "
+                   "Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training, "
+                   "float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+         .family = "nn",
+         .meta = meta_native_batch_norm,
+         .cpu = cpu_native_batch_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "batch_norm",
+         .schema = "batch_norm(Tensor input, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
+                   "Tensor? weight=None, Tensor? bias=None, bool training=False, "
+                   "float momentum=0.1, float eps=1e-05) -> Tensor",
+         .family = "nn",
+         .composite = composite_batch_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "native_group_norm",
+         .schema = "native_group_norm(Tensor input, Tensor? weight, Tensor? bias, int num_groups, "
+                   "float eps) -> (Tensor, Tensor, Tensor)",
+         .family = "nn",
+         .meta = meta_native_group_norm,
+         .cpu = cpu_native_group_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "group_norm",
+         .schema = "group_norm(Tensor input, int num_groups, Tensor? weight=None, "
+                   "Tensor? bias=None, float eps=1e-05) -> Tensor",
+         .family = "nn",
+         .composite = composite_group_norm,
+         .dtypes = dtypes::kFloating});
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input,
+                                                     IntArrayRef normalized_shape,
+                                                     const Tensor& weight, const Tensor& bias,
+                                                     double eps) {
+  static const OpId id = op_id("native_layer_norm");
+  return three_tensors(dispatch::call_boxed(id, input, normalized_shape, opt_tensor(weight),
+                                            opt_tensor(bias), eps));
+}
+
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  static const OpId id = op_id("layer_norm");
+  return dispatch::call_tensor(id, input, normalized_shape, opt_tensor(weight), opt_tensor(bias),
+                               eps);
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const Tensor& weight,
+                                                     const Tensor& bias,
+                                                     const Tensor& running_mean,
+                                                     const Tensor& running_var, bool training,
+                                                     double momentum, double eps) {
+  static const OpId id = op_id("native_batch_norm");
+  return three_tensors(dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias),
+                                            opt_tensor(running_mean), opt_tensor(running_var),
+                                            training, momentum, eps));
+}
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  static const OpId id = op_id("batch_norm");
+  return dispatch::call_tensor(id, input, opt_tensor(running_mean), opt_tensor(running_var),
+                               opt_tensor(weight), opt_tensor(bias), training, momentum, eps);
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const Tensor& weight,
+                                                     const Tensor& bias, int64_t num_groups,
+                                                     double eps) {
+  static const OpId id = op_id("native_group_norm");
+  return three_tensors(dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias),
+                                            num_groups, eps));
+}
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  static const OpId id = op_id("group_norm");
+  return dispatch::call_tensor(id, input, num_groups, opt_tensor(weight), opt_tensor(bias), eps);
+}
+
+}  // namespace kiln
