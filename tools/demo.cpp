@@ -18,8 +18,8 @@ void creation() {
   show("kiln::arange(6).view({2, 3})", arange(6).view({2, 3}));
   show("kiln::zeros({2, 2}, kiln::kUInt16)", zeros({2, 2}, kUInt16));
   show("kiln::full({3}, 2.5, kiln::kBFloat16)", full({3}, 2.5, kBFloat16));
-  show("kiln::linspace(0, 1, 5, kiln::kFloat64)", linspace(0, 1, 5, kFloat64));
-  show("kiln::eye(3, std::nullopt, kiln::kBool)", eye(3, std::nullopt, kBool));
+  show("kiln::arange(0.0, 1.0, 0.25, kiln::kFloat64)", arange(0.0, 1.0, 0.25, kFloat64));
+  show("kiln::tensor({1, 0, 2}, kiln::kBool)", tensor({1, 0, 2}, kBool));
 }
 
 void views() {

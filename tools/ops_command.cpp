@@ -68,7 +68,7 @@ std::vector<const OpDef*> sorted_ops() {
 }
 
 void print_json(const std::vector<const OpDef*>& ops) {
-  nlohmann::json out = nlohmann::json::array();
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const OpDef* op : ops) {
     out.push_back({
         {"name", op->name},
