@@ -1,0 +1,59 @@
+// kiln-bench: one Result per measurement; each group file measures Kiln and the references that
+// run in-process (OpenBLAS, a STREAM-like copy). PyTorch runs in a subprocess (torch_ref.cpp).
+// Result names are a contract: scripts compare bench.json files across commits by name.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+struct Result {
+  std::string name;
+  std::string unit;     // "ns", "ms", "GB/s", "GFLOP/s"
+  double kiln = 0;
+  std::map<std::string, double> refs;  // reference name -> value in the same unit
+  bool higher_is_better() const { return unit == "GB/s" || unit == "GFLOP/s"; }
+};
+
+struct Options {
+  int repetitions = 21;  // timed repetitions per measurement; the median is reported
+};
+
+// Seconds taken by one call of f, median over `reps` calls after `warmup` untimed calls.
+template <typename F>
+double median_seconds(F&& f, int reps, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(reps));
+  for (int i = 0; i < reps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// The groups, one file each.
+std::vector<Result> bench_overhead(const Options& options);   // overhead.cpp
+std::vector<Result> bench_pointwise(const Options& options);  // pointwise.cpp
+std::vector<Result> bench_matmul(const Options& options);     // matmul.cpp
+std::vector<Result> bench_nn(const Options& options);         // nn.cpp
+
+// machine.cpp: CPU model, cores, threads, compiler, date, BLAS config.
+nlohmann::ordered_json machine_info();
+
+// torch_ref.cpp: runs bench/torch_eager.py with Debian's /usr/bin/python3. `results` maps result
+// names to values; empty (with a note on stdout) when PyTorch is not installed.
+struct TorchRefs {
+  std::string version;
+  std::map<std::string, double> results;
+};
+TorchRefs torch_eager_refs(const std::string& script);
+
+}  // namespace kiln::bench

@@ -1,0 +1,89 @@
+// kiln-bench: measures Kiln and its references in one run, prints a table and writes JSON
+//   {"machine": {...}, "results": [{"name", "unit", "kiln", "refs": {ref: value}}]}.
+// Timing never decides a test's pass or fail (DESIGN.md section 7); this is for people.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "bench/bench.h"
+
+namespace kiln::bench {
+namespace {
+
+void print_table(const std::vector<Result>& results) {
+  fmt::print("\n{:<28} {:>10} {:>8}   {}\n", "benchmark", "kiln", "unit", "references (kiln/ref)");
+  for (const Result& r : results) {
+    std::string refs;
+    for (const auto& [name, value] : r.refs) {
+      // Ratio > 1 means Kiln is better, whatever the unit.
+      double ratio = r.higher_is_better() ? r.kiln / value : value / r.kiln;
+      refs += fmt::format("{}={:.4g} ({:.2f}x)  ", name, value, ratio);
+    }
+    fmt::print("{:<28} {:>10.4g} {:>8}   {}\n", r.name, r.kiln, r.unit, refs);
+  }
+  fmt::print("(ratios: >1 means Kiln is faster)\n");
+}
+
+nlohmann::ordered_json to_json(const nlohmann::ordered_json& machine,
+                               const std::vector<Result>& results) {
+  nlohmann::ordered_json out;
+  out["machine"] = machine;
+  out["results"] = nlohmann::ordered_json::array();
+  for (const Result& r : results) {
+    out["results"].push_back({{"name", r.name}, {"unit", r.unit}, {"kiln", r.kiln}, {"refs", r.refs}});
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  using namespace kiln::bench;
+  CLI::App app{"kiln-bench: Kiln against OpenBLAS, a STREAM copy and PyTorch eager"};
+  std::string json_path;
+  std::string torch_script = std::string(KILN_BENCH_DIR) + "/torch_eager.py";
+  bool no_torch = false;
+  Options options;
+  app.add_option("--json", json_path, "Write the results as JSON to this file");
+  app.add_option("--repetitions", options.repetitions, "Timed repetitions per measurement")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--torch-script", torch_script, "The PyTorch reference script");
+  app.add_flag("--no-torch", no_torch, "Skip the PyTorch eager references");
+  CLI11_PARSE(app, argc, argv);
+
+  nlohmann::ordered_json machine = machine_info();
+  std::cout << "machine: " << machine.dump() << "\n" << std::flush;
+
+  std::vector<Result> results;
+  for (auto group : {bench_overhead, bench_pointwise, bench_matmul, bench_nn}) {
+    for (Result& r : group(options)) {
+      fmt::print("  {:<28} {:.4g} {}\n", r.name, r.kiln, r.unit);
+      std::fflush(stdout);
+      results.push_back(std::move(r));
+    }
+  }
+
+  if (!no_torch) {
+    TorchRefs torch = torch_eager_refs(torch_script);
+    if (!torch.version.empty()) machine["torch"] = torch.version;
+    for (Result& r : results) {
+      auto it = torch.results.find(r.name);
+      if (it != torch.results.end()) r.refs["torch_eager"] = it->second;
+    }
+  }
+
+  print_table(results);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << to_json(machine, results).dump(2) << "\n";
+    if (!out) {
+      std::cerr << "kiln-bench: cannot write " << json_path << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << json_path << "\n";
+  }
+  return 0;
+}

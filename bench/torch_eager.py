@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""PyTorch eager references for kiln-bench (bench/torch_ref.cpp runs this).
+
+Same sizes, units and method as the C++ side: medians over repetitions after a warm-up.
+Prints one JSON object: {"torch": version, "threads": n, "results": {name: value}}.
+"""
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by libgomp when torch loads
+import torch  # noqa: E402
+
+REPS = 21
+
+
+def median_seconds(fn, reps=REPS, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def op_overhead_add_1elem():
+    a, b = torch.ones(1), torch.ones(1)
+    ops = 2000
+
+    def loop():
+        for _ in range(ops):
+            a + b
+
+    return median_seconds(loop, reps=REPS * 3, warmup=10) / ops * 1e9
+
+
+def activation():
+    return ((torch.arange(4096 * 1024) % 97).to(torch.float32).view(4096, 1024)) * 0.01
+
+
+def softmax_f32_4096x1024():
+    x = activation()
+    return median_seconds(lambda: torch.softmax(x, -1)) * 1e3
+
+
+def layer_norm_f32_4096x1024():
+    x = activation()
+    return median_seconds(lambda: torch.nn.functional.layer_norm(x, (1024,))) * 1e3
+
+
+def main():
+    torch.set_num_threads(2)
+    with torch.no_grad():
+        results = {
+            "op_overhead_add_1elem": op_overhead_add_1elem(),
+            "softmax_f32_4096x1024": softmax_f32_4096x1024(),
+            "layer_norm_f32_4096x1024": layer_norm_f32_4096x1024(),
+        }
+    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "results": results}))
+
+
+if __name__ == "__main__":
+    main()
