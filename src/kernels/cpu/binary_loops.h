@@ -11,17 +11,17 @@
 #include <algorithm>
 
 #include "src/core/cast.h"
+#include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/binary.h"
 #include "src/kernels/cpu/loops.h"
 
 namespace kiln::cpu {
 
+// Through Scalar (non-template conversions compiled once in scalar.cpp) rather than a dtype
+// switch per T: same cast_value semantics, far fewer template instantiations per kernel.
 template <typename T>
 T Operand::value() const {
-  if (tensor_ == nullptr) return scalar_.to<T>();
-  return visit_dtype(tensor_->dtype(), [&]<typename S>() {
-    return cast_value<T>(*static_cast<const S*>(tensor_->data_ptr()));
-  });
+  return tensor_ == nullptr ? scalar_.to<T>() : tensor_->item().to<T>();
 }
 
 // Runs body(begin, end) over [0, n), split across threads above kParallelGrain. The body must
@@ -91,20 +91,16 @@ void binary_loop(std::string_view name, const Tensor& out, const Operand& a, con
       return;
     }
   }
-  constexpr ScalarType kT = scalar_type_of<T>;
-  auto cast = [](const Tensor& t) { return t.dtype() == kT ? t : t.to(kT); };
-  if (b.is_single()) {
-    const T y = b.value<T>();
-    TensorIter iter(name, {out}, {cast(a.tensor())});
-    cpu_kernel<Out, T>(iter, [&](T x) { return f(x, y); });
-  } else if (a.is_single()) {
-    const T x = a.value<T>();
-    TensorIter iter(name, {out}, {cast(b.tensor())});
-    cpu_kernel<Out, T>(iter, [&](T y) { return f(x, y); });
-  } else {
-    TensorIter iter(name, {out}, {cast(a.tensor()), cast(b.tensor())});
-    cpu_kernel<Out, T, T>(iter, f);
-  }
+  // The general case: one TensorIter loop (a single value broadcasts with stride 0, which
+  // cpu_kernel handles with its own vectorizable loop), so each (op, dtype) pair instantiates
+  // one generic kernel.
+  auto as_tensor = [](const Operand& x) {
+    const ScalarType t = scalar_type_of<T>;
+    if (x.is_scalar()) return scalar_to_tensor(x.scalar(), t);
+    return x.tensor().dtype() == t ? x.tensor() : x.tensor().to(t);
+  };
+  TensorIter iter(name, {out}, {as_tensor(a), as_tensor(b)});
+  cpu_kernel<Out, T, T>(iter, f);
 }
 
 // Bitwise and shift ops (binary_bitwise.cpp); binary_kernel routes them there.
