@@ -1,5 +1,6 @@
 #include "kiln/storage.h"
 
+#include <bit>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -29,10 +30,23 @@ size_t round_size(size_t nbytes) {
   return s;
 }
 
+// Small blocks (power-of-two classes below kLargeStep) live in a fixed array of free lists, so
+// the hot path of a small op is a lock and a vector pop, with no hashing.
+constexpr int kSmallClasses = 15;  // 64 B .. 512 KiB
+
+int small_class(size_t rounded) {  // rounded is a power of two in [64, kLargeStep)
+  return std::countr_zero(rounded) - std::countr_zero(kAlignment);
+}
+
 struct Cache {
   std::mutex mutex;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks;
+  std::vector<void*> small[kSmallClasses];
+  std::unordered_map<size_t, std::vector<void*>> large;
   size_t cached = 0;
+
+  std::vector<void*>& list(size_t rounded) {
+    return rounded < kLargeStep ? small[small_class(rounded)] : large[rounded];
+  }
 };
 Cache& cache() {
   static Cache* c = new Cache();  // leaked on purpose: storage may be freed during exit
@@ -45,10 +59,10 @@ void* allocate(size_t nbytes) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
-    auto it = c.free_blocks.find(size);
-    if (it != c.free_blocks.end() && !it->second.empty()) {
-      void* p = it->second.back();
-      it->second.pop_back();
+    std::vector<void*>& blocks = c.list(size);
+    if (!blocks.empty()) {
+      void* p = blocks.back();
+      blocks.pop_back();
       c.cached -= size;
       return p;
     }
@@ -69,7 +83,7 @@ void deallocate(void* ptr, size_t nbytes) {
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.cached + size <= kMaxCachedBytes) {
-      c.free_blocks[size].push_back(ptr);
+      c.list(size).push_back(ptr);
       c.cached += size;
       return;
     }
@@ -80,9 +94,13 @@ void deallocate(void* ptr, size_t nbytes) {
 void empty_cache() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  for (auto& [size, blocks] : c.free_blocks)
+  for (auto& blocks : c.small) {
     for (void* p : blocks) std::free(p);
-  c.free_blocks.clear();
+    blocks.clear();
+  }
+  for (auto& [size, blocks] : c.large)
+    for (void* p : blocks) std::free(p);
+  c.large.clear();
   c.cached = 0;
 }
 

@@ -14,6 +14,7 @@
 #include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/binary.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/streaming_store.h"
 
 namespace kiln::cpu {
 
@@ -21,7 +22,9 @@ namespace kiln::cpu {
 // switch per T: same cast_value semantics, far fewer template instantiations per kernel.
 template <typename T>
 T Operand::value() const {
-  return tensor_ == nullptr ? scalar_.to<T>() : tensor_->item().to<T>();
+  if (tensor_ == nullptr) return scalar_.to<T>();
+  if (tensor_->dtype() == scalar_type_of<T>) return *static_cast<const T*>(tensor_->data_ptr());
+  return tensor_->item().to<T>();
 }
 
 // Runs body(begin, end) over [0, n), split across threads above kParallelGrain. The body must
@@ -69,6 +72,14 @@ void binary_loop(std::string_view name, const Tensor& out, const Operand& a, con
     if (a_flat && b_flat) {
       const T* x = static_cast<const T*>(a.tensor().data_ptr());
       const T* y = static_cast<const T*>(b.tensor().data_ptr());
+      if (n * static_cast<int64_t>(sizeof(Out)) >= kStreamingBytes) {  // Note [Streaming stores]
+        parallel_range(n, [&](int64_t lo, int64_t hi) {
+          stream_blocks(o, lo, hi, [&](int64_t b, int64_t e, Out* dst) {
+            for (int64_t i = b; i < e; ++i) dst[i - b] = f(x[i], y[i]);
+          });
+        });
+        return;
+      }
       parallel_range(n, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) o[i] = f(x[i], y[i]);
       });
