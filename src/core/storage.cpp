@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -38,8 +39,24 @@ int small_class(size_t rounded) {  // rounded is a power of two in [64, kLargeSt
   return std::countr_zero(rounded) - std::countr_zero(kAlignment);
 }
 
+// A spinlock: the critical sections are a few instructions long and almost never contended, so
+// a futex-based mutex costs more than the work it protects (it shows in per-op overhead).
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+      while (flag_.test(std::memory_order_relaxed)) {
+      }
+    }
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
 struct Cache {
-  std::mutex mutex;
+  SpinLock mutex;
   std::vector<void*> small[kSmallClasses];
   std::unordered_map<size_t, std::vector<void*>> large;
   size_t cached = 0;
@@ -58,7 +75,7 @@ void* allocate(size_t nbytes) {
   const size_t size = round_size(nbytes);
   Cache& c = cache();
   {
-    std::lock_guard<std::mutex> lock(c.mutex);
+    std::lock_guard<SpinLock> lock(c.mutex);
     std::vector<void*>& blocks = c.list(size);
     if (!blocks.empty()) {
       void* p = blocks.back();
@@ -81,7 +98,7 @@ void deallocate(void* ptr, size_t nbytes) {
   const size_t size = round_size(nbytes);
   Cache& c = cache();
   {
-    std::lock_guard<std::mutex> lock(c.mutex);
+    std::lock_guard<SpinLock> lock(c.mutex);
     if (c.cached + size <= kMaxCachedBytes) {
       c.list(size).push_back(ptr);
       c.cached += size;
@@ -93,7 +110,7 @@ void deallocate(void* ptr, size_t nbytes) {
 
 void empty_cache() {
   Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
+  std::lock_guard<SpinLock> lock(c.mutex);
   for (auto& blocks : c.small) {
     for (void* p : blocks) std::free(p);
     blocks.clear();
@@ -106,7 +123,7 @@ void empty_cache() {
 
 size_t cached_bytes() {
   Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
+  std::lock_guard<SpinLock> lock(c.mutex);
   return c.cached;
 }
 

@@ -8,10 +8,25 @@
 namespace kiln {
 
 Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
-  const int64_t n = checked_numel("empty", sizes);
-  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(n * element_size(dtype)), device);
-  SymDimVector sym_sizes(sizes.begin(), sizes.end());
-  SymDimVector strides = contiguous_strides(SymIntArrayRef(sym_sizes));
+  // The hot path of every op's output: sizes, strides and the element count in one pass.
+  const size_t nd = sizes.size();
+  SymDimVector sym_sizes(nd), strides(nd);
+  int64_t stride = 1;  // product of the later sizes, 0 and 1 counted as 1 (contiguous_strides)
+  int64_t count = 1;
+  bool overflow = false;
+  for (size_t i = nd; i-- > 0;) {
+    const int64_t s = sizes[i];
+    if (s < 0) checked_numel("empty", sizes);  // throws, naming the shape
+    overflow |= __builtin_mul_overflow(count, s, &count);
+    sym_sizes[i] = s;
+    strides[i] = stride;
+    overflow |= __builtin_mul_overflow(stride, s > 1 ? s : 1, &stride);
+  }
+  int64_t bytes = 0;
+  overflow |= __builtin_mul_overflow(count, element_size(dtype), &bytes);
+  KILN_CHECK(!overflow, ValueError, "empty: shape {} of {} needs more bytes than fit in int64",
+             shape_str(sizes), dtype_name(dtype));
+  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(bytes), device);
   return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, std::move(sym_sizes),
                                            std::move(strides), SymInt(0)));
 }

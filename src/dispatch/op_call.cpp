@@ -25,6 +25,10 @@ const Tensor& OpCall::set_output(size_t i, Tensor t) {
 }
 
 void OpCall::set_output_value(size_t i, IValue v) {
+  if (i == outputs_.size()) {  // the usual case: outputs are set in order
+    outputs_.emplace_back(std::move(v));
+    return;
+  }
   while (outputs_.size() <= i) outputs_.emplace_back();
   outputs_[i] = std::move(v);
 }

@@ -43,3 +43,10 @@ TEST(Tensor, ViewOfIncompatibleStridesIsShapeError) {
   EXPECT_THROW(t.view({6}), ShapeError);
   EXPECT_EQ(t.reshape({6}).to_vector<int64_t>(), (std::vector<int64_t>{0, 3, 1, 4, 2, 5}));
 }
+
+TEST(Tensor, HugeOrNegativeShapesAreValueErrors) {
+  EXPECT_THROW(empty({-1, 2}), ValueError);
+  EXPECT_THROW(empty({int64_t{1} << 40, int64_t{1} << 40}), ValueError);
+  EXPECT_THROW(empty({0, int64_t{1} << 40, int64_t{1} << 40}), ValueError);
+  EXPECT_THROW(empty({int64_t{1} << 62}, kFloat64), ValueError);
+}
