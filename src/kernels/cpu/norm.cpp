@@ -7,6 +7,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
+#include "src/kernels/cpu/streaming_store.h"
 
 namespace kiln::cpu {
 namespace {
@@ -56,6 +57,7 @@ void layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, d
     T* mp = mean.data_ptr<T>();
     T* rp = rstd.data_ptr<T>();
     const A inv_n = A(1) / static_cast<A>(N);
+    const bool streaming = M * N * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
 #pragma omp parallel if (M * N > kParallelGrain)
     {
       // Reduced floats are widened into per-thread row buffers once, then share the float code.
@@ -75,8 +77,16 @@ void layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, d
         const A m = sum_span<A>(xr, N) * inv_n;
         const A var = sum_sq_dev_span<A>(xr, N, m) * inv_n;
         const A rs = A(1) / std::sqrt(var + static_cast<A>(eps));
-        normalize_row(xr, yr, N, m, rs, wp, bp);
-        if constexpr (kReduced) narrow_span(yr, yp + r * N, N);
+        if constexpr (kReduced) {
+          normalize_row(xr, yr, N, m, rs, wp, bp);
+          narrow_span(yr, yp + r * N, N);
+        } else if (streaming) {  // Note [Streaming stores]
+          stream_blocks(yr, 0, N, [&](int64_t b, int64_t e, A* dst) {
+            normalize_row(xr + b, dst, e - b, m, rs, wp ? wp + b : nullptr, bp ? bp + b : nullptr);
+          });
+        } else {
+          normalize_row(xr, yr, N, m, rs, wp, bp);
+        }
         mp[r] = static_cast<T>(m);
         rp[r] = static_cast<T>(rs);
       }

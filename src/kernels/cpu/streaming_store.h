@@ -9,6 +9,7 @@
 // soon from cache, so normal stores win.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -34,13 +35,19 @@ inline void stream_blocks(Out* out, int64_t lo, int64_t hi, const Compute& compu
     compute(i, i + 1, out + i);
     ++i;
   }
-  for (; i + kBlock <= hi; i += kBlock) {
-    compute(i, i + kBlock, buffer);
+  while (i < hi) {
+    const int64_t len = std::min(kBlock, hi - i);
+    compute(i, i + len, buffer);
+    // Whole 32-byte vectors stream; a ragged tail (only at the end of the range) is stored
+    // normally.
+    const int64_t vectors = len * static_cast<int64_t>(sizeof(Out)) / 32;
     const __m256i* src = reinterpret_cast<const __m256i*>(buffer);
     __m256i* dst = reinterpret_cast<__m256i*>(out + i);
-    for (int64_t v = 0; v < kBlockBytes / 32; ++v) _mm256_stream_si256(dst + v, _mm256_load_si256(src + v));
+    for (int64_t v = 0; v < vectors; ++v) _mm256_stream_si256(dst + v, _mm256_load_si256(src + v));
+    const int64_t done = vectors * 32 / static_cast<int64_t>(sizeof(Out));
+    if (done < len) std::memcpy(out + i + done, buffer + done, (len - done) * sizeof(Out));
+    i += len;
   }
-  if (i < hi) compute(i, hi, out + i);
   _mm_sfence();
 #else
   compute(lo, hi, out + lo);
