@@ -308,7 +308,10 @@ const bool registered = [] {
                     .samples = [](ScalarType dt, std::mt19937_64& rng) { return index_samples(dt, rng, false); },
                     .reference = [](const Stack& a) {
                       const Tensor& x = a[0].tensor();
-                      auto [pos, shape] = index_ref_positions(x, a[1].tensor_list());
+                      // Named copies, not a structured binding: clang 14 cannot capture bindings in lambdas.
+                      auto ref_positions = index_ref_positions(x, a[1].tensor_list());
+                      auto& pos = ref_positions.first;
+                      auto& shape = ref_positions.second;
                       size_t k = 0;
                       return std::vector<Tensor>{map_positions(x, shape, [&](const Shape&) { return pos[k++]; })};
                     },
@@ -317,7 +320,10 @@ const bool registered = [] {
                     .samples = [](ScalarType dt, std::mt19937_64& rng) { return index_samples(dt, rng, true); },
                     .reference = [](const Stack& a) {
                       const Tensor& x = a[0].tensor();
-                      auto [pos, shape] = index_ref_positions(x, a[1].tensor_list());
+                      // Named copies, not a structured binding: clang 14 cannot capture bindings in lambdas.
+                      auto ref_positions = index_ref_positions(x, a[1].tensor_list());
+                      auto& pos = ref_positions.first;
+                      auto& shape = ref_positions.second;
                       const bool acc = a[3].to_bool();
                       return visit_dtype(x.dtype(), [&]<typename T>() {
                         std::vector<T> out = x.to_vector<T>();
