@@ -131,7 +131,10 @@ TEST_P(OpHarness, EagerMatchesReferenceAndMetaMatchesEager) {
 TEST_P(OpHarness, BadInputsRaiseTheRightError) {
   const std::string& name = GetParam();
   const OpInfo* info = find_op_info(name);
-  if (info == nullptr || !info->error_cases) GTEST_SKIP();
+  if (info == nullptr || !info->error_cases) {
+    GTEST_SKIP() << name << " registers no error cases (an op with no invalid input, e.g. squeeze; "
+                 << "or exempted: " << (exemption_reason(name) ? exemption_reason(name) : "-") << ")";
+  }
   const OpId id = op_id(name);
   for (ErrorCase& c : info->error_cases()) {
     SCOPED_TRACE(c.description);
