@@ -1,6 +1,7 @@
 // Kiln: the PyTorch 2 stack in C++. One include for the whole public API.
 #pragma once
 
+#include "kiln/autograd.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/generator.h"

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <initializer_list>
 #include <optional>
 #include <ostream>
@@ -15,6 +17,13 @@
 #include "kiln/tensor_options.h"
 
 namespace kiln {
+
+namespace autograd {
+class Node;
+}
+// A gradient hook: receives the gradient flowing into a tensor and returns a replacement, or an
+// undefined Tensor to keep it unchanged (see Tensor::register_hook).
+using GradHook = std::function<Tensor(const Tensor&)>;
 
 class Tensor {
  public:
@@ -65,6 +74,36 @@ class Tensor {
   std::vector<T> to_vector() const;
 
   std::string str() const;  // the PyTorch-like printout
+
+  // ---- autograd (src/autograd/tensor_autograd.cpp) ----
+  bool requires_grad() const;
+  // Only floating tensors can require gradients (DTypeError otherwise); a non-leaf can't stop.
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  // The gradient accumulated by backward() into this leaf (undefined until one reaches it).
+  const Tensor& grad() const;
+  // The same gradient, assignable: `p.mutable_grad() = Tensor()` clears it (what zero_grad does).
+  Tensor& mutable_grad() const;
+  // A leaf was created by the user (no grad_fn); only leaves accumulate into grad().
+  bool is_leaf() const;
+  // The backward node that produced this tensor, or null for leaves and untracked tensors.
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  // Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
+  // Backpropagates from this tensor. `gradient` may be omitted for one-element tensors.
+  // retain_graph defaults to create_graph; `inputs` limits accumulation to those leaves.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+  // A tensor sharing this one's storage, cut from the autograd graph (never requires grad).
+  Tensor detach() const;
+  // Cuts this tensor itself from the graph (it becomes a leaf that does not require grad).
+  const Tensor& detach_() const;
+  // Makes backward() fill grad() of this non-leaf too.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Calls `hook` with this tensor's gradient during every backward pass; returns an id for
+  // remove_hook.
+  size_t register_hook(GradHook hook) const;
+  void remove_hook(size_t id) const;
 
   // ---- conversion and copies (src/ops/copy.cpp) ----
   Tensor to(ScalarType dtype, bool copy = false) const;

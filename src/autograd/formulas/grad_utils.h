@@ -1,0 +1,20 @@
+// Helpers shared by the backward formulas.
+#pragma once
+
+#include "kiln/kiln.h"
+#include "src/autograd/derivatives.h"
+#include "src/core/shape.h"
+
+namespace kiln::autograd {
+
+// The dims a reduction over `dims` (empty = all) of a `rank`-dim tensor reduced, sorted.
+DimVector reduced_dims(IntArrayRef dims, int64_t rank);
+
+// A reduction's gradient (shape of the output, keepdim or not) made broadcastable against the
+// input again: the reduced dims are re-inserted with size 1.
+Tensor unsqueeze_reduced(const Tensor& grad, IntArrayRef dims, int64_t rank, bool keepdim);
+
+// `grad` expanded to the input's full shape after unsqueeze_reduced.
+Tensor expand_reduced(const Tensor& grad, IntArrayRef dims, IntArrayRef input_sizes, bool keepdim);
+
+}  // namespace kiln::autograd
