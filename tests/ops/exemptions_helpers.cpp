@@ -11,3 +11,12 @@ const std::vector<std::pair<std::string, std::string>>& harness_exemptions() {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions() {
+  static const std::vector<std::pair<std::string, std::string>> list = {};
+  return list;
+}
+
+}  // namespace kiln::testing
