@@ -24,12 +24,9 @@ void adam_update(std::map<std::string, Tensor>& state, const Tensor& param, cons
   } else {
     d = descent_direction(grad, param, h.weight_decay, h.maximize);
   }
-  // exp_avg moves towards the (signed) gradient; lerp_ is one pass instead of mul_ + add_.
-  if (d.sign > 0) {
-    exp_avg.lerp_(d.grad, 1 - h.beta1);
-  } else {
-    exp_avg.mul_(h.beta1).add_(d.grad, -(1 - h.beta1));
-  }
+  // PyTorch 2 writes this as exp_avg.lerp_(g, 1 - beta1); mul_ + add_ is the same average, lets
+  // the maximize sign ride on the factor, and is faster with Kiln's kernels.
+  exp_avg.mul_(h.beta1).add_(d.grad, d.sign * (1 - h.beta1));
   exp_avg_sq.mul_(h.beta2).addcmul_(d.grad, d.grad, 1 - h.beta2);
 
   const double bias_correction1 = 1 - std::pow(h.beta1, t);

@@ -6,7 +6,9 @@
 // A group's learning rate may live in a 0-dim float64 tensor (ParamGroup::lr_tensor, made by
 // Optimizer::use_tensor_lr). The step then reads the rate from the tensor, and set_lr writes into
 // it in place, so a compiled optimizer step (issue 4 onwards) sees a changing rate as data, not
-// as a constant baked into the graph, and does not recompile when a scheduler changes it.
+// as a constant baked into the graph, and does not recompile when a scheduler changes it. The
+// eager steps read it once per group and step through step_lr() (a 0-dim item(), no tensor
+// arithmetic); ParamGroup::lr mirrors it for schedulers and state_dict.
 #pragma once
 
 #include <limits>
