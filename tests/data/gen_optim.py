@@ -28,6 +28,8 @@ CASES = [
     ("sgd_weight_decay_no_momentum", "SGD", {"lr": 0.1, "weight_decay": 0.2}),
     ("sgd_maximize", "SGD", {"lr": 0.1, "momentum": 0.9, "dampening": 0.1, "maximize": True}),
     ("sgd_maximize_plain", "SGD", {"lr": 0.1, "maximize": True}),
+    ("sgd_maximize_nesterov", "SGD", {"lr": 0.1, "momentum": 0.8, "nesterov": True,
+                                      "maximize": True}),
     ("sgd_maximize_nesterov_weight_decay", "SGD",
      {"lr": 0.1, "momentum": 0.8, "nesterov": True, "weight_decay": 0.1, "maximize": True}),
     # Adam
@@ -50,6 +52,7 @@ CASES = [
     ("rmsprop_momentum", "RMSprop", {"lr": 0.03, "momentum": 0.9}),
     ("rmsprop_centered_momentum_weight_decay", "RMSprop",
      {"lr": 0.03, "centered": True, "momentum": 0.5, "weight_decay": 0.1}),
+    ("rmsprop_maximize_plain", "RMSprop", {"lr": 0.03, "maximize": True}),
     ("rmsprop_maximize", "RMSprop", {"lr": 0.03, "centered": True, "momentum": 0.5,
                                      "maximize": True}),
     # Adagrad
