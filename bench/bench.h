@@ -44,6 +44,7 @@ std::vector<Result> bench_overhead(const Options& options);   // overhead.cpp
 std::vector<Result> bench_pointwise(const Options& options);  // pointwise.cpp
 std::vector<Result> bench_matmul(const Options& options);     // matmul.cpp
 std::vector<Result> bench_nn(const Options& options);         // nn.cpp
+std::vector<Result> bench_train(const Options& options);      // train.cpp
 
 // machine.cpp: CPU model, cores, threads, compiler, date, BLAS config.
 nlohmann::ordered_json machine_info();

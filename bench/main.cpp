@@ -52,13 +52,20 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--torch-script", torch_script, "The PyTorch reference script");
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch eager references");
+  std::vector<std::string> only;
+  app.add_option("--group", only, "Run only these groups (overhead, pointwise, matmul, nn, train)")
+      ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train"}));
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::ordered_json machine = machine_info();
   std::cout << "machine: " << machine.dump() << "\n" << std::flush;
 
   std::vector<Result> results;
-  for (auto group : {bench_overhead, bench_pointwise, bench_matmul, bench_nn}) {
+  const std::vector<std::pair<std::string, std::vector<Result> (*)(const Options&)>> groups = {
+      {"overhead", bench_overhead}, {"pointwise", bench_pointwise}, {"matmul", bench_matmul},
+      {"nn", bench_nn},             {"train", bench_train}};
+  for (const auto& [group_name, group] : groups) {
+    if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
     for (Result& r : group(options)) {
       fmt::print("  {:<28} {:.4g} {}\n", r.name, r.kiln, r.unit);
       std::fflush(stdout);

@@ -51,6 +51,41 @@ def layer_norm_f32_4096x1024():
     return median_seconds(lambda: torch.nn.functional.layer_norm(x, (1024,))) * 1e3
 
 
+def train_step(model, x, y, reps=REPS):
+    """ms per training step: zero_grad, forward, cross_entropy, backward, SGD(momentum) step."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    return median_seconds(step, reps=reps, warmup=5) * 1e3
+
+
+def train_step_mlp_b64():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10))
+    return train_step(model, torch.randn(64, 784), torch.randint(0, 10, (64,)))
+
+
+def fmnist_cnn():
+    """The demo's CNN (tools/demo.cpp, examples/fashion_mnist.cpp): two conv blocks + linear."""
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 10))
+
+
+def train_step_cnn_fmnist_b128():
+    torch.manual_seed(0)
+    return train_step(fmnist_cnn(), torch.randn(128, 1, 28, 28), torch.randint(0, 10, (128,)),
+                      reps=11)
+
+
 def main():
     torch.set_num_threads(2)
     with torch.no_grad():
@@ -59,6 +94,8 @@ def main():
             "softmax_f32_4096x1024": softmax_f32_4096x1024(),
             "layer_norm_f32_4096x1024": layer_norm_f32_4096x1024(),
         }
+    results["train_step_mlp_b64"] = train_step_mlp_b64()
+    results["train_step_cnn_fmnist_b128"] = train_step_cnn_fmnist_b128()
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
                       "results": results}))
 

@@ -12,12 +12,46 @@ int main(int argc, char** argv) {
   bool json = false;
   CLI::App* ops = app.add_subcommand("ops", "List the op table (schema, dtypes, meta, derivative)");
   ops->add_flag("--json", json, "Print JSON instead of a table");
-  CLI::App* demo = app.add_subcommand("demo", "A short tour of the eager tensor API");
+
+  kiln::examples::FashionMnistOptions train;
+  CLI::App* demo = app.add_subcommand(
+      "demo", "Train a small CNN on Fashion-MNIST in eager mode (examples/fashion_mnist.cpp)");
+  demo->add_option("--epochs", train.epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  demo->add_option("--batch-size", train.batch_size, "Images per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  demo->add_option("--lr", train.lr, "Peak learning rate (SGD, Nesterov momentum 0.9)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  demo->add_option("--scheduler", train.scheduler, "Learning-rate schedule")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
+  demo->add_option("--seed", train.seed, "Seed of initialization, shuffling and dropout")
+      ->capture_default_str();
+  demo->add_option("--data", train.data_dir,
+                   "Fashion-MNIST directory (Debian package dataset-fashion-mnist)")
+      ->capture_default_str();
+  demo->add_option("--checkpoint", train.checkpoint,
+                   "Where to save model, optimizer and scheduler state (empty: don't)")
+      ->capture_default_str();
+  demo->add_option("--train-limit", train.train_limit, "Use only the first N training images")
+      ->capture_default_str();
+  demo->add_option("--test-limit", train.test_limit, "Evaluate on the first N test images")
+      ->capture_default_str();
+  bool quiet = false;
+  demo->add_flag("--quiet", quiet, "No progress bars");
+  CLI::App* tour = app.add_subcommand("tour", "A short tour of the eager tensor API");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*ops) return kiln::tools::run_ops(json);
-    if (*demo) return kiln::tools::run_demo();
+    if (*demo) {
+      train.progress = !quiet;
+      return kiln::tools::run_demo(train);
+    }
+    if (*tour) return kiln::tools::run_tour();
   } catch (const kiln::Error& e) {
     std::cerr << "kiln: " << e.what() << "\n";
     return 1;
