@@ -80,6 +80,20 @@ TEST(LRScheduler, TwoSchedulersOnOneOptimizerMultiply) {
   }
 }
 
+TEST(LRScheduler, AGroupAddedLaterFollowsTheChainableForm) {
+  // As PyTorch's get_lr iterates over the optimizer's current groups, a recursive form scales a
+  // group added after construction too; it has no initial_lr, so no closed form for it.
+  auto o = make_sgd({0.1});
+  StepLR scheduler(*o, 1, 0.5);
+  ParamGroup extra;
+  extra.params = {zeros({2}).requires_grad_()};
+  extra.lr = 0.2;
+  o->add_param_group(extra);
+  scheduler.step();
+  EXPECT_EQ(scheduler.get_last_lr(), (std::vector<double>{0.05, 0.1}));
+  EXPECT_EQ(scheduler.base_lrs(), std::vector<double>{0.1});
+}
+
 TEST(LRScheduler, MultiplicativeLRLeavesTheRateAtConstruction) {
   auto o = make_sgd({0.1});
   MultiplicativeLR scheduler(*o, [](int64_t) { return 0.5; });
