@@ -18,6 +18,7 @@
 #include "kiln/optim/adagrad.h"
 #include "kiln/optim/adam.h"
 #include "kiln/optim/adamw.h"
+#include "kiln/optim/lr_scheduler.h"
 #include "kiln/optim/optimizer.h"
 #include "kiln/optim/rmsprop.h"
 #include "kiln/optim/sgd.h"
