@@ -24,7 +24,7 @@ CrossEntropyLoss::CrossEntropyLoss(CrossEntropyLossOptions options)
              "CrossEntropyLoss: label_smoothing must be in [0, 1], got {}", label_smoothing);
 }
 
-Tensor CrossEntropyLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor CrossEntropyLoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] {
     return cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing);
   });
@@ -35,16 +35,16 @@ NLLLoss::NLLLoss(NLLLossOptions options)
       ignore_index(options.ignore_index),
       weight(register_buffer("weight", options.weight)) {}
 
-Tensor NLLLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor NLLLoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(),
                       [&] { return nll_loss(input, target, weight, reduction, ignore_index); });
 }
 
-Tensor MSELoss::forward(const Tensor& input, const Tensor& target) {
+Tensor MSELoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] { return mse_loss(input, target, reduction); });
 }
 
-Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
+Tensor L1Loss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] { return F::l1_loss(input, target, reduction); });
 }
 
@@ -53,7 +53,7 @@ SmoothL1Loss::SmoothL1Loss(std::string reduction, double beta)
   KILN_CHECK(beta >= 0.0, ValueError, "SmoothL1Loss: beta must be >= 0, got {}", beta);
 }
 
-Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+Tensor SmoothL1Loss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] { return F::smooth_l1_loss(input, target, reduction, beta); });
 }
 
@@ -62,14 +62,14 @@ HuberLoss::HuberLoss(std::string reduction, double delta)
   KILN_CHECK(delta > 0.0, ValueError, "HuberLoss: delta must be > 0, got {}", delta);
 }
 
-Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor HuberLoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] { return F::huber_loss(input, target, reduction, delta); });
 }
 
 BCELoss::BCELoss(BCELossOptions options)
     : Loss("BCELoss", options.reduction), weight(register_buffer("weight", options.weight)) {}
 
-Tensor BCELoss::forward(const Tensor& input, const Tensor& target) {
+Tensor BCELoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(),
                       [&] { return F::binary_cross_entropy(input, target, weight, reduction); });
 }
@@ -79,7 +79,7 @@ BCEWithLogitsLoss::BCEWithLogitsLoss(BCEWithLogitsLossOptions options)
       weight(register_buffer("weight", options.weight)),
       pos_weight(register_buffer("pos_weight", options.pos_weight)) {}
 
-Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor BCEWithLogitsLoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] {
     return binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   });
@@ -88,7 +88,7 @@ Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
 KLDivLoss::KLDivLoss(std::string reduction, bool log_target)
     : Loss("KLDivLoss", std::move(reduction), /*allow_batchmean=*/true), log_target(log_target) {}
 
-Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+Tensor KLDivLoss::compute(const Tensor& input, const Tensor& target) {
   return with_context(name(), [&] { return F::kl_div(input, target, reduction, log_target); });
 }
 

@@ -106,10 +106,10 @@ LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool ele
       normalized_shape(std::move(normalized_shape)),
       eps(eps),
       elementwise_affine(elementwise_affine),
-      weight(register_parameter("weight",
-                                elementwise_affine ? kiln::empty(this->normalized_shape) : Tensor())),
-      bias(register_parameter("bias",
-                              elementwise_affine ? kiln::empty(this->normalized_shape) : Tensor())) {
+      weight(register_parameter(
+          "weight", elementwise_affine ? kiln::empty(this->normalized_shape) : Tensor())),
+      bias(register_parameter(
+          "bias", elementwise_affine ? kiln::empty(this->normalized_shape) : Tensor())) {
   reset_parameters();
 }
 

@@ -263,6 +263,14 @@ with torch.no_grad():
 add("sequential_cnn", net, {"x": net_x}, {"y": net_y}, state_keys=list(net.state_dict().keys()),
     parameter_names=[n for n, _ in net.named_parameters()])
 
+# ---- printing: nested containers, extra_repr with children ----
+nested = nn.Sequential(nn.Linear(4, 3), nn.ReLU(),
+                       nn.Sequential(nn.Conv2d(1, 2, 3, bias=False), nn.BatchNorm2d(2)),
+                       nn.Dropout(0.25), nn.GELU("tanh"))
+add("repr_nested", nested)
+add("repr_module_list", nn.ModuleList([nn.LayerNorm([4]), nn.Embedding(10, 4),
+                                       nn.GroupNorm(2, 4, affine=False)]))
+
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nn_reference.json")
 with open(out, "w") as f:
     json.dump({"generator": "tests/data/gen_nn.py", "torch": torch.__version__, "cases": cases}, f,

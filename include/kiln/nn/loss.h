@@ -1,6 +1,7 @@
 // Loss modules, as torch.nn.CrossEntropyLoss etc.: loss(input, target). Each checks its reduction
 // ("none", "mean" or "sum"; KLDivLoss also "batchmean") when constructed and raises ValueError
-// naming itself otherwise. The computations are the functions in kiln/nn/functional.h.
+// naming itself otherwise; errors from the computation are prefixed with the loss's name. The
+// computations are the functions in kiln/nn/functional.h and the loss ops in kiln/ops/nn.h.
 #pragma once
 
 #include <string>
@@ -11,15 +12,17 @@ namespace kiln::nn {
 
 class Loss : public Module {
  public:
+  // forward(input) is Module's, which raises NotImplementedError: a loss needs a target.
   using Module::forward;
-  virtual Tensor forward(const Tensor& input, const Tensor& target) = 0;
-  Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
-  std::string extra_repr() const override { return ""; }
+  Tensor forward(const Tensor& input, const Tensor& target) { return compute(input, target); }
+  Tensor operator()(const Tensor& input, const Tensor& target) { return compute(input, target); }
 
   const std::string reduction;
 
  protected:
   Loss(std::string name, std::string reduction, bool allow_batchmean = false);
+  // The loss itself; a name of its own so that subclasses do not hide Module::forward.
+  virtual Tensor compute(const Tensor& input, const Tensor& target) = 0;
 };
 
 struct CrossEntropyLossOptions {
@@ -33,15 +36,16 @@ struct CrossEntropyLossOptions {
 class CrossEntropyLoss : public Loss {
  public:
   explicit CrossEntropyLoss(CrossEntropyLossOptions options = {});
-  Tensor forward(const Tensor& input, const Tensor& target) override;
-
   const int64_t ignore_index;
   const double label_smoothing;
   Tensor& weight;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 struct NLLLossOptions {
-  Tensor weight;
+  Tensor weight;  // one per class; buffer "weight" when given
   int64_t ignore_index = -100;
   std::string reduction = "mean";
 };
@@ -50,40 +54,49 @@ struct NLLLossOptions {
 class NLLLoss : public Loss {
  public:
   explicit NLLLoss(NLLLossOptions options = {});
-  Tensor forward(const Tensor& input, const Tensor& target) override;
-
   const int64_t ignore_index;
   Tensor& weight;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 // (input - target)^2.
 class MSELoss : public Loss {
  public:
   explicit MSELoss(std::string reduction = "mean") : Loss("MSELoss", std::move(reduction)) {}
-  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 // |input - target|.
 class L1Loss : public Loss {
  public:
   explicit L1Loss(std::string reduction = "mean") : Loss("L1Loss", std::move(reduction)) {}
-  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 // 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target; beta = 0: L1).
 class SmoothL1Loss : public Loss {
  public:
   explicit SmoothL1Loss(std::string reduction = "mean", double beta = 1.0);
-  Tensor forward(const Tensor& input, const Tensor& target) override;
   const double beta;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 // 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere.
 class HuberLoss : public Loss {
  public:
   explicit HuberLoss(std::string reduction = "mean", double delta = 1.0);
-  Tensor forward(const Tensor& input, const Tensor& target) override;
   const double delta;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 struct BCELossOptions {
@@ -95,8 +108,10 @@ struct BCELossOptions {
 class BCELoss : public Loss {
  public:
   explicit BCELoss(BCELossOptions options = {});
-  Tensor forward(const Tensor& input, const Tensor& target) override;
   Tensor& weight;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 struct BCEWithLogitsLossOptions {
@@ -109,9 +124,11 @@ struct BCEWithLogitsLossOptions {
 class BCEWithLogitsLoss : public Loss {
  public:
   explicit BCEWithLogitsLoss(BCEWithLogitsLossOptions options = {});
-  Tensor forward(const Tensor& input, const Tensor& target) override;
   Tensor& weight;
   Tensor& pos_weight;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 // input: log-probabilities; target: probabilities (log-probabilities with log_target).
@@ -119,8 +136,10 @@ class BCEWithLogitsLoss : public Loss {
 class KLDivLoss : public Loss {
  public:
   explicit KLDivLoss(std::string reduction = "mean", bool log_target = false);
-  Tensor forward(const Tensor& input, const Tensor& target) override;
   const bool log_target;
+
+ protected:
+  Tensor compute(const Tensor& input, const Tensor& target) override;
 };
 
 }  // namespace kiln::nn
