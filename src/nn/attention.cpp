@@ -61,7 +61,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                                                       const Tensor& key_padding_mask,
                                                       bool need_weights, const Tensor& attn_mask,
                                                       bool average_attn_weights) {
-  const std::string who = describe(*this);
+  // PyTorch's MultiheadAttention prints no settings; errors name the ones that matter here.
+  const std::string who =
+      fmt::format("MultiheadAttention(embed_dim={}, num_heads={}, batch_first={})", embed_dim,
+                  num_heads, py_bool(options.batch_first));
   // ---- shapes ----
   const bool batched = query.dim() == 3;
   KILN_CHECK((query.dim() == 2 || query.dim() == 3) && key.dim() == query.dim() &&

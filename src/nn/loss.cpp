@@ -1,6 +1,7 @@
 #include "kiln/nn/loss.h"
 
 #include "kiln/nn/functional.h"
+#include "src/core/shape.h"
 #include "src/nn/naming.h"
 
 namespace kiln::nn {
@@ -80,6 +81,11 @@ BCEWithLogitsLoss::BCEWithLogitsLoss(BCEWithLogitsLossOptions options)
       pos_weight(register_buffer("pos_weight", options.pos_weight)) {}
 
 Tensor BCEWithLogitsLoss::compute(const Tensor& input, const Tensor& target) {
+  // The op reports this as a ValueError (as PyTorch does); a shape mismatch is a ShapeError here,
+  // as for the other losses.
+  KILN_CHECK(target.sizes() == input.sizes(), ShapeError,
+             "BCEWithLogitsLoss: target must have the input's shape {}, got {}",
+             shape_str(input.sizes()), shape_str(target.sizes()));
   return with_context(name(), [&] {
     return binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   });
