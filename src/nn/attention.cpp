@@ -62,9 +62,11 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                                                       bool need_weights, const Tensor& attn_mask,
                                                       bool average_attn_weights) {
   // PyTorch's MultiheadAttention prints no settings; errors name the ones that matter here.
-  const std::string who =
-      fmt::format("MultiheadAttention(embed_dim={}, num_heads={}, batch_first={})", embed_dim,
-                  num_heads, py_bool(options.batch_first));
+  // Formatted only when a check fails.
+  auto who = [&] {
+    return fmt::format("MultiheadAttention(embed_dim={}, num_heads={}, batch_first={})", embed_dim,
+                       num_heads, py_bool(options.batch_first));
+  };
   // ---- shapes ----
   const bool batched = query.dim() == 3;
   KILN_CHECK((query.dim() == 2 || query.dim() == 3) && key.dim() == query.dim() &&
@@ -72,15 +74,15 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
              ShapeError,
              "{}: query, key and value must all be 3-D (batched) or all 2-D (unbatched), got "
              "shapes {}, {}, {}",
-             who, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+             who(), shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
   KILN_CHECK(
       query.size(-1) == embed_dim && key.size(-1) == embed_dim && value.size(-1) == embed_dim,
       ShapeError,
       "{}: query, key and value must have embed_dim = {} features in their last dim, got "
       "shapes {}, {}, {}",
-      who, embed_dim, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+      who(), embed_dim, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
   KILN_CHECK(key.sizes() == value.sizes(), ShapeError,
-             "{}: key and value must have the same shape, got {} and {}", who,
+             "{}: key and value must have the same shape, got {} and {}", who(),
              shape_str(key.sizes()), shape_str(value.sizes()));
   // Work in (N, L, E) whatever the layout; unbatched inputs get N = 1.
   auto to_batch_first = [&](const Tensor& t) {
@@ -91,7 +93,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                v_in = to_batch_first(value);
   const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1), H = num_heads;
   KILN_CHECK(k_in.size(0) == N, ShapeError,
-             "{}: query and key must have the same batch size, got shapes {} and {}", who,
+             "{}: query and key must have the same batch size, got shapes {} and {}", who(),
              shape_str(query.sizes()), shape_str(key.sizes()));
 
   // ---- masks, merged into one additive mask broadcasting to (N, H, L, S) ----
@@ -99,36 +101,36 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   Tensor mask;
   if (attn_mask.defined()) {
     KILN_CHECK(attn_mask.dtype() == kBool || attn_mask.is_floating_point(), DTypeError,
-               "{}: attn_mask must be bool or floating, got {}", who,
+               "{}: attn_mask must be bool or floating, got {}", who(),
                dtype_name(attn_mask.dtype()));
     if (attn_mask.dim() == 2) {
       KILN_CHECK(attn_mask.sizes() == IntArrayRef({L, S}), ShapeError,
                  "{}: a 2-D attn_mask must have shape [{}, {}] (target length, source length), "
                  "got {}",
-                 who, L, S, shape_str(attn_mask.sizes()));
+                 who(), L, S, shape_str(attn_mask.sizes()));
       mask = additive_mask(attn_mask, dtype);
     } else {
       KILN_CHECK(attn_mask.dim() == 3 && attn_mask.sizes() == IntArrayRef({N * H, L, S}),
                  ShapeError,
                  "{}: a 3-D attn_mask must have shape [{}, {}, {}] (batch * num_heads, target "
                  "length, source length), got {}",
-                 who, N * H, L, S, shape_str(attn_mask.sizes()));
+                 who(), N * H, L, S, shape_str(attn_mask.sizes()));
       mask = additive_mask(attn_mask, dtype).view({N, H, L, S});
     }
   }
   if (key_padding_mask.defined()) {
     KILN_CHECK(key_padding_mask.dtype() == kBool || key_padding_mask.is_floating_point(),
-               DTypeError, "{}: key_padding_mask must be bool or floating, got {}", who,
+               DTypeError, "{}: key_padding_mask must be bool or floating, got {}", who(),
                dtype_name(key_padding_mask.dtype()));
     const DimVector expected = batched ? DimVector{N, S} : DimVector{S};
     KILN_CHECK(key_padding_mask.sizes() == IntArrayRef(expected), ShapeError,
-               "{}: key_padding_mask must have shape {} (batch, source length), got {}", who,
+               "{}: key_padding_mask must have shape {} (batch, source length), got {}", who(),
                shape_str(expected), shape_str(key_padding_mask.sizes()));
     Tensor padding = additive_mask(key_padding_mask, dtype).view({N, 1, 1, S});
     mask = mask.defined() ? mask + padding : padding;
   }
 
-  return with_context(who, [&]() -> std::pair<Tensor, Tensor> {
+  return with_context(*this, [&]() -> std::pair<Tensor, Tensor> {
     // ---- projections into heads: (N, L, E) -> (N, H, L, head_dim) ----
     const int64_t E = embed_dim;
     auto project = [&](const Tensor& x, int64_t which, int64_t len) {

@@ -104,7 +104,7 @@ Tensor ConvNd<D>::forward(const Tensor& input) {
       return conv2d(x, weight, bias, options.stride, pad_arg, options.dilation, options.groups);
     }
   };
-  return with_context(name(), [&]() -> Tensor {
+  return with_context(*this, [&]() -> Tensor {
     if (options.padding_mode == "zeros") {
       if (padding.is_mode())
         return conv(input, padding.mode() == "same" ? ConvPadding::Same : ConvPadding::Valid);

@@ -40,7 +40,7 @@ void Embedding::reset_parameters() {
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
-  return with_context(describe(*this), [&] { return embedding(weight, indices, padding_idx); });
+  return with_context(*this, [&] { return embedding(weight, indices, padding_idx); });
 }
 
 std::string Embedding::extra_repr() const {

@@ -26,7 +26,7 @@ CrossEntropyLoss::CrossEntropyLoss(CrossEntropyLossOptions options)
 }
 
 Tensor CrossEntropyLoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] {
+  return with_context(*this, [&] {
     return cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing);
   });
 }
@@ -37,16 +37,16 @@ NLLLoss::NLLLoss(NLLLossOptions options)
       weight(register_buffer("weight", options.weight)) {}
 
 Tensor NLLLoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(),
+  return with_context(*this,
                       [&] { return nll_loss(input, target, weight, reduction, ignore_index); });
 }
 
 Tensor MSELoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] { return mse_loss(input, target, reduction); });
+  return with_context(*this, [&] { return mse_loss(input, target, reduction); });
 }
 
 Tensor L1Loss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] { return F::l1_loss(input, target, reduction); });
+  return with_context(*this, [&] { return F::l1_loss(input, target, reduction); });
 }
 
 SmoothL1Loss::SmoothL1Loss(std::string reduction, double beta)
@@ -55,7 +55,7 @@ SmoothL1Loss::SmoothL1Loss(std::string reduction, double beta)
 }
 
 Tensor SmoothL1Loss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] { return F::smooth_l1_loss(input, target, reduction, beta); });
+  return with_context(*this, [&] { return F::smooth_l1_loss(input, target, reduction, beta); });
 }
 
 HuberLoss::HuberLoss(std::string reduction, double delta)
@@ -64,14 +64,14 @@ HuberLoss::HuberLoss(std::string reduction, double delta)
 }
 
 Tensor HuberLoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] { return F::huber_loss(input, target, reduction, delta); });
+  return with_context(*this, [&] { return F::huber_loss(input, target, reduction, delta); });
 }
 
 BCELoss::BCELoss(BCELossOptions options)
     : Loss("BCELoss", options.reduction), weight(register_buffer("weight", options.weight)) {}
 
 Tensor BCELoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(),
+  return with_context(*this,
                       [&] { return F::binary_cross_entropy(input, target, weight, reduction); });
 }
 
@@ -86,7 +86,7 @@ Tensor BCEWithLogitsLoss::compute(const Tensor& input, const Tensor& target) {
   KILN_CHECK(target.sizes() == input.sizes(), ShapeError,
              "BCEWithLogitsLoss: target must have the input's shape {}, got {}",
              shape_str(input.sizes()), shape_str(target.sizes()));
-  return with_context(name(), [&] {
+  return with_context(*this, [&] {
     return binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   });
 }
@@ -95,7 +95,7 @@ KLDivLoss::KLDivLoss(std::string reduction, bool log_target)
     : Loss("KLDivLoss", std::move(reduction), /*allow_batchmean=*/true), log_target(log_target) {}
 
 Tensor KLDivLoss::compute(const Tensor& input, const Tensor& target) {
-  return with_context(name(), [&] { return F::kl_div(input, target, reduction, log_target); });
+  return with_context(*this, [&] { return F::kl_div(input, target, reduction, log_target); });
 }
 
 }  // namespace kiln::nn

@@ -74,7 +74,7 @@ Tensor BatchNormBase::forward(const Tensor& input) {
                describe(*this), shape_str(input.sizes()));
   }
   const bool pass_stats = !is_training() || options.track_running_stats;
-  return with_context(name(), [&] {
+  return with_context(*this, [&] {
     return batch_norm(input, pass_stats ? running_mean : Tensor(),
                       pass_stats ? running_var : Tensor(), weight, bias, use_batch_stats, factor,
                       options.eps);
@@ -125,7 +125,7 @@ Tensor LayerNorm::forward(const Tensor& input) {
       input.dim() >= n && input.sizes().slice(input.dim() - n) == IntArrayRef(normalized_shape),
       ShapeError, "{}: the input's trailing dims must be {}, got an input of shape {}",
       describe(*this), shape_str(normalized_shape), shape_str(input.sizes()));
-  return with_context(name(),
+  return with_context(*this,
                       [&] { return layer_norm(input, normalized_shape, weight, bias, eps); });
 }
 
@@ -160,7 +160,7 @@ Tensor GroupNorm::forward(const Tensor& input) {
   KILN_CHECK(input.dim() >= 2 && input.size(1) == num_channels, ShapeError,
              "{}: expected an input (N, {}, *), got shape {}", describe(*this), num_channels,
              shape_str(input.sizes()));
-  return with_context(name(), [&] { return group_norm(input, num_groups, weight, bias, eps); });
+  return with_context(*this, [&] { return group_norm(input, num_groups, weight, bias, eps); });
 }
 
 std::string GroupNorm::extra_repr() const {

@@ -20,7 +20,7 @@ MaxPool2d::MaxPool2d(ExpandingArray<2> kernel_size, MaxPool2dOptions options)
 
 Tensor MaxPool2d::forward(const Tensor& input) {
   check_pool_input(*this, input);
-  return with_context(name(), [&] {
+  return with_context(*this, [&] {
     return max_pool2d(input, kernel_size, options.stride.value_or(kernel_size), options.padding,
                       options.dilation, options.ceil_mode);
   });
@@ -37,7 +37,7 @@ AvgPool2d::AvgPool2d(ExpandingArray<2> kernel_size, AvgPool2dOptions options)
 
 Tensor AvgPool2d::forward(const Tensor& input) {
   check_pool_input(*this, input);
-  return with_context(name(), [&] {
+  return with_context(*this, [&] {
     return avg_pool2d(input, kernel_size, options.stride.value_or(kernel_size), options.padding,
                       options.ceil_mode, options.count_include_pad, options.divisor_override);
   });
@@ -53,7 +53,7 @@ AdaptiveAvgPool2d::AdaptiveAvgPool2d(ExpandingArray<2> output_size)
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& input) {
   check_pool_input(*this, input);
-  return with_context(name(), [&] { return adaptive_avg_pool2d(input, output_size); });
+  return with_context(*this, [&] { return adaptive_avg_pool2d(input, output_size); });
 }
 
 std::string AdaptiveAvgPool2d::extra_repr() const {
