@@ -170,6 +170,17 @@ TEST(BatchNorm, NeedsMoreThanOneValuePerChannelInTraining) {
   EXPECT_EQ(bn.forward(ones({1, 3})).sizes().vec(), (std::vector<int64_t>{1, 3}));
 }
 
+TEST(ShapeModules, IdentityFlattenUnflatten) {
+  const Tensor x = arange(24).view({2, 3, 4});
+  EXPECT_TRUE(Identity().forward(x).is_same(x));
+  EXPECT_EQ(Flatten().forward(x).sizes().vec(), (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(Flatten(0, 1).forward(x).sizes().vec(), (std::vector<int64_t>{6, 4}));
+  const Tensor y = Unflatten(2, {2, -1}).forward(x);
+  EXPECT_EQ(y.sizes().vec(), (std::vector<int64_t>{2, 3, 2, 2}));
+  EXPECT_EQ(y.to_vector<int64_t>(), x.to_vector<int64_t>());
+  EXPECT_EQ(Unflatten(1, {3, 1}).repr(), "Unflatten(dim=1, unflattened_size=(3, 1))");
+}
+
 // ---- bad configurations and inputs ----
 
 TEST(Errors, LinearInFeaturesMismatch) {
