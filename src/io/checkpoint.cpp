@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/io/safetensors.h"
+#include "src/io/json_parse.h"
 
 namespace kiln::io {
 
@@ -52,7 +53,12 @@ std::map<std::string, StateDict> load_checkpoint(const std::filesystem::path& pa
              "has no '{}' entry); read it with load_safetensors",
              path.string(), kPartsKey);
   std::map<std::string, StateDict> parts;
-  const nlohmann::json part_names = nlohmann::json::parse(parts_it->second, nullptr, false);
+  nlohmann::json part_names;
+  try {
+    part_names = parse_json_bounded(parts_it->second, /*max_depth=*/1);
+  } catch (const ValueError&) {
+    // part_names stays null: reported below.
+  }
   KILN_CHECK(part_names.is_array(), ValueError,
              "load_checkpoint: {} is corrupt: metadata '{}' must be a JSON list of part names, got "
              "{}",

@@ -185,7 +185,14 @@ Tensor read_idx(const std::filesystem::path& path_arg) {
              describe_dims(dims), overflow ? "more than 2^63" : std::to_string(data_bytes),
              compressed ? "compressed " : "", file_size);
 
-  Tensor result = empty(dims, dtype);
+  Tensor result;
+  try {
+    result =
+        empty(dims, dtype);  // a shape like [0, 2^32 - 1, 2^32 - 1] has no bytes but no strides
+  } catch (const ValueError& error) {
+    throw ValueError(fmt::format("read_idx: {} is corrupt: its header declares shape {}: {}", path,
+                                 describe_dims(dims), error.what()));
+  }
   const int64_t got = read_some(file.get(), result.data_ptr(), data_bytes, path);
   if (got < data_bytes) {
     throw ValueError(fmt::format(

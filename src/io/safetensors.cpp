@@ -18,6 +18,7 @@
 
 #include "kiln/ops/creation.h"
 #include "src/io/atomic_file.h"
+#include "src/io/json_parse.h"
 
 namespace kiln::io {
 
@@ -30,6 +31,12 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr std::string_view kMetadataKey = "__metadata__";
+// {"name": {"shape": [2, 3]}}: the shape's elements are at level 3. See Note [Bounded JSON
+// nesting].
+constexpr int kMaxHeaderDepth = 3;
+// The reference implementation's limit (MAX_HEADER_SIZE), so a damaged length field cannot make
+// the reader allocate gigabytes for text.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 struct DTypeName {
   ScalarType dtype;
@@ -280,6 +287,10 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
              path, file.size());
   uint64_t header_size = 0;
   file.read(&header_size, 8, 0);
+  KILN_CHECK(header_size <= kMaxHeaderBytes, ValueError,
+             "load_safetensors: {} is corrupt or not a safetensors file: its first 8 bytes "
+             "declare a {}-byte header, more than the {} bytes safetensors allows",
+             path, header_size, kMaxHeaderBytes);
   KILN_CHECK(header_size <= static_cast<uint64_t>(file.size() - 8), ValueError,
              "load_safetensors: {} is truncated or not a safetensors file: its first 8 bytes "
              "declare a {}-byte header but the file has only {} bytes after them",
@@ -292,10 +303,9 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
              path);
   Json header;
   try {
-    header = Json::parse(header_text);
-  } catch (const Json::parse_error& e) {
-    throw ValueError(fmt::format(
-        "load_safetensors: {} is corrupt: the header is not valid JSON: {}", path, e.what()));
+    header = parse_json_bounded(header_text, kMaxHeaderDepth);
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("load_safetensors: {} is corrupt: the header {}", path, e.what()));
   }
   KILN_CHECK(header.is_object(), ValueError,
              "load_safetensors: {} is corrupt: the header must be a JSON object", path);
@@ -313,7 +323,13 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
   check_layout(path, entries, file.size() - data_start);
 
   for (const TensorEntry& e : entries) {
-    Tensor tensor = empty(e.shape, e.dtype);
+    Tensor tensor;
+    try {
+      tensor = empty(e.shape, e.dtype);  // a shape like [0, 2^62] has no bytes but no strides
+    } catch (const ValueError& error) {
+      throw ValueError(fmt::format("load_safetensors: {} is corrupt: tensor '{}': {}", path, e.name,
+                                   error.what()));
+    }
     file.read(tensor.data_ptr(), e.end - e.begin, data_start + e.begin);
     if (e.dtype == kBool) {
       // Any other byte would be an invalid C++ bool.

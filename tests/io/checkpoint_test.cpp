@@ -177,9 +177,13 @@ TEST(Checkpoint, EntriesOutsideTheListedPartsAreRejected) {
                        {{"kiln_checkpoint_parts", R"(["model"])"}});
   expect_error<ValueError>([&] { io::load_checkpoint(dir / "odd.safetensors"); },
                            {"'stray'", "none of the parts"});
-  io::save_safetensors(dir / "odd.safetensors", {}, {{"kiln_checkpoint_parts", "{}"}});
-  expect_error<ValueError>([&] { io::load_checkpoint(dir / "odd.safetensors"); },
-                           {"JSON list of part names"});
+  for (const std::string& parts :
+       std::vector<std::string>{"{}", "[\"model\"", "[[\"model\"]]", std::string(1000000, '[')}) {
+    SCOPED_TRACE(parts.substr(0, 20));
+    io::save_safetensors(dir / "odd.safetensors", {}, {{"kiln_checkpoint_parts", parts}});
+    expect_error<ValueError>([&] { io::load_checkpoint(dir / "odd.safetensors"); },
+                             {"JSON list of part names"});
+  }
 }
 
 TEST(Checkpoint, PartNamesMustBeNonEmptyWithoutDots) {

@@ -171,9 +171,12 @@ TEST(ReadIdx, MoreDataThanTheHeaderDeclaresIsValueError) {
 TEST(ReadIdx, HugeDeclaredShapesAreRejectedBeforeAllocating) {
   TempDir dir;
   write_file(dir / "overflow", idx_file(0x0E, {0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {1}));
+  write_file(dir / "empty_but_huge", idx_file(0x0E, {0, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, {}));
   write_file(dir / "huge.gz", gzip(idx_file(0x08, {100000, 100000}, iota_bytes(16))));
   expect_error<ValueError>([&] { io::read_idx(dir / "overflow"); },
                            {"truncated or corrupt", "more than 2^63"});
+  expect_error<ValueError>([&] { io::read_idx(dir / "empty_but_huge"); },
+                           {(dir / "empty_but_huge").string(), "[0, 4294967295"});
   expect_error<ValueError>([&] { io::read_idx(dir / "huge.gz"); },
                            {"truncated or corrupt", "10000000000 bytes", "compressed file"});
 }

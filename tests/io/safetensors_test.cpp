@@ -206,14 +206,38 @@ TEST_F(CorruptSafetensors, HeaderLengthLargerThanTheFile) {
   Bytes bytes = raw_safetensors("{}", {});
   bytes[0] = 200;
   expect_rejected(bytes, {"declare a 200-byte header", "has only 2 bytes"});
-  bytes = raw_safetensors("{}", {});
-  bytes[7] = 0xFF;  // a header length near 2^64
-  expect_rejected(bytes, {"truncated or not a safetensors file"});
+}
+
+TEST_F(CorruptSafetensors, HeaderLengthPastTheSpecLimit) {
+  Bytes bytes = raw_safetensors("{}", {});
+  const uint64_t declared = 100'000'001;
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(declared >> (8 * i));
+  expect_rejected(bytes, {"100000001-byte header", "100000000 bytes safetensors allows"});
+  bytes[7] = 0xFF;  // a header length near 2^64, as in a file that is not safetensors at all
+  expect_rejected(bytes, {"not a safetensors file"});
+}
+
+TEST_F(CorruptSafetensors, EmptyShapeWithHugeDimensions) {
+  expect_rejected(
+      raw_safetensors("{" + entry("e", "F64", "[0,4611686018427387904,4]", 0, 0) + "}", {}),
+      {"'e'"});
 }
 
 TEST_F(CorruptSafetensors, HeaderThatIsNotJson) {
   expect_rejected(raw_safetensors("{\"a\": [1, 2", {}), {"not valid JSON"});
   expect_rejected(raw_safetensors("[1, 2]", {}), {"does not start with '{'"});
+}
+
+// See Note [Bounded JSON nesting]: without the bound this overflows the stack.
+TEST_F(CorruptSafetensors, DeeplyNestedHeaderIsRejectedNotCrashing) {
+  const int depth = 1000000;
+  expect_rejected(
+      raw_safetensors("{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}", {}),
+      {"nested deeper than 3 levels"});
+  expect_rejected(raw_safetensors("{\"__metadata__\":{\"k\":" + std::string(depth, '[') +
+                                      std::string(depth, ']') + "}}",
+                                  {}),
+                  {"nested deeper than 3 levels"});
 }
 
 TEST_F(CorruptSafetensors, MalformedEntries) {
