@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <exception>

@@ -187,8 +187,8 @@ Tensor read_idx(const std::filesystem::path& path_arg) {
 
   Tensor result;
   try {
-    result =
-        empty(dims, dtype);  // a shape like [0, 2^32 - 1, 2^32 - 1] has no bytes but no strides
+    // A shape like [0, 2^32 - 1, 2^32 - 1] passes the bound (no bytes) but has no int64 strides.
+    result = empty(dims, dtype);
   } catch (const ValueError& error) {
     throw ValueError(fmt::format("read_idx: {} is corrupt: its header declares shape {}: {}", path,
                                  describe_dims(dims), error.what()));

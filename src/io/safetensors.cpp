@@ -325,7 +325,8 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
   for (const TensorEntry& e : entries) {
     Tensor tensor;
     try {
-      tensor = empty(e.shape, e.dtype);  // a shape like [0, 2^62] has no bytes but no strides
+      // A shape like [0, 2^62, 4] has no bytes (offsets [x, x]) but no int64 strides.
+      tensor = empty(e.shape, e.dtype);
     } catch (const ValueError& error) {
       throw ValueError(fmt::format("load_safetensors: {} is corrupt: tensor '{}': {}", path, e.name,
                                    error.what()));
