@@ -2,9 +2,16 @@
 #pragma once
 
 #include "kiln/autograd.h"
+#include "kiln/data/dataloader.h"
+#include "kiln/data/dataset.h"
+#include "kiln/data/fashion_mnist.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 #include "kiln/generator.h"
+#include "kiln/io/checkpoint.h"
+#include "kiln/io/idx.h"
+#include "kiln/io/io_error.h"
+#include "kiln/io/safetensors.h"
 #include "kiln/ops/binary.h"
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
