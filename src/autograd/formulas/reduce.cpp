@@ -215,9 +215,12 @@ void cumsum_backward(GradContext& ctx) {
 
 // Note [cumprod backward with zeros]
 // d y_j / d x_k = prod_{i <= j, i != k} x_i for j >= k, so grad_k = sum_{j >= k} g_j y_j / x_k
-// wherever x_k != 0 (also after a zero, where it is 0 with the right derivative). At the first
-// zero z of a line it is sum_{j >= z} g_j y'_j with y' the cumprod of the line with x_z replaced
-// by 1; at later zeros it is 0 (the first zero stays a factor).
+// wherever x_k != 0 (also after a zero, where it is 0 and its derivatives come out right through
+// y). At a zero x_k, y_j is linear in x_k, so grad_k = sum_{j >= k} g_j y'_j with y' the cumprod
+// of the line with x_k replaced by 1: one cumprod per zero rank (the r-th zero of every line at
+// once). Only the first zero of a line has a nonzero gradient (the others keep it as a factor),
+// so a plain backward stops there; a create_graph backward needs them all, as functions of the
+// other elements, for double backward.
 void cumprod_backward(GradContext& ctx) {
   const Tensor x = ctx.input(0);
   const Tensor g = ctx.grad();
@@ -232,10 +235,14 @@ void cumprod_backward(GradContext& ctx) {
     ctx.set_grad(0, reversed_cumsum(g * y, dim) / x);
     return;
   }
-  const Tensor first_zero = is_zero & (is_zero.cumsum(dim) == 1);
-  const Tensor at_first_zero = reversed_cumsum(g * where(first_zero, 1, x).cumprod(dim), dim);
-  const Tensor elsewhere = reversed_cumsum(g * y, dim) / where(is_zero, 1, x);
-  ctx.set_grad(0, where(is_zero, where(first_zero, at_first_zero, 0), elsewhere));
+  Tensor grad = where(is_zero, 0, reversed_cumsum(g * y, dim) / where(is_zero, 1, x));
+  const Tensor zero_rank = is_zero.cumsum(dim);
+  const int64_t ranks = GradMode::is_enabled() ? zero_rank.amax().item<int64_t>() : 1;
+  for (int64_t r = 1; r <= ranks; ++r) {
+    const Tensor at_rank = is_zero & (zero_rank == r);
+    grad = where(at_rank, reversed_cumsum(g * where(at_rank, 1, x).cumprod(dim), dim), grad);
+  }
+  ctx.set_grad(0, grad);
 }
 
 // sort(self, dim, descending, stable) and topk(self, k, dim, largest, sorted): each value's
