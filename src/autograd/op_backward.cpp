@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "kiln/ops/creation.h"
+#include "src/autograd/copy_slices.h"
 #include "src/core/shape.h"
 
 namespace kiln::autograd {
@@ -151,10 +152,13 @@ void run_below(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys
 
 void check_inplace_target(const OpDef& op, const Tensor& self) {
   const AutogradMeta* m = get_meta(self);
-  KILN_CHECK(m == nullptr || !m->view_base.defined(), NotImplementedError,
-             "{}: in-place op on a view ({} {}) of a tensor autograd tracks; Kiln does not "
-             "rewrite the base's history yet. Do it out of place, or clone() the view first",
-             op.name, dtype_name(self.dtype()), shape_str(self.sizes()));
+  if (m != nullptr && m->view_base.defined()) {
+    const AutogradMeta* base = get_meta(m->view_base);
+    KILN_CHECK(base == nullptr || !base->requires_grad || !GradMode::is_enabled(), Error,
+               "{}: a view ({} {}) of a leaf tensor that requires grad is used in an in-place "
+               "operation. Modify the leaf under kiln::NoGradGuard, or clone it first",
+               op.name, dtype_name(self.dtype()), shape_str(self.sizes()));
+  }
   KILN_CHECK(m == nullptr || !m->requires_grad || !GradMode::is_enabled(), Error,
              "{}: a leaf tensor that requires grad ({} {}) is used in an in-place operation. "
              "Modify it under kiln::NoGradGuard (as optimizers do), or clone it first",
@@ -166,7 +170,11 @@ void check_inplace_target(const OpDef& op, const Tensor& self) {
 void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outputs,
             DispatchKeySet keys) {
   const bool inplace = op.has_tag(kTagInplace);
-  if (inplace) check_inplace_target(op, args[0].tensor());
+  Tensor inplace_view_base;  // Note [In-place on a view]
+  if (inplace) {
+    check_inplace_target(op, args[0].tensor());
+    if (const AutogradMeta* m = get_meta(args[0].tensor())) inplace_view_base = m->view_base;
+  }
   Tensor view_base;
   if (op.has_tag(kTagView) && args[0].is_tensor()) {
     const AutogradMeta* m = get_meta(args[0].tensor());
@@ -227,6 +235,10 @@ void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outpu
       set_history(out, node, nr);
       if (view_base.defined()) get_meta(out)->view_base = view_base;
     }
+  }
+  if (inplace_view_base.defined()) {
+    const bool view_edge = !node->arg_meta_[0].empty() && node->arg_meta_[0][0].edge == 0;
+    rebase_view_history(args[0].tensor(), inplace_view_base, node, view_edge);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if ((def.save_outputs >> i) & 1u)
