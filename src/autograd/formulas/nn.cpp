@@ -18,8 +18,11 @@
 namespace kiln::autograd {
 namespace {
 
+// An optional tensor argument (Tensor?): undefined when it was None. (A None argument has no
+// tensor metadata, so ctx.defined(i) does not apply to it.)
 Tensor optional_input(GradContext& ctx, size_t i) {
-  return ctx.defined(i) ? ctx.input(i) : Tensor();
+  const std::vector<ArgMeta>& m = ctx.list_meta(i);
+  return m.size() == 1 && m[0].defined ? ctx.input(i) : Tensor();
 }
 
 // a + b where either may be undefined (an absent gradient term).
