@@ -1,5 +1,6 @@
-// Loss kernels. Every loss accumulates in double: loss values are summed over whole batches,
-// where float accumulation would lose digits, and these kernels are not the hot path.
+// Loss kernels. Losses are summed over whole batches in double, where float accumulation would
+// lose digits. The exception is the log-sum-exp of one row of class scores (cross_entropy's hot
+// path), vectorized in the input's float type, as the softmax kernels do.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/loss_utils.h"
 #include "src/kernels/cpu/nn_kernels.h"
+#include "src/kernels/cpu/norm_utils.h"
 
 namespace kiln::cpu {
 namespace {
@@ -33,6 +35,16 @@ void log_probs(const T* x, int64_t C, int64_t inner, bool log_softmax, double* l
   for (int64_t c = 0; c < C; ++c) lp[c] -= lse;
 }
 
+// log(sum(exp(x))) of one contiguous row of n values: the row's max m plus the log of the
+// vectorized sum of exp(x - m); m itself when it is infinite (then log p is -inf, or NaN for an
+// infinite class, as the per-element formula gives).
+template <typename A>
+double row_logsumexp(const A* x, int64_t n) {
+  const auto [m, sum] = max_and_exp_sum<A>(x, n, nullptr);
+  const double md = static_cast<double>(m);
+  return std::isinf(md) ? md : md + std::log(static_cast<double>(sum));
+}
+
 double finish(Reduction r, double sum, double denom) {
   return r == Reduction::Sum ? sum : sum / denom;
 }
@@ -50,27 +62,45 @@ void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, R
   const double eps = label_smoothing;
   std::vector<double> loss(static_cast<size_t>(n)), wt(static_cast<size_t>(n));
   std::vector<double> smooth(eps > 0 ? static_cast<size_t>(n) : 0);
+  double w_sum = 0;
+  for (int64_t c = 0; c < C; ++c) w_sum += w.empty() ? 1.0 : w[static_cast<size_t>(c)];
   const Tensor x = input.contiguous();
   visit_dtype_in<dtypes::kFloating>(x.dtype(), op, [&]<typename T>() {
+    using A = opmath_t<T>;
     const T* xp = x.data_ptr<T>();
+    // Rows of classes that are strided (inner > 1) or of a reduced float type go through a
+    // buffer; contiguous float/double rows are read in place.
+    const bool buffered = !std::is_same_v<T, A> || inner > 1;
 #pragma omp parallel if (n * C > kParallelGrain)
     {
-      std::vector<double> lp(static_cast<size_t>(C));
+      std::vector<A> buf(buffered ? static_cast<size_t>(C) : 0);
 #pragma omp for schedule(static)
       for (int64_t s = 0; s < n; ++s) {
         const int64_t t = idx[static_cast<size_t>(s)];
         if (t < 0) continue;  // ignored: zero loss, zero weight
-        const int64_t o = s / inner, d = s % inner;
-        log_probs(xp + o * C * inner + d, C, inner, log_softmax, lp.data());
+        const int64_t base = s / inner * C * inner + s % inner;
+        const A* row = buf.data();
+        if (buffered) {
+          for (int64_t c = 0; c < C; ++c)
+            buf[static_cast<size_t>(c)] = static_cast<A>(xp[base + c * inner]);
+        } else if constexpr (std::is_same_v<T, A>) {
+          row = xp + base;
+        }
+        const double lse = log_softmax ? row_logsumexp(row, C) : 0.0;
         const double wt_s = w.empty() ? 1.0 : w[static_cast<size_t>(t)];
-        loss[static_cast<size_t>(s)] = -wt_s * lp[static_cast<size_t>(t)];
+        loss[static_cast<size_t>(s)] = -wt_s * (static_cast<double>(row[t]) - lse);
         wt[static_cast<size_t>(s)] = wt_s;
         if (eps > 0) {
-          // PyTorch's smoothing term: -sum_c w_c log p_c, zero for ignored targets.
-          double sm = 0;
-          for (int64_t c = 0; c < C; ++c)
-            sm -= (w.empty() ? 1.0 : w[static_cast<size_t>(c)]) * lp[static_cast<size_t>(c)];
-          smooth[static_cast<size_t>(s)] = sm;
+          // PyTorch's smoothing term: -sum_c w_c log p_c = lse sum_c w_c - sum_c w_c x_c (zero
+          // for ignored targets).
+          double wx = 0;
+          if (w.empty()) {
+            wx = sum_span<double>(row, C);
+          } else {
+            for (int64_t c = 0; c < C; ++c)
+              wx += w[static_cast<size_t>(c)] * static_cast<double>(row[c]);
+          }
+          smooth[static_cast<size_t>(s)] = (log_softmax ? lse * w_sum : 0.0) - wx;
         }
       }
     }

@@ -11,9 +11,6 @@
 // g / W ('mean', W = the summed weight of the non-ignored targets); ignored samples get zeros.
 // One row is one pass for the max, one for exp (stored) and its sum, one to scale: the same
 // three passes as the forward softmax, with no log and no one-hot tensor.
-#include <hwy/contrib/math/math-inl.h>
-#include <hwy/highway.h>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -25,33 +22,11 @@
 namespace kiln::cpu {
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
-
 // y = alpha_g * softmax(x) - smooth * w (w null: all ones) over one contiguous row of n values,
 // A = float or double. alpha_g and smooth already include the sample's gradient scale.
 template <typename A>
 void cross_entropy_grad_row(const A* x, A* y, int64_t n, A alpha_g, A smooth, const A* w) {
-  const hn::ScalableTag<A> d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto m0 = hn::Set(d, -std::numeric_limits<A>::infinity());
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
-  A m = hn::GetLane(hn::MaxOfLanes(d, m0));
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  const auto vm = hn::Set(d, m);
-  auto s0 = hn::Zero(d);
-  i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
-    hn::StoreU(e, d, y + i);
-    s0 = hn::Add(s0, e);
-  }
-  A sum = hn::GetLane(hn::SumOfLanes(d, s0));
-  for (; i < n; ++i) {
-    y[i] = std::exp(x[i] - m);
-    sum += y[i];
-  }
-  const A k = alpha_g / sum;
+  const A k = alpha_g / max_and_exp_sum(x, n, y).second;
   if (smooth == A(0)) {
     for (int64_t j = 0; j < n; ++j) y[j] *= k;
   } else if (w == nullptr) {

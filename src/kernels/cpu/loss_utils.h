@@ -1,7 +1,14 @@
 // Helpers shared by the loss kernels (loss.cpp) and their backward kernels (loss_backward.cpp).
 #pragma once
 
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/core/shape.h"
@@ -36,6 +43,47 @@ inline std::vector<int64_t> class_indices(const Tensor& target, int64_t C, int64
     }
   });
   return idx;
+}
+
+// The max m of n contiguous values (A = float or double) and sum(exp(x - m)), vectorized
+// (Highway, static dispatch: the library is built for the build machine). exp(x - m) is also
+// stored to `exps` when it is not null. NaN inputs make the sum NaN.
+template <typename A>
+std::pair<A, A> max_and_exp_sum(const A* x, int64_t n, A* exps) {
+  namespace hn = hwy::HWY_NAMESPACE;
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto m0 = hn::Set(d, -std::numeric_limits<A>::infinity());
+  auto m1 = m0;
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    m0 = hn::Max(m0, hn::LoadU(d, x + i));
+    m1 = hn::Max(m1, hn::LoadU(d, x + i + lanes));
+  }
+  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  A m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  const auto vm = hn::Set(d, m);
+  auto s0 = hn::Zero(d);
+  auto s1 = s0;
+  i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vm));
+    const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i + lanes), vm));
+    if (exps != nullptr) {
+      hn::StoreU(e0, d, exps + i);
+      hn::StoreU(e1, d, exps + i + lanes);
+    }
+    s0 = hn::Add(s0, e0);
+    s1 = hn::Add(s1, e1);
+  }
+  A sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < n; ++i) {
+    const A e = std::exp(x[i] - m);
+    if (exps != nullptr) exps[i] = e;
+    sum += e;
+  }
+  return {m, sum};
 }
 
 }  // namespace kiln::cpu

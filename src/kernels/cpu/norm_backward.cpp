@@ -19,6 +19,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
+#include "src/kernels/cpu/streaming_store.h"
 
 namespace kiln::cpu {
 namespace {
@@ -123,6 +124,7 @@ void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
     T* dxp = grad_input.defined() ? grad_input.data_ptr<T>() : nullptr;
     std::vector<A> dw_total(want_w ? static_cast<size_t>(N) : 0, A(0));
     std::vector<A> db_total(want_b ? static_cast<size_t>(N) : 0, A(0));
+    const bool streaming = M * N * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
 #pragma omp parallel if (M * N > kParallelGrain)
     {
       std::vector<A> xbuf(kReduced ? N : 0), gbuf(kReduced ? N : 0), dxbuf(kReduced ? N : 0);
@@ -146,14 +148,18 @@ void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
           sum_a_ax(gr, xr, w.data(), N, sum_a, sum_ax);
           const DxCoefficients k = dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(N));
           const A c2 = static_cast<A>(k.c2), c3 = static_cast<A>(k.c3);
-          A* dxr;
+          const A* wp = w.data();
+          auto compute = [&](int64_t b, int64_t e, A* dst) {
+            for (int64_t i = b; i < e; ++i) dst[i - b] = rs * wp[i] * gr[i] + c2 * xr[i] + c3;
+          };
           if constexpr (kReduced) {
-            dxr = dxbuf.data();
+            compute(0, N, dxbuf.data());
+            narrow_span(dxbuf.data(), dxp + r * N, N);
+          } else if (streaming) {  // Note [Streaming stores]
+            stream_blocks(dxp + r * N, 0, N, compute);
           } else {
-            dxr = dxp + r * N;
+            compute(0, N, dxp + r * N);
           }
-          for (int64_t i = 0; i < N; ++i) dxr[i] = rs * w[i] * gr[i] + c2 * xr[i] + c3;
-          if constexpr (kReduced) narrow_span(dxr, dxp + r * N, N);
         }
         if (want_w) {
           for (int64_t i = 0; i < N; ++i) dw[i] += gr[i] * ((xr[i] - m) * rs);
@@ -230,11 +236,18 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
         }
       }
       T* dxp = grad_input.data_ptr<T>();
+      const bool streaming = N * C * S * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
 #pragma omp parallel for collapse(2) if (N * C * S > kParallelGrain) schedule(static)
       for (int64_t n = 0; n < N; ++n) {
         for (int64_t c = 0; c < C; ++c) {
           const int64_t off = (n * C + c) * S;
-          affine2_span<T, A>(gp + off, xp + off, dxp + off, S, k1[c], k2[c], k3[c]);
+          if (streaming) {  // Note [Streaming stores]
+            stream_blocks(dxp + off, 0, S, [&](int64_t b, int64_t e, T* dst) {
+              affine2_span<T, A>(gp + off + b, xp + off + b, dst, e - b, k1[c], k2[c], k3[c]);
+            });
+          } else {
+            affine2_span<T, A>(gp + off, xp + off, dxp + off, S, k1[c], k2[c], k3[c]);
+          }
         }
       }
     }
