@@ -13,6 +13,7 @@
 // over dy and x: the sums, then dx (plus the per-feature dw = sum(dy * xhat), db = sum(dy)). In
 // eval mode (batch_norm with running statistics) the statistics are constants: dx = rstd * a.
 // The derivative formulas (src/autograd/formulas/nn.cpp) differentiate these kernels again.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -23,6 +24,10 @@
 
 namespace kiln::cpu {
 namespace {
+
+// Parallel reductions over rows or samples split the work into at most this many fixed blocks,
+// whatever the thread count, so results do not depend on it.
+constexpr int64_t kReductionBlocks = 16;
 
 // sum(g) and sum(g * x) over n values, accumulated in Acc with independent lanes
 // (Note [Vectorizable reductions]).
@@ -122,57 +127,65 @@ void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
     const T* xp = x.data_ptr<T>();
     const T* gp = g.data_ptr<T>();
     T* dxp = grad_input.defined() ? grad_input.data_ptr<T>() : nullptr;
-    std::vector<A> dw_total(want_w ? static_cast<size_t>(N) : 0, A(0));
-    std::vector<A> db_total(want_b ? static_cast<size_t>(N) : 0, A(0));
     const bool streaming = M * N * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
+    // Rows go in fixed blocks, each summing its own dw/db partials, added up in block order:
+    // the same result on any number of threads.
+    const int64_t blocks = std::min<int64_t>(M, kReductionBlocks);
+    const int64_t rows_per_block = (M + blocks - 1) / blocks;
+    std::vector<A> dw_part(want_w ? static_cast<size_t>(blocks * N) : 0, A(0));
+    std::vector<A> db_part(want_b ? static_cast<size_t>(blocks * N) : 0, A(0));
 #pragma omp parallel if (M * N > kParallelGrain)
     {
       std::vector<A> xbuf(kReduced ? N : 0), gbuf(kReduced ? N : 0), dxbuf(kReduced ? N : 0);
-      std::vector<A> dw(want_w ? N : 0, A(0)), db(want_b ? N : 0, A(0));
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < M; ++r) {
-        const A* xr;
-        const A* gr;
-        if constexpr (kReduced) {
-          widen(xp + r * N, xbuf.data(), N);
-          widen(gp + r * N, gbuf.data(), N);
-          xr = xbuf.data();
-          gr = gbuf.data();
-        } else {
-          xr = xp + r * N;
-          gr = gp + r * N;
-        }
-        const A m = mv[static_cast<size_t>(r)], rs = rv[static_cast<size_t>(r)];
-        if (dxp != nullptr) {
-          A sum_a, sum_ax;
-          sum_a_ax(gr, xr, w.data(), N, sum_a, sum_ax);
-          const DxCoefficients k = dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(N));
-          const A c2 = static_cast<A>(k.c2), c3 = static_cast<A>(k.c3);
-          const A* wp = w.data();
-          auto compute = [&](int64_t b, int64_t e, A* dst) {
-            for (int64_t i = b; i < e; ++i) dst[i - b] = rs * wp[i] * gr[i] + c2 * xr[i] + c3;
-          };
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        A* dw = want_w ? dw_part.data() + blk * N : nullptr;
+        A* db = want_b ? db_part.data() + blk * N : nullptr;
+        for (int64_t r = blk * rows_per_block; r < std::min(M, (blk + 1) * rows_per_block); ++r) {
+          const A* xr;
+          const A* gr;
           if constexpr (kReduced) {
-            compute(0, N, dxbuf.data());
-            narrow_span(dxbuf.data(), dxp + r * N, N);
-          } else if (streaming) {  // Note [Streaming stores]
-            stream_blocks(dxp + r * N, 0, N, compute);
+            widen(xp + r * N, xbuf.data(), N);
+            widen(gp + r * N, gbuf.data(), N);
+            xr = xbuf.data();
+            gr = gbuf.data();
           } else {
-            compute(0, N, dxp + r * N);
+            xr = xp + r * N;
+            gr = gp + r * N;
+          }
+          const A m = mv[static_cast<size_t>(r)], rs = rv[static_cast<size_t>(r)];
+          if (dxp != nullptr) {
+            A sum_a, sum_ax;
+            sum_a_ax(gr, xr, w.data(), N, sum_a, sum_ax);
+            const DxCoefficients k = dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(N));
+            const A c2 = static_cast<A>(k.c2), c3 = static_cast<A>(k.c3);
+            const A* wp = w.data();
+            auto compute = [&](int64_t b, int64_t e, A* dst) {
+              for (int64_t i = b; i < e; ++i) dst[i - b] = rs * wp[i] * gr[i] + c2 * xr[i] + c3;
+            };
+            if constexpr (kReduced) {
+              compute(0, N, dxbuf.data());
+              narrow_span(dxbuf.data(), dxp + r * N, N);
+            } else if (streaming) {  // Note [Streaming stores]
+              stream_blocks(dxp + r * N, 0, N, compute);
+            } else {
+              compute(0, N, dxp + r * N);
+            }
+          }
+          if (dw != nullptr) {
+            for (int64_t i = 0; i < N; ++i) dw[i] += gr[i] * ((xr[i] - m) * rs);
+          }
+          if (db != nullptr) {
+            for (int64_t i = 0; i < N; ++i) db[i] += gr[i];
           }
         }
-        if (want_w) {
-          for (int64_t i = 0; i < N; ++i) dw[i] += gr[i] * ((xr[i] - m) * rs);
-        }
-        if (want_b) {
-          for (int64_t i = 0; i < N; ++i) db[i] += gr[i];
-        }
       }
-#pragma omp critical
-      {
-        for (int64_t i = 0; i < (want_w ? N : 0); ++i) dw_total[i] += dw[i];
-        for (int64_t i = 0; i < (want_b ? N : 0); ++i) db_total[i] += db[i];
-      }
+    }
+    std::vector<A> dw_total(want_w ? static_cast<size_t>(N) : 0, A(0));
+    std::vector<A> db_total(want_b ? static_cast<size_t>(N) : 0, A(0));
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      for (int64_t i = 0; i < (want_w ? N : 0); ++i) dw_total[i] += dw_part[blk * N + i];
+      for (int64_t i = 0; i < (want_b ? N : 0); ++i) db_total[i] += db_part[blk * N + i];
     }
     if (want_w) {
       T* p = grad_weight.data_ptr<T>();
@@ -204,18 +217,33 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
     const T* gp = g.data_ptr<T>();
     if (need_sums && count > 0) {
       // Per channel: sum(g) and sum(g * (x - mean)) = sum(g * x) - mean * sum(g), in double.
+      // Read in memory order (samples outer, channels inner) in fixed blocks of samples, each
+      // with its own per-channel partials, added up in block order (the same result on any
+      // number of threads).
+      const int64_t blocks = std::min<int64_t>(N, kReductionBlocks);
+      const int64_t per_block = (N + blocks - 1) / blocks;
+      std::vector<double> sg(static_cast<size_t>(blocks * C), 0.0),
+          sgx(static_cast<size_t>(blocks * C), 0.0);
 #pragma omp parallel for if (N * C * S > kParallelGrain) schedule(static)
-      for (int64_t c = 0; c < C; ++c) {
-        double sg = 0, sgx = 0;
-        for (int64_t n = 0; n < N; ++n) {
-          double a, b;
-          sum_g_gx<double>(gp + (n * C + c) * S, xp + (n * C + c) * S, S, a, b);
-          sg += a;
-          sgx += b;
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        for (int64_t n = blk * per_block; n < std::min(N, (blk + 1) * per_block); ++n) {
+          for (int64_t c = 0; c < C; ++c) {
+            double a, b;
+            sum_g_gx<double>(gp + (n * C + c) * S, xp + (n * C + c) * S, S, a, b);
+            sg[static_cast<size_t>(blk * C + c)] += a;
+            sgx[static_cast<size_t>(blk * C + c)] += b;
+          }
         }
-        sum_g[static_cast<size_t>(c)] = sg;
-        sum_gxc[static_cast<size_t>(c)] = sgx - mv[static_cast<size_t>(c)] * sg;
       }
+      for (int64_t blk = 0; blk < blocks; ++blk) {
+        for (int64_t c = 0; c < C; ++c) {
+          sum_g[static_cast<size_t>(c)] += sg[static_cast<size_t>(blk * C + c)];
+          sum_gxc[static_cast<size_t>(c)] += sgx[static_cast<size_t>(blk * C + c)];
+        }
+      }
+      for (int64_t c = 0; c < C; ++c)
+        sum_gxc[static_cast<size_t>(c)] -=
+            mv[static_cast<size_t>(c)] * sum_g[static_cast<size_t>(c)];
     }
     if (grad_input.defined() && count > 0) {
       std::vector<A> k1(static_cast<size_t>(C)), k2(static_cast<size_t>(C)),
