@@ -11,3 +11,16 @@ const std::vector<std::pair<std::string, std::string>>& harness_exemptions() {
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions() {
+  static const std::vector<std::pair<std::string, std::string>> list = {
+      {"where.Scalar",
+       "its only tensor is the bool condition: nothing to differentiate (where and its other "
+       "Scalar forms are checked)"},
+  };
+  return list;
+}
+
+}  // namespace kiln::testing

@@ -47,6 +47,14 @@ struct OpInfo {
   std::function<std::pair<double, double>(ScalarType dtype)> tolerance;
   // Ops with random outputs check only shapes/dtypes/statistics in their own tests.
   bool compare_values = true;
+
+  // ---- gradient check (tests/ops/gradcheck_test.cpp) ----
+  // float64 samples for the gradient check when samples(kFloat64) does not suit it (inputs too
+  // large for finite differences, or values at points where the op is not differentiable).
+  std::function<std::vector<SampleInput>(std::mt19937_64& rng)> grad_samples;
+  // Tolerance of analytic vs finite-difference gradients (|a - n| <= atol + rtol * |n|).
+  double grad_atol = 1e-5;
+  double grad_rtol = 1e-3;
 };
 
 // Registration from a static initializer in each *_opinfo.cpp file:
@@ -54,6 +62,9 @@ struct OpInfo {
 bool register_op_info(OpInfo info);
 const std::vector<OpInfo>& op_infos();
 const OpInfo* find_op_info(std::string_view name);
+
+// Differentiable ops whose gradient check is skipped, each with the reason.
+const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions();
 
 // Ops deliberately not covered by the harness, each with the reason (and where they are tested).
 const std::vector<std::pair<std::string, std::string>>& harness_exemptions();
