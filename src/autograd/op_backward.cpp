@@ -55,6 +55,8 @@ const IValue& GradContext::arg(size_t i) const {
 }
 
 const ArgMeta& GradContext::meta(size_t i) const {
+  static const ArgMeta none{};  // an optional tensor argument that was None
+  if (i < node_.args_.size() && node_.args_[i].is_none() && node_.arg_meta_[i].empty()) return none;
   KILN_CHECK(i < node_.arg_meta_.size() && node_.arg_meta_[i].size() == 1, Error,
              "internal: {} formula reads tensor argument {}, which is not a tensor", node_.name(),
              i);
@@ -71,12 +73,15 @@ bool GradContext::needs_grad(size_t i) const {
   return false;
 }
 
-bool GradContext::needs_grad(size_t i, size_t j) const { return node_.arg_meta_[i][j].needs_grad; }
+bool GradContext::needs_grad(size_t i, size_t j) const {
+  return j < node_.arg_meta_[i].size() && node_.arg_meta_[i][j].needs_grad;
+}
 
 Tensor GradContext::input(size_t i) const {
   KILN_CHECK((node_.def_.save_args >> i) & 1u, Error,
              "internal: {} formula reads input {} but its derivative entry does not save it",
              node_.name(), i);
+  if (node_.saved_args_[i].empty()) return Tensor();  // an optional tensor that was None
   return node_.saved_args_[i][0].unpack(node_.shared_from_this(),
                                         fmt::format("input {} of {}", i, node_.op_.name));
 }
@@ -103,6 +108,7 @@ Tensor GradContext::output(size_t i) const {
 void GradContext::set_grad(size_t i, Tensor g) { set_grad(i, 0, std::move(g)); }
 
 void GradContext::set_grad(size_t i, size_t j, Tensor g) {
+  if (j >= node_.arg_meta_[i].size()) return;  // None: nothing receives it
   const ArgMeta& m = node_.arg_meta_[i][j];
   if (m.edge >= 0) results_[m.edge] = std::move(g);
 }
@@ -203,7 +209,9 @@ void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outpu
       if (save) {
         // In-place: the formula wants self as it was before the op (Note [Derivative formulas]).
         const bool clone_self = inplace && i == 0;
-        node->saved_args_[i].emplace_back(clone_self && t.defined() ? t.detach().clone() : t,
+        // The clone is recorded (a CloneBackward on self's old history), so double backward
+        // through the saved old value reaches that history.
+        node->saved_args_[i].emplace_back(clone_self && t.defined() ? t.clone() : t,
                                           /*is_output=*/false);
       }
     } else if (v.is_tensor_list()) {

@@ -1,0 +1,70 @@
+// nn::functional: the functions behind the modules, as torch.nn.functional. The ops of the op table
+// (kiln/ops/*.h) are brought in by name, so `namespace F = kiln::nn::functional;` gives them all;
+// the rest are compositions of ops defined here, differentiable through the ops they call.
+#pragma once
+
+#include <string_view>
+
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/nn.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/reduce.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/unary.h"
+#include "kiln/tensor.h"
+
+namespace kiln::nn::functional {
+
+using kiln::adaptive_avg_pool2d;
+using kiln::avg_pool2d;
+using kiln::batch_norm;
+using kiln::binary_cross_entropy_with_logits;
+using kiln::conv1d;
+using kiln::conv2d;
+using kiln::cross_entropy;
+using kiln::dropout;
+using kiln::embedding;
+using kiln::gelu;
+using kiln::group_norm;
+using kiln::layer_norm;
+using kiln::linear;
+using kiln::log_softmax;
+using kiln::max_pool2d;
+using kiln::mse_loss;
+using kiln::nll_loss;
+using kiln::pad;
+using kiln::relu;
+using kiln::scaled_dot_product_attention;
+using kiln::sigmoid;
+using kiln::silu;
+using kiln::softmax;
+using kiln::softplus;
+using kiln::tanh;
+
+// ---- activations ----
+
+// x for x > 0, negative_slope * x otherwise.
+Tensor leaky_relu(const Tensor& input, double negative_slope = 0.01);
+// x for x > 0, alpha * (exp(x) - 1) otherwise.
+Tensor elu(const Tensor& input, double alpha = 1.0);
+
+// ---- losses ----
+// reduction: "none", "mean" or "sum" (ValueError naming the loss otherwise). input and target
+// broadcast as in PyTorch; shapes that do not broadcast raise ShapeError naming the loss.
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean");
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      std::string_view reduction = "mean", double beta = 1.0);
+Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+                  double delta = 1.0);
+// input: probabilities in [0, 1] (ValueError otherwise), target of the same shape; the logs are
+// clamped at -100 so that a confident wrong answer gives a large finite loss, as in PyTorch.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            std::string_view reduction = "mean");
+// input: log-probabilities. Pointwise target * (log(target) - input) (0 where target is 0), or
+// exp(target) * (target - input) with log_target. reduction may also be "batchmean" (sum divided
+// by input.size(0)).
+Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
+              bool log_target = false);
+
+}  // namespace kiln::nn::functional

@@ -1,0 +1,154 @@
+// nn::Module: the base of every layer, as torch.nn.Module. A module owns named parameters
+// (tensors that training updates), buffers (state that is saved but not trained, such as
+// BatchNorm's running statistics) and submodules, and walks them recursively: named_parameters()
+// gives dotted names ("layer1.weight"), state_dict()/load_state_dict() save and restore them,
+// train()/eval() switch every submodule, to(dtype) converts them.
+//
+// Modules are created as std::shared_ptr (submodules are shared with their parent):
+//
+//   struct Net : nn::Module {
+//     Net() : Module("Net") {
+//       fc1 = register_module("fc1", std::make_shared<nn::Linear>(784, 128));
+//       fc2 = register_module("fc2", std::make_shared<nn::Linear>(128, 10));
+//     }
+//     Tensor forward(const Tensor& x) override { return fc2->forward(relu(fc1->forward(x))); }
+//     std::shared_ptr<nn::Linear> fc1, fc2;
+//   };
+//
+// Note [Parameter slots]
+// register_parameter/register_buffer store the tensor in a slot the module owns and return a
+// reference to that slot, whose address never changes. Layers bind their public members to it
+// (`Tensor& weight`), so `linear->weight` always reads the registered tensor, also after
+// to(dtype) or after assigning a new tensor to it. A Kiln tensor cannot change its dtype in place,
+// so to(dtype) puts a converted tensor into the slot (still a leaf, still requiring grad, its grad
+// converted too). Code that copied the old handle (an optimizer built before to()) keeps the old
+// tensor: build optimizers after converting the model, as LibTorch's documentation advises.
+#pragma once
+
+#include <deque>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/state_dict.h"
+#include "kiln/tensor.h"
+
+namespace kiln::nn {
+
+// What load_state_dict(dict, /*strict=*/false) could not match (PyTorch's _IncompatibleKeys).
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;     // expected by the module, absent from the dict
+  std::vector<std::string> unexpected_keys;  // in the dict, unknown to the module
+};
+
+class Module {
+ public:
+  // `name` is the class name shown by operator<< and in error messages ("Linear").
+  explicit Module(std::string name);
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  // The one-tensor forward that Sequential calls. Modules whose forward takes other arguments
+  // (losses, attention) add overloads; the default raises NotImplementedError naming the module.
+  virtual Tensor forward(const Tensor& input);
+  Tensor operator()(const Tensor& input) { return forward(input); }
+
+  // ---- registration ----
+  // Names are non-empty, contain no '.', and are unique among the module's parameters, buffers
+  // and submodules (ValueError otherwise).
+
+  // Registers a leaf tensor as a parameter and sets requires_grad on it. An undefined tensor
+  // registers an empty slot (None in PyTorch: Linear's bias when bias=false), which the
+  // walks below and state_dict() skip. Returns the slot (Note [Parameter slots]).
+  Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  // Registers state that is not trained. persistent=false keeps it out of state_dict().
+  Tensor& register_buffer(std::string name, Tensor tensor, bool persistent = true);
+  // Registers a submodule; its parameters appear as "<name>.<its name>".
+  template <typename M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
+    add_child(std::move(name), module);
+    return module;
+  }
+
+  // ---- walks (registration order, the module's own entries before its submodules') ----
+  // A tensor or module reachable twice (shared weights) is listed once.
+
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // This module first (name ""), then every descendant, depth first. The pointers do not own.
+  std::vector<Module*> modules();
+  std::vector<std::pair<std::string, Module*>> named_modules();
+
+  // ---- mode, dtype, gradients ----
+
+  // Sets training mode here and in every submodule (Dropout and BatchNorm depend on it).
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Converts every floating parameter and buffer, recursively (integer buffers such as
+  // BatchNorm's num_batches_tracked keep their dtype). See Note [Parameter slots].
+  void to(ScalarType dtype);
+
+  // Clears the gradients of every parameter (set_to_none) or zeroes them in place.
+  void zero_grad(bool set_to_none = true);
+
+  // ---- saving ----
+
+  // Parameters and persistent buffers by dotted name, detached and sharing storage with the
+  // module (as PyTorch's state_dict).
+  StateDict state_dict() const;
+  // Copies the dict's tensors into the module's tensors (converting dtype) under NoGradGuard.
+  // Shape mismatches raise ShapeError; with strict, missing or unexpected keys raise ValueError;
+  // nothing is copied when either is raised. Non-tensor values in the dict are ignored.
+  LoadStateDictResult load_state_dict(const StateDict& dict, bool strict = true);
+
+  // ---- printing ----
+
+  // The text inside "Name(...)" on the module's first line, as PyTorch's extra_repr
+  // ("in_features=4, out_features=3, bias=True").
+  virtual std::string extra_repr() const { return ""; }
+  // PyTorch's repr: "Name(extra)" or, with submodules, one indented line per child.
+  std::string repr() const;
+
+ protected:
+  // Looks up a registered parameter or buffer slot by name (ValueError if absent).
+  Tensor& parameter_slot(const std::string& name);
+  Tensor& buffer_slot(const std::string& name);
+
+ private:
+  struct Slot {
+    std::string name;
+    Tensor tensor;
+    bool persistent = true;
+  };
+
+  void add_child(std::string name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name, std::string_view what) const;
+  enum class SlotKind { Parameter, Buffer };
+  // Appends (dotted name, slot) for every defined slot of `kind` of self (and its descendants
+  // when recurse). Self is Module or const Module.
+  template <typename Self, typename Out>
+  static void collect_slots(Self& self, SlotKind kind, bool recurse, bool persistent_only,
+                            const std::string& prefix, Out& out);
+
+  std::string name_;
+  bool training_ = true;
+  // Deques: push_back never moves existing slots (Note [Parameter slots]).
+  std::deque<Slot> parameters_;
+  std::deque<Slot> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Module& module);
+
+}  // namespace kiln::nn
