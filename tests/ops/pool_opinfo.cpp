@@ -1,5 +1,6 @@
 // OpInfos for max_pool2d (+ _with_indices), avg_pool2d and adaptive_avg_pool2d. References are
 // direct loops over each output window in float64.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -12,40 +13,13 @@ using Shape = std::vector<int64_t>;
 
 int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
 
-struct Window {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
-int64_t out_size(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool ceil_mode) {
-  const double span = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s);
-  int64_t o = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
-  // The last window must start inside the input or its left padding.
-  if (ceil_mode && (o - 1) * s >= in + p) --o;
-  return o;
-}
+using Window = PoolWindow;
 
 Window window(const Stack& a, bool has_dilation, bool ceil_mode) {
-  const Tensor& x = a[0].tensor();
-  Window g{};
-  g.h = x.size(-2), g.w = x.size(-1);
-  g.planes = x.numel() / (g.h * g.w);
-  IntArrayRef k = a[1].int_list(), s = a[2].int_list(), p = a[3].int_list();
-  g.kh = at(k, 0), g.kw = at(k, 1);
-  g.sh = s.empty() ? g.kh : at(s, 0), g.sw = s.empty() ? g.kw : at(s, 1);
-  g.ph = at(p, 0), g.pw = at(p, 1);
-  g.dh = g.dw = 1;
-  if (has_dilation) g.dh = at(a[4].int_list(), 0), g.dw = at(a[4].int_list(), 1);
-  g.oh = out_size(g.h, g.kh, g.ph, g.sh, g.dh, ceil_mode);
-  g.ow = out_size(g.w, g.kw, g.pw, g.sw, g.dw, ceil_mode);
-  return g;
+  return pool_window(a, 0, has_dilation, ceil_mode);
 }
 
-Shape pooled(const Tensor& x, int64_t oh, int64_t ow) {
-  Shape s = shape_of(x);
-  s[s.size() - 2] = oh;
-  s[s.size() - 1] = ow;
-  return s;
-}
+Shape pooled(const Tensor& x, int64_t oh, int64_t ow) { return pooled_shape(x, oh, ow); }
 
 std::vector<Tensor> max_reference(const Stack& a) {
   const Tensor& x = a[0].tensor();
@@ -193,15 +167,72 @@ std::vector<SampleInput> adaptive_samples(ScalarType dt, std::mt19937_64& rng) {
   return s;
 }
 
+// ---- gradient check samples (float64, at most 80 input elements) ----
+
+// Values 0.25 apart in random order: no two elements of a max-pool window tie, even after the
+// finite-difference step, so the argmax (and the gradient) is unambiguous.
+Tensor distinct(Shape shape, std::mt19937_64& rng) {
+  const int64_t n = numel_of(shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 0.25 * static_cast<double>(i - n / 2);
+  std::shuffle(v.begin(), v.end(), rng);
+  return from_vector(v, shape);
+}
+
+std::vector<SampleInput> max_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Shape k, Shape st, Shape p, Shape d, bool ceil, std::string desc) {
+    s.push_back({{x, ints(k), ints(st), ints(p), ints(d), ceil}, desc});
+  };
+  add(distinct({1, 2, 4, 6}, rng), {2}, {}, {0}, {1}, false, "2x2, default stride");
+  add(distinct({1, 2, 5, 5}, rng), {3}, {1}, {1}, {1}, false,
+      "3x3, stride 1, padding 1 (overlapping windows share maxima)");
+  add(distinct({1, 1, 5, 7}, rng), {2, 3}, {2, 1}, {1}, {2}, false, "dilation 2, padding 1");
+  add(distinct({1, 2, 5, 5}, rng), {2}, {2}, {0}, {1}, true, "ceil_mode");
+  add(distinct({2, 5, 6}, rng).transpose(1, 2), {2}, {}, {0}, {1}, false,
+      "unbatched, non-contiguous");
+  return s;
+}
+
+std::vector<SampleInput> avg_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Shape x, Shape k, Shape st, Shape p, bool ceil, bool include,
+                 std::optional<int64_t> div, std::string desc) {
+    s.push_back({{mk(x, kFloat64, rng), ints(k), ints(st), ints(p), ceil, include, div}, desc});
+  };
+  add({1, 2, 4, 6}, {2}, {}, {0}, false, true, std::nullopt, "2x2");
+  add({1, 2, 5, 5}, {3}, {2}, {1}, false, true, std::nullopt, "padding, counted");
+  add({1, 2, 5, 5}, {3}, {1}, {1}, false, false, std::nullopt, "padding, not counted, stride 1");
+  add({1, 2, 5, 6}, {3, 2}, {2}, {1}, true, true, std::nullopt, "ceil_mode, counted");
+  add({1, 2, 5, 6}, {3, 2}, {2}, {1}, true, false, std::nullopt, "ceil_mode, not counted");
+  add({1, 2, 4, 4}, {2}, {}, {1}, false, true, int64_t{3}, "divisor_override 3");
+  s.push_back({{mk({2, 5, 6}, kFloat64, rng).transpose(1, 2), ints({2}), ints({1}), ints({0}),
+                false, true, IValue()},
+               "unbatched, non-contiguous"});
+  return s;
+}
+
+std::vector<SampleInput> adaptive_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  s.push_back({{mk({1, 2, 5, 7}, kFloat64, rng), ints({2, 3})}, "5x7 -> 2x3 (overlapping)"});
+  s.push_back({{mk({1, 2, 4, 4}, kFloat64, rng), ints({1})}, "global average"});
+  s.push_back({{mk({1, 2, 3, 3}, kFloat64, rng), ints({5})}, "upsampling 3 -> 5"});
+  s.push_back({{mk({2, 5, 6}, kFloat64, rng).transpose(1, 2), ints({4, 3})},
+               "unbatched, non-contiguous"});
+  return s;
+}
+
 const bool registered = [] {
   register_op_info({.name = "max_pool2d",
                     .samples = max_samples,
                     .reference = [](const Stack& a) { return std::vector<Tensor>{max_reference(a)[0]}; },
-                    .error_cases = max_errors});
+                    .error_cases = max_errors,
+                    .grad_samples = max_grad_samples});
   register_op_info({.name = "max_pool2d_with_indices",
                     .samples = max_samples,
                     .reference = max_reference,
-                    .error_cases = max_errors});
+                    .error_cases = max_errors,
+                    .grad_samples = max_grad_samples});
   register_op_info({.name = "avg_pool2d",
                     .samples = avg_samples,
                     .reference = avg_reference,
@@ -216,7 +247,8 @@ const bool registered = [] {
                            "kernel larger than input"},
                           {{zeros({1, 2, 5, 5}, kInt32), ints({2}), ints({}), ints({0}), false, true, IValue()},
                            ErrorKind::DType, "int32"}};
-                    }});
+                    },
+                    .grad_samples = avg_grad_samples});
   register_op_info({.name = "adaptive_avg_pool2d",
                     .samples = adaptive_samples,
                     .reference = adaptive_reference,
@@ -226,7 +258,8 @@ const bool registered = [] {
                           {{zeros({1, 2, 5, 5}), ints({1, 2, 3})}, ErrorKind::Value, "three sizes"},
                           {{zeros({5, 5}), ints({2})}, ErrorKind::Shape, "2-D input"},
                           {{zeros({1, 2, 0, 5}), ints({2})}, ErrorKind::Shape, "zero height"}};
-                    }});
+                    },
+                    .grad_samples = adaptive_grad_samples});
   return true;
 }();
 

@@ -12,9 +12,9 @@
 #include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
+#include "src/kernels/cpu/im2col.h"
 
 namespace kiln::cpu {
-namespace {
 
 Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
   if (t.dtype() == dtype && t.is_contiguous()) return t;
@@ -23,40 +23,21 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
   return c;
 }
 
+bool conv_parallel_over_batch(const ConvGeometry& g) {
+  const int64_t per_sample = g.out_channels * g.out_h * g.out_w * (g.in_channels / g.groups) *
+                             g.kernel_h * g.kernel_w;  // multiply-adds
+  const int64_t max_threads = omp_get_max_threads();
+  return g.batch > 1 && max_threads > 1 && g.batch * per_sample >= (int64_t{1} << 16) &&
+         (g.batch >= max_threads || per_sample < (int64_t{1} << 21));
+}
+
+namespace {
+
 void gemm_nn(int m, int n, int k, const float* a, const float* b, float* c) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
 }
 void gemm_nn(int m, int n, int k, const double* a, const double* b, double* c) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
-}
-
-// Unrolls the windows of `channels` input planes into col ([channels * kH * kW, oH * oW]);
-// positions in the padding read as zero.
-template <typename T>
-void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
-  const int64_t ohw = g.out_h * g.out_w;
-  for (int64_t c = 0; c < channels; ++c) {
-    const T* plane = in + c * g.in_h * g.in_w;
-    for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j) {
-        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
-        const int64_t dx = j * g.dilation_w - g.pad_w;
-        for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          T* dst = row + oy * g.out_w;
-          const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
-          if (iy < 0 || iy >= g.in_h) {
-            for (int64_t ox = 0; ox < g.out_w; ++ox) dst[ox] = T(0);
-            continue;
-          }
-          const T* src = plane + iy * g.in_w;
-          for (int64_t ox = 0; ox < g.out_w; ++ox) {
-            const int64_t ix = ox * g.stride_w + dx;
-            dst[ox] = (ix >= 0 && ix < g.in_w) ? src[ix] : T(0);
-          }
-        }
-      }
-    }
-  }
 }
 
 template <typename T>
@@ -78,12 +59,8 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
   // A 1x1 kernel with stride 1 and no padding reads the input as it is: no unrolling.
   const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                       g.pad_h == 0 && g.pad_w == 0;
-  // Parallel over samples when there are enough of them to fill the threads, or when each
-  // sample's products are too small for OpenBLAS's own threading to pay off.
-  const int max_threads = omp_get_max_threads();
-  const bool parallel =
-      g.batch > 1 && (g.batch >= max_threads || g.groups * og * ohw * kdim < (int64_t{1} << 21));
-  const int threads = parallel ? max_threads : 1;
+  const bool parallel = conv_parallel_over_batch(g);
+  const int threads = parallel ? omp_get_max_threads() : 1;
   std::vector<T> cols(direct ? 0 : static_cast<size_t>(threads) * static_cast<size_t>(kdim * ohw));
 
 #pragma omp parallel for if (parallel)

@@ -1,0 +1,94 @@
+// The unrolling behind convolution as GEMM (conv.cpp forward, conv_backward.cpp backward):
+// im2col copies each output position's input window into a column of a
+// [channels * kH * kW, oH * oW] matrix; col2im is its adjoint, adding each column back into the
+// window it came from (what the input gradient needs).
+//
+// Both loop over (channel, kernel row, kernel column, output row) and compute once, per kernel
+// column, the range of output columns whose input column lies inside the input: inside it, a
+// stride-1 row is one contiguous copy/add the compiler vectorizes; outside it is padding (zeros in
+// im2col, nothing to add in col2im).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "src/kernels/cpu/conv.h"
+
+namespace kiln::cpu {
+
+// Output columns [lo, hi) with 0 <= o * stride + offset < in (offset = kernel column * dilation -
+// padding), clipped to [0, out).
+struct ValidRange {
+  int64_t lo, hi;
+};
+inline ValidRange valid_range(int64_t offset, int64_t stride, int64_t in, int64_t out) {
+  const int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t hi = in - 1 - offset < 0 ? 0 : (in - 1 - offset) / stride + 1;
+  const int64_t clo = std::min(lo, out), chi = std::min(hi, out);
+  return {clo, std::max(clo, chi)};
+}
+
+// col [channels * kH * kW, oH * oW] <- the windows of `channels` planes of `in` ([in_h, in_w]
+// each, contiguous); positions in the padding read as zero.
+template <typename T>
+void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
+  const int64_t ohw = g.out_h * g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* plane = in + c * g.in_h * g.in_w;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
+        const int64_t dx = j * g.dilation_w - g.pad_w;
+        const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          T* dst = row + oy * g.out_w;
+          const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
+          if (iy < 0 || iy >= g.in_h) {
+            std::fill(dst, dst + g.out_w, T(0));
+            continue;
+          }
+          const T* src = plane + iy * g.in_w;
+          std::fill(dst, dst + x.lo, T(0));
+          if (g.stride_w == 1) {
+            std::memcpy(dst + x.lo, src + x.lo + dx, static_cast<size_t>(x.hi - x.lo) * sizeof(T));
+          } else {
+            for (int64_t ox = x.lo; ox < x.hi; ++ox) dst[ox] = src[ox * g.stride_w + dx];
+          }
+          std::fill(dst + x.hi, dst + g.out_w, T(0));
+        }
+      }
+    }
+  }
+}
+
+// in += col2im(col): the adjoint of im2col. `in` holds `channels` planes (not cleared here).
+template <typename T>
+void col2im_add(const T* col, int64_t channels, const ConvGeometry& g, T* in) {
+  const int64_t ohw = g.out_h * g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    T* plane = in + c * g.in_h * g.in_w;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        const T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
+        const int64_t dx = j * g.dilation_w - g.pad_w;
+        const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
+          if (iy < 0 || iy >= g.in_h) continue;
+          const T* src = row + oy * g.out_w;
+          T* dst = plane + iy * g.in_w;
+          if (g.stride_w == 1) {
+            T* d = dst + x.lo + dx;
+            const T* s = src + x.lo;
+            for (int64_t k = 0; k < x.hi - x.lo; ++k) d[k] += s[k];
+          } else {
+            for (int64_t ox = x.lo; ox < x.hi; ++ox) dst[ox * g.stride_w + dx] += src[ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kiln::cpu

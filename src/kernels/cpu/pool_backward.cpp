@@ -1,0 +1,155 @@
+// Gradients of the 2-D pooling kernels (pool.cpp): each output element's gradient is spread over
+// the input positions its window read (all of them for averages, the argmax for max). Planes run
+// in parallel; windows may overlap, so each plane accumulates in its own [in_h, in_w] slice (in
+// float for float16/bfloat16, in a per-thread buffer allocated once) and is written once.
+#include <atomic>
+#include <vector>
+
+#include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/conv.h"
+#include "src/kernels/cpu/copy.h"
+#include "src/kernels/cpu/loops.h"
+
+namespace kiln::cpu {
+namespace {
+
+bool parallel_planes(const PoolGeometry& g, int64_t work_per_plane) {
+  return g.planes > 1 && g.planes * work_per_plane > 32768;
+}
+
+// Runs body(plane, acc) for every plane, acc being the plane's zeroed accumulator, then stores
+// acc into grad_input's plane. For float and double the accumulator is grad_input itself.
+template <typename T, typename Body>
+void for_each_plane(T* grad_input, const PoolGeometry& g, int64_t work_per_plane,
+                    const Body& body) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w;
+#pragma omp parallel if (parallel_planes(g, work_per_plane))
+  {
+    std::vector<Acc> buffer(std::is_same_v<Acc, T> ? 0 : static_cast<size_t>(in_plane));
+#pragma omp for
+    for (int64_t p = 0; p < g.planes; ++p) {
+      T* dst = grad_input + p * in_plane;
+      Acc* acc;
+      if constexpr (std::is_same_v<Acc, T>) {
+        acc = dst;
+      } else {
+        acc = buffer.data();
+      }
+      std::fill(acc, acc + in_plane, Acc(0));
+      body(p, acc);
+      if constexpr (!std::is_same_v<Acc, T>)
+        for (int64_t i = 0; i < in_plane; ++i) dst[i] = static_cast<T>(acc[i]);
+    }
+  }
+}
+
+template <typename T>
+bool max_pool_backward_typed(const T* go, const int64_t* indices, T* gi, const PoolGeometry& g) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  std::atomic<bool> bad_index{false};
+  for_each_plane(gi, g, out_plane, [&](int64_t p, Acc* acc) {
+    const T* dy = go + p * out_plane;
+    const int64_t* idx = indices + p * out_plane;
+    for (int64_t o = 0; o < out_plane; ++o) {
+      const int64_t i = idx[o];
+      if (i < 0 || i >= in_plane) {
+        bad_index.store(true, std::memory_order_relaxed);
+        continue;
+      }
+      acc[i] += static_cast<Acc>(dy[o]);
+    }
+  });
+  return !bad_index.load();
+}
+
+template <typename T>
+void avg_pool_backward_typed(const T* go, T* gi, const PoolGeometry& g, bool count_include_pad,
+                             std::optional<int64_t> divisor_override) {
+  using Acc = opmath_t<T>;
+  const int64_t out_plane = g.out_h * g.out_w;
+  for_each_plane(gi, g, out_plane * g.kernel_h * g.kernel_w, [&](int64_t p, Acc* acc) {
+    const T* dy = go + p * out_plane;
+    // The same windows and divisors as the forward (pool.cpp).
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      int64_t y0 = oy * g.stride_h - g.pad_h;
+      int64_t y1 = std::min(y0 + g.kernel_h, g.in_h + g.pad_h);
+      const int64_t padded_h = y1 - y0;
+      y0 = std::max<int64_t>(y0, 0);
+      y1 = std::min(y1, g.in_h);
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        int64_t x0 = ox * g.stride_w - g.pad_w;
+        int64_t x1 = std::min(x0 + g.kernel_w, g.in_w + g.pad_w);
+        const int64_t padded_size = padded_h * (x1 - x0);
+        x0 = std::max<int64_t>(x0, 0);
+        x1 = std::min(x1, g.in_w);
+        const int64_t divisor = divisor_override    ? *divisor_override
+                                : count_include_pad ? padded_size
+                                                    : (y1 - y0) * (x1 - x0);
+        const Acc share = static_cast<Acc>(dy[oy * g.out_w + ox]) / static_cast<Acc>(divisor);
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) acc[y * g.in_w + x] += share;
+      }
+    }
+  });
+}
+
+template <typename T>
+void adaptive_avg_pool_backward_typed(const T* go, T* gi, const PoolGeometry& g) {
+  using Acc = opmath_t<T>;
+  const int64_t out_plane = g.out_h * g.out_w;
+  for_each_plane(gi, g, std::max(out_plane, g.in_h * g.in_w), [&](int64_t p, Acc* acc) {
+    const T* dy = go + p * out_plane;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      const int64_t y0 = oy * g.in_h / g.out_h;
+      const int64_t y1 = ((oy + 1) * g.in_h + g.out_h - 1) / g.out_h;
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const int64_t x0 = ox * g.in_w / g.out_w;
+        const int64_t x1 = ((ox + 1) * g.in_w + g.out_w - 1) / g.out_w;
+        const Acc share =
+            static_cast<Acc>(dy[oy * g.out_w + ox]) / static_cast<Acc>((y1 - y0) * (x1 - x0));
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) acc[y * g.in_w + x] += share;
+      }
+    }
+  });
+}
+
+Tensor contiguous(const Tensor& t) { return contiguous_as(t, t.dtype()); }
+
+}  // namespace
+
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_input,
+                         const PoolGeometry& g) {
+  const Tensor dy = contiguous(grad_out), idx = contiguous_as(indices, kInt64);
+  bool ok = true;
+  visit_dtype_in<dtypes::kFloating>(
+      dy.dtype(), "max_pool2d_with_indices_backward", [&]<typename T>() {
+        ok = max_pool_backward_typed<T>(dy.data_ptr<T>(), idx.data_ptr<int64_t>(),
+                                        grad_input.data_ptr<T>(), g);
+      });
+  KILN_CHECK(ok, IndexError,
+             "max_pool2d_with_indices_backward: indices hold a position outside the {}x{} input "
+             "plane; pass the indices max_pool2d_with_indices returned for this input",
+             g.in_h, g.in_w);
+}
+
+void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_input, const PoolGeometry& g,
+                         bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const Tensor dy = contiguous(grad_out);
+  visit_dtype_in<dtypes::kFloating>(dy.dtype(), "avg_pool2d_backward", [&]<typename T>() {
+    avg_pool_backward_typed<T>(dy.data_ptr<T>(), grad_input.data_ptr<T>(), g, count_include_pad,
+                               divisor_override);
+  });
+}
+
+void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_input,
+                                  const PoolGeometry& g) {
+  const Tensor dy = contiguous(grad_out);
+  visit_dtype_in<dtypes::kFloating>(dy.dtype(), "adaptive_avg_pool2d_backward", [&]<typename T>() {
+    adaptive_avg_pool_backward_typed<T>(dy.data_ptr<T>(), grad_input.data_ptr<T>(), g);
+  });
+}
+
+}  // namespace kiln::cpu
