@@ -23,6 +23,11 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
                                                         IntArrayRef dilation, int64_t groups,
                                                         std::array<bool, 3> output_mask);
 
+// The input gradient of max_pool2d: grad_output added at each window's argmax in `self` (the
+// forward's input), found again.
+Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                           bool ceil_mode);
 // The input gradient of max_pool2d_with_indices: grad_output added at `indices` (what the
 // forward returned). `self` (the forward's input) gives the shape.
 Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,

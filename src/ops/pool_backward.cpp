@@ -1,8 +1,8 @@
-// The pooling gradients: max_pool2d_with_indices_backward, avg_pool2d_backward,
-// adaptive_avg_pool2d_backward (kernels in src/kernels/cpu/pool_backward.cpp). Each takes
-// grad_output first, then the forward's arguments, so the geometry checks are the forward's
-// (src/ops/pool_common.h); grad_output must have the forward output's shape. Registered from
-// register_linalg_ops (src/ops/linalg.cpp).
+// The pooling gradients: max_pool2d_backward, max_pool2d_with_indices_backward,
+// avg_pool2d_backward, adaptive_avg_pool2d_backward (kernels in src/kernels/cpu/pool_backward.cpp).
+// Each takes grad_output first, then the forward's arguments, so the geometry checks are the
+// forward's (src/ops/pool_common.h); grad_output must have the forward output's shape. Registered
+// from register_linalg_ops (src/ops/linalg.cpp).
 #include "src/kernels/cpu/conv.h"
 #include "src/ops/linalg_backward.h"
 #include "src/ops/pool_common.h"
@@ -24,6 +24,23 @@ void check_grad_output(const OpCall& call, const cpu::PoolGeometry& g) {
   KILN_CHECK(grad_output.sizes() == IntArrayRef(expected), ShapeError,
              "{}: grad_output {} must have the pooled output's shape {} (input {})", call.name(),
              shape_str(grad_output.sizes()), shape_str(expected), shape_str(self.sizes()));
+}
+
+// max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode):
+// max_pool2d's gradient, which finds each window's argmax in self again (max_pool2d does not
+// return indices; rescanning costs about what writing and reading them would).
+cpu::PoolGeometry max_rescan_geometry(const OpCall& call) {
+  const cpu::PoolGeometry g = pool_window_geometry(call, 1, true, call.bool_arg(6));
+  check_grad_output(call, g);
+  return g;
+}
+void meta_max_rescan_backward(OpCall& call) {
+  max_rescan_geometry(call);
+  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sizes());
+}
+void cpu_max_rescan_backward(OpCall& call) {
+  cpu::max_pool2d_rescan_backward(call.tensor(0), call.tensor(1), call.output(0),
+                                  max_rescan_geometry(call));
 }
 
 // max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
@@ -100,6 +117,14 @@ void cpu_adaptive_backward(OpCall& call) {
 }  // namespace
 
 void register_pool_backward_ops(OpRegistry& r) {
+  r.add({.name = "max_pool2d_backward",
+         .schema =
+             "max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] "
+             "stride, int[2] padding, int[2] dilation, bool ceil_mode) -> Tensor",
+         .family = "linalg",
+         .meta = meta_max_rescan_backward,
+         .cpu = cpu_max_rescan_backward,
+         .dtypes = dtypes::kFloating});
   r.add({.name = "max_pool2d_with_indices_backward",
          .schema = "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] "
                    "kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, "
@@ -125,6 +150,13 @@ void register_pool_backward_ops(OpRegistry& r) {
          .dtypes = dtypes::kFloating});
 }
 
+Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                           bool ceil_mode) {
+  static const OpId id = op_id("max_pool2d_backward");
+  return dispatch::call_tensor(id, grad_output, self, kernel_size, stride, padding, dilation,
+                               ceil_mode);
+}
 Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,
                                         IntArrayRef kernel_size, IntArrayRef stride,
                                         IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,

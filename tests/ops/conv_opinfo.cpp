@@ -98,6 +98,13 @@ std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
       "unbatched");
   add(mk({2, 3, 6, 7}, dt, rng).transpose(2, 3), mk({4, 3, 3, 3}, dt, rng, Layout::NonContiguous),
       IValue(), {1}, {1}, {1}, 1, "non-contiguous input and weight");
+  // C_g * kW >= 32: the products run per kernel row (Note [Convolution by kernel rows]).
+  add(mk({2, 16, 6, 7}, dt, rng), mk({5, 16, 3, 3}, dt, rng), mk({5}, dt, rng), {1}, {1}, {1}, 1,
+      "16 channels, padding 1 (per kernel row)");
+  add(mk({2, 32, 7, 6}, dt, rng), mk({6, 16, 3, 2}, dt, rng), IValue(), {2, 1}, {2, 1}, {2, 1}, 2,
+      "groups 2, stride (2, 1), padding (2, 1), dilation (2, 1) (per kernel row)");
+  add(mk({3, 16, 4, 4}, dt, rng), mk({4, 16, 5, 5}, dt, rng), mk({4}, dt, rng), {1}, {3}, {1}, 1,
+      "padding 3 > kernel reach: output rows no kernel row reaches (per kernel row)");
   add(mk({0, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
       "zero batch");
   add(mk({2, 0, 4, 4}, dt, rng), mk({3, 0, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1}, 1,

@@ -1,7 +1,8 @@
-// OpInfos for the pooling gradients: max_pool2d_with_indices_backward, avg_pool2d_backward,
-// adaptive_avg_pool2d_backward. References visit every output window in float64 and hand its
-// grad_output element to the input positions the window read (the recorded argmax for max, an
-// equal share of the divisor for averages).
+// OpInfos for the pooling gradients: max_pool2d_backward, max_pool2d_with_indices_backward,
+// avg_pool2d_backward, adaptive_avg_pool2d_backward. References visit every output window in
+// float64 and hand its grad_output element to the input positions the window read (the recorded
+// argmax for max, an equal share of the divisor for averages).
+#include <algorithm>
 #include <cmath>
 
 #include "tests/ops/linalg_ref.h"
@@ -86,6 +87,105 @@ std::vector<ErrorCase> max_backward_errors() {
       {{dy, x, ints({0}), ints({}), ints({0}), ints({1}), false, idx},
        ErrorKind::Value,
        "kernel 0"}};
+}
+
+// ---- max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode):
+// the argmax of each window is found in self (first largest in row-major window order, the last
+// NaN if any) ----
+
+std::vector<Tensor> max_rescan_reference(const Stack& a) {
+  const Tensor& self = a[1].tensor();
+  const PoolWindow g = pool_window(a, 1, true, a[6].to_bool());
+  const std::vector<double> x = self.to_vector<double>(), dy = a[0].tensor().to_vector<double>();
+  std::vector<double> gi(x.size(), 0.0);
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < g.kh; ++i)
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t y = oy * g.sh - g.ph + i * g.dh, xx = ox * g.sw - g.pw + j * g.dw;
+            if (y < 0 || y >= g.h || xx < 0 || xx >= g.w) continue;
+            const int64_t at = p * g.h * g.w + y * g.w + xx;
+            const double v = x[static_cast<size_t>(at)];
+            const bool best_nan = best >= 0 && std::isnan(x[static_cast<size_t>(best)]);
+            if (best < 0 || std::isnan(v) || (!best_nan && v > x[static_cast<size_t>(best)]))
+              best = at;
+          }
+        if (best >= 0)
+          gi[static_cast<size_t>(best)] += dy[static_cast<size_t>((p * g.oh + oy) * g.ow + ox)];
+      }
+  return {zero_grad_of(self, gi)};
+}
+
+SampleInput max_rescan_sample(Tensor self, Shape k, Shape st, Shape p, Shape d, bool ceil,
+                              std::mt19937_64& rng, std::string description,
+                              Layout grad_layout = Layout::Contiguous) {
+  const Tensor out = max_pool2d(self, k, st, p, d, ceil);
+  Tensor dy = make_tensor(out.sizes(), self.dtype(), rng, -2, 2, grad_layout);
+  return {{dy, self, ints(k), ints(st), ints(p), ints(d), ceil}, std::move(description)};
+}
+
+// Values 0.25 apart in random order: no ties within a window, even after a finite-difference
+// step.
+Tensor distinct(Shape shape, std::mt19937_64& rng) {
+  const int64_t n = numel_of(shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 0.25 * static_cast<double>(i - n / 2);
+  std::shuffle(v.begin(), v.end(), rng);
+  return from_vector(v, shape);
+}
+
+std::vector<SampleInput> max_rescan_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  s.push_back(max_rescan_sample(mk({2, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, rng, "2x2"));
+  s.push_back(max_rescan_sample(mk({2, 3, 7, 7}, dt, rng), {3}, {1}, {1}, {1}, false, rng,
+                                "3x3, stride 1, padding 1 (overlapping windows accumulate)"));
+  s.push_back(max_rescan_sample(mk({2, 3, 7, 8}, dt, rng), {3}, {2}, {1}, {2}, true, rng,
+                                "dilation 2, ceil_mode"));
+  s.push_back(max_rescan_sample(mk({2, 3, 7, 9}, dt, rng), {2, 3}, {1, 3}, {1}, {1}, false, rng,
+                                "stride (1, 3)"));
+  s.push_back(max_rescan_sample(mk({3, 5, 6}, dt, rng), {2}, {1}, {0}, {1}, false, rng,
+                                "unbatched, non-contiguous grad_output", Layout::NonContiguous));
+  s.push_back(max_rescan_sample(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1},
+                                false, rng, "channels-last input"));
+  s.push_back(max_rescan_sample(full({1, 2, 4, 4}, 1.5, dt), {2}, {1}, {0}, {1}, false, rng,
+                                "all equal: the first position of each window"));
+  s.push_back(max_rescan_sample(mk({16, 8, 12, 12}, dt, rng), {2}, {}, {0}, {1}, false, rng,
+                                "128 planes (parallel)"));
+  s.push_back(
+      max_rescan_sample(mk({0, 3, 6, 6}, dt, rng), {2}, {}, {0}, {1}, false, rng, "zero batch"));
+  if (is_floating(dt)) {
+    Tensor nan = from_vector(std::vector<double>{1, NAN, 3, 4, 5, 6, NAN, NAN, 9, 10, 11, 12, 13,
+                                                 14, 15, -INFINITY},
+                             Shape{1, 1, 4, 4})
+                     .to(dt);
+    s.push_back(
+        max_rescan_sample(nan, {2}, {}, {0}, {1}, false, rng, "NaN: the (last) NaN's position"));
+  }
+  return s;
+}
+
+std::vector<SampleInput> max_rescan_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  s.push_back(max_rescan_sample(distinct({1, 2, 4, 4}, rng), {2}, {}, {0}, {1}, false, rng, "2x2"));
+  s.push_back(max_rescan_sample(distinct({1, 1, 5, 5}, rng), {3}, {1}, {1}, {1}, false, rng,
+                                "3x3, stride 1, padding 1"));
+  return s;
+}
+
+std::vector<ErrorCase> max_rescan_errors() {
+  const Tensor x = zeros({1, 2, 4, 4}), dy = zeros({1, 2, 2, 2});
+  auto c = [](Tensor dy, Tensor x, Shape k, Shape p) {
+    return Stack{dy, x, ints(k), ints({}), ints(p), ints({1}), false};
+  };
+  return {{c(zeros({1, 2, 3, 3}), x, {2}, {0}), ErrorKind::Shape, "grad_output 3x3, pooled 2x2"},
+          {c(dy, x, {0}, {0}), ErrorKind::Value, "kernel 0"},
+          {c(dy, x, {2}, {2}), ErrorKind::Value, "padding 2 with kernel 2"},
+          {c(dy, zeros({4, 4}), {2}, {0}), ErrorKind::Shape, "2-D input"},
+          {c(zeros({1, 2, 2, 2}, kFloat64), x, {2}, {0}), ErrorKind::DType, "mixed dtypes"},
+          {c(zeros({1, 2, 2, 2}, kInt32), zeros({1, 2, 4, 4}, kInt32), {2}, {0}), ErrorKind::DType,
+           "int32"}};
 }
 
 // ---- avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
@@ -247,6 +347,11 @@ std::vector<ErrorCase> adaptive_backward_errors() {
 }
 
 const bool registered = [] {
+  register_op_info({.name = "max_pool2d_backward",
+                    .samples = max_rescan_samples,
+                    .reference = max_rescan_reference,
+                    .error_cases = max_rescan_errors,
+                    .grad_samples = max_rescan_grad_samples});
   register_op_info({.name = "max_pool2d_with_indices_backward",
                     .samples = max_backward_samples,
                     .reference = max_backward_reference,

@@ -149,15 +149,25 @@ void convolution_backward_backward(GradContext& ctx) {
 // create_graph backward records no dependence on it (there is none: pooling gradients do not
 // depend on the input's values, given the max-pool indices).
 
-// max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode) does not return its
-// indices, so the backward recomputes them; max_pool2d_with_indices saves its own.
-void max_pool2d_backward(GradContext& ctx) {
-  const Tensor self = ctx.input(0).detach();
+// max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode): its backward op finds the
+// argmax of each window again (max_pool2d returns no indices).
+void max_pool2d_backward_formula(GradContext& ctx) {
+  ctx.set_grad(0, max_pool2d_backward(ctx.grad(), ctx.input(0).detach(), ctx.ints(1), ctx.ints(2),
+                                      ctx.ints(3), ctx.ints(4), ctx.bool_arg(5)));
+}
+
+// Both max-pool gradients scatter grad_output to the windows' argmax positions; their adjoint
+// gathers from there. Nothing depends on self's values.
+Tensor gather_at(const Tensor& grad_input, const Tensor& indices) {
+  return grad_input.flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.sizes());
+}
+
+// max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode)
+void max_pool2d_backward_backward(GradContext& ctx) {
+  if (!ctx.needs_grad(0)) return;
   const Tensor indices = std::get<1>(max_pool2d_with_indices(
-      self, ctx.ints(1), ctx.ints(2), ctx.ints(3), ctx.ints(4), ctx.bool_arg(5)));
-  ctx.set_grad(
-      0, max_pool2d_with_indices_backward(ctx.grad(), self, ctx.ints(1), ctx.ints(2), ctx.ints(3),
-                                          ctx.ints(4), ctx.bool_arg(5), indices));
+      ctx.input(1).detach(), ctx.ints(2), ctx.ints(3), ctx.ints(4), ctx.ints(5), ctx.bool_arg(6)));
+  ctx.set_grad(0, gather_at(ctx.grad(), indices));
 }
 
 void max_pool2d_with_indices_backward_formula(GradContext& ctx) {
@@ -166,12 +176,9 @@ void max_pool2d_with_indices_backward_formula(GradContext& ctx) {
                                                    ctx.bool_arg(5), ctx.output(1)));
 }
 
-// max_pool2d_with_indices_backward(grad_output, self, ..., indices) scatters grad_output to the
-// indices; its adjoint gathers from them. Nothing depends on self's values.
+// max_pool2d_with_indices_backward(grad_output, self, ..., ceil_mode, indices)
 void max_pool2d_with_indices_backward_backward(GradContext& ctx) {
-  if (!ctx.needs_grad(0)) return;
-  const Tensor indices = ctx.input(7);
-  ctx.set_grad(0, ctx.grad().flatten(-2).gather(-1, indices.flatten(-2)).reshape(indices.sizes()));
+  if (ctx.needs_grad(0)) ctx.set_grad(0, gather_at(ctx.grad(), ctx.input(7)));
 }
 
 // avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
@@ -215,7 +222,10 @@ void register_linalg_derivatives(OpRegistry& ops) {
           {.op = "convolution_backward",
            .backward = convolution_backward_backward,
            .save_args = bits({0, 1, 2})},
-          {.op = "max_pool2d", .backward = max_pool2d_backward, .save_args = bits({0})},
+          {.op = "max_pool2d", .backward = max_pool2d_backward_formula, .save_args = bits({0})},
+          {.op = "max_pool2d_backward",
+           .backward = max_pool2d_backward_backward,
+           .save_args = bits({1})},
           {.op = "max_pool2d_with_indices",
            .backward = max_pool2d_with_indices_backward_formula,
            .save_args = bits({0}),

@@ -65,6 +65,9 @@ void adaptive_avg_pool2d(const Tensor& input, const Tensor& out, const PoolGeome
 // plane); an index outside the plane raises IndexError.
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_input,
                          const PoolGeometry& g);
+// The same without indices: each window's argmax is found again in `input` (the forward's).
+void max_pool2d_rescan_backward(const Tensor& grad_out, const Tensor& input,
+                                const Tensor& grad_input, const PoolGeometry& g);
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_input, const PoolGeometry& g,
                          bool count_include_pad, std::optional<int64_t> divisor_override);
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_input,

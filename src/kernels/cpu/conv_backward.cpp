@@ -1,40 +1,28 @@
 // Gradients of 2-D convolution, as GEMMs the way the forward (conv.cpp) is. Per (sample, group):
 //   grad_weight += grad_out [O_g, oH*oW] x cols^T [oH*oW, C_g*kH*kW]   (cols = im2col(input))
 //   grad_input   = col2im(W^T [C_g*kH*kW, O_g] x grad_out [O_g, oH*oW])
-// and grad_bias sums grad_out over samples and positions.
+// and grad_bias sums grad_out over samples and positions. Where the forward runs per kernel row
+// (Note [Convolution by kernel rows] in conv.cpp), so do both products: kernel row i's block of
+// the weight gradient gets grad_out's rows kernel_row_outputs(g, i) times that kernel row's
+// unrolled input, and its block of W^T x grad_out is folded back into the input gradient.
 //
 // Samples run in parallel like the forward's, each thread with its own column buffer and its own
 // grad_weight accumulator (summed once at the end), BLAS single-threaded inside; a few large
 // samples run one after another and leave the threading to OpenBLAS. A 1x1 kernel with stride 1
 // and no padding needs no unrolling: the input (and the input gradient) is the column matrix.
-#include <cblas.h>
 #include <omp.h>
 
 #include <climits>
 #include <vector>
 
 #include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/blas_typed.h"
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/im2col.h"
 
 namespace kiln::cpu {
 namespace {
-
-// c [m, n] = a^T b with a [k, m], b [k, n] (row-major).
-void gemm_tn(int m, int n, int k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
-}
-void gemm_tn(int m, int n, int k, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0, a, m, b, n, 0.0, c, n);
-}
-// c [m, n] += a b^T with a [m, k], b [n, k].
-void gemm_nt_acc(int m, int n, int k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 1.0f, c, n);
-}
-void gemm_nt_acc(int m, int n, int k, const double* a, const double* b, double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a, k, b, k, 1.0, c, n);
-}
 
 // Sum of n contiguous values with eight independent partial sums, which the compiler turns into
 // vector adds without reassociating anything itself.
@@ -62,6 +50,20 @@ void bias_grad(const T* go, T* gb, const ConvGeometry& g) {
   }
 }
 
+// Weight gradient blocks [O, kH, C_g, kW] (by kernel rows) added into grad_weight's
+// [O, C_g, kH, kW] layout.
+template <typename T>
+void add_kernel_rows_to_weights(const T* rows, const ConvGeometry& g, T* gw) {
+  const int64_t cg = g.in_channels / g.groups, kh = g.kernel_h, kw = g.kernel_w;
+  for (int64_t o = 0; o < g.out_channels; ++o)
+    for (int64_t c = 0; c < cg; ++c)
+      for (int64_t i = 0; i < kh; ++i) {
+        T* dst = gw + ((o * cg + c) * kh + i) * kw;
+        const T* src = rows + ((o * kh + i) * cg + c) * kw;
+        for (int64_t j = 0; j < kw; ++j) dst[j] += src[j];
+      }
+}
+
 template <typename T>
 void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T* gb,
                            const ConvGeometry& g) {
@@ -82,46 +84,81 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
              og, kdim, kdim, ohw);
   const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
                       g.pad_h == 0 && g.pad_w == 0;
+  const bool by_rows = !direct && conv_by_kernel_rows(g);
+  const int64_t row_depth = cg * g.kernel_w;
   const bool parallel = conv_parallel_over_batch(g);
   const int threads = parallel ? omp_get_max_threads() : 1;
-  const int64_t col_size = direct ? 0 : kdim * ohw;
+  const int64_t col_size = direct ? 0 : by_rows ? row_depth * ohw : kdim * ohw;
   std::vector<T> cols(static_cast<size_t>(threads * col_size));
-  // Thread t > 0 accumulates its samples' weight gradients in its own buffer; thread 0 in gw.
-  std::vector<T> weight_acc(gw != nullptr ? static_cast<size_t>((threads - 1) * weight_numel) : 0,
-                            T(0));
+  std::vector<T> weight_rows(by_rows && gi != nullptr ? static_cast<size_t>(weight_numel) : 0);
+  if (!weight_rows.empty()) weights_by_kernel_rows(w, g, weight_rows.data());
+  // Weight gradient accumulators, one per thread: by kernel rows ([O, kH, C_g, kW]) when the
+  // products run that way, else grad_weight's own layout, where thread 0 accumulates directly.
+  const bool separate_acc = by_rows || threads > 1;
+  const int acc_count = gw == nullptr ? 0 : by_rows ? threads : threads - 1;
+  std::vector<T> weight_acc(static_cast<size_t>(acc_count * weight_numel), T(0));
   const int m = static_cast<int>(og), hw = static_cast<int>(ohw), k = static_cast<int>(kdim);
 
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(dynamic) if (parallel)
   for (int64_t n = 0; n < g.batch; ++n) {
     const int t = parallel ? omp_get_thread_num() : 0;
     T* col = cols.data() + t * col_size;
-    T* acc = gw == nullptr ? nullptr : t == 0 ? gw : weight_acc.data() + (t - 1) * weight_numel;
+    T* acc = nullptr;
+    if (gw != nullptr) {
+      acc = by_rows  ? weight_acc.data() + t * weight_numel
+            : t == 0 ? gw
+                     : weight_acc.data() + (t - 1) * weight_numel;
+    }
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* dy = go + n * out_sample + grp * og * ohw;
-      const T* w_grp = w + grp * og * kdim;
+      const T* x = in + n * in_sample + grp * cg * in_plane;
+      T* dx = gi == nullptr ? nullptr : gi + n * in_sample + grp * cg * in_plane;
+      if (by_rows) {
+        for (int64_t i = 0; i < g.kernel_h; ++i) {
+          const ValidRange rows = kernel_row_outputs(g, i);
+          if (rows.lo == rows.hi) continue;
+          const int cols_i = static_cast<int>((rows.hi - rows.lo) * g.out_w);
+          const T* dy_rows = dy + rows.lo * g.out_w;
+          const int64_t block = grp * og * kdim + i * row_depth;  // [O_g, C_g*kW], ld kdim
+          if (acc != nullptr) {
+            im2col_kernel_row(x, cg, g, i, rows, col);
+            blas_gemm(false, true, m, static_cast<int>(row_depth), cols_i, dy_rows, hw, col, cols_i,
+                      T(1), acc + block, k);
+          }
+          if (dx != nullptr) {
+            blas_gemm(true, false, static_cast<int>(row_depth), cols_i, m,
+                      weight_rows.data() + block, k, dy_rows, hw, T(0), col, cols_i);
+            col2im_kernel_row_add(col, cg, g, i, rows, dx);
+          }
+        }
+        continue;
+      }
       if (acc != nullptr) {
-        const T* x = in + n * in_sample + grp * cg * in_plane;
+        const T* b = x;
         if (!direct) {
           im2col(x, cg, g, col);
-          x = col;
+          b = col;
         }
-        gemm_nt_acc(m, k, hw, dy, x, acc + grp * og * kdim);
+        blas_gemm(false, true, m, k, hw, dy, hw, b, hw, T(1), acc + grp * og * kdim, k);
       }
-      if (gi != nullptr) {
-        T* dx = gi + n * in_sample + grp * cg * in_plane;
+      if (dx != nullptr) {
         if (direct) {
-          gemm_tn(k, hw, m, w_grp, dy, dx);
+          blas_gemm(true, false, k, hw, m, w + grp * og * kdim, k, dy, hw, T(0), dx, hw);
         } else {
-          gemm_tn(k, hw, m, w_grp, dy, col);
+          blas_gemm(true, false, k, hw, m, w + grp * og * kdim, k, dy, hw, T(0), col, hw);
           col2im_add(col, cg, g, dx);
         }
       }
     }
   }
-  if (gw != nullptr && threads > 1) {
+  if (gw == nullptr) return;
+  if (by_rows) {
+    for (int t = 0; t < acc_count; ++t)
+      add_kernel_rows_to_weights(weight_acc.data() + t * weight_numel, g, gw);
+  } else if (separate_acc) {
 #pragma omp parallel for if (weight_numel > 65536)
     for (int64_t i = 0; i < weight_numel; ++i)
-      for (int t = 1; t < threads; ++t) gw[i] += weight_acc[(t - 1) * weight_numel + i];
+      for (int t = 0; t < acc_count; ++t) gw[i] += weight_acc[t * weight_numel + i];
   }
 }
 

@@ -9,6 +9,7 @@
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/pool_window.h"
 
 namespace kiln::cpu {
 namespace {
@@ -62,6 +63,41 @@ bool max_pool_backward_typed(const T* go, const int64_t* indices, T* gi, const P
     }
   });
   return !bad_index.load();
+}
+
+// Finds each window's argmax again (max_pool_row, as the forward does) instead of reading stored
+// indices: one pass over the input, and the forward need not write indices at all.
+template <typename T>
+void max_pool_rescan_backward_typed(const T* go, const T* in, T* gi, const PoolGeometry& g) {
+  using Acc = opmath_t<T>;
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  // Without padding every window has an in-bounds tap; with it, a window whose taps all fall in
+  // the padding has a constant output (no gradient) and is skipped.
+  const bool padded = g.pad_h > 0 || g.pad_w > 0;
+  for_each_plane(gi, g, out_plane * g.kernel_h * g.kernel_w, [&](int64_t p, Acc* acc) {
+    // Per-thread row scratch, kept across planes and calls.
+    thread_local std::vector<Acc> best;
+    thread_local std::vector<int64_t> index;
+    best.resize(static_cast<size_t>(g.out_w));
+    index.resize(static_cast<size_t>(g.out_w));
+    const T* dy = go + p * out_plane;
+    for (int64_t oy = 0; oy < g.out_h; ++oy) {
+      if (padded) {
+        const WindowRange ys =
+            window_range(oy, g.stride_h, g.pad_h, g.kernel_h, g.dilation_h, g.in_h);
+        if (ys.begin >= ys.end) continue;
+      }
+      max_pool_row<true>(in + p * in_plane, g, oy, best.data(), index.data());
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        if (padded) {
+          const WindowRange xs =
+              window_range(ox, g.stride_w, g.pad_w, g.kernel_w, g.dilation_w, g.in_w);
+          if (xs.begin >= xs.end) continue;
+        }
+        acc[index[ox]] += static_cast<Acc>(dy[oy * g.out_w + ox]);
+      }
+    }
+  });
 }
 
 template <typename T>
@@ -133,6 +169,15 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
              "max_pool2d_with_indices_backward: indices hold a position outside the {}x{} input "
              "plane; pass the indices max_pool2d_with_indices returned for this input",
              g.in_h, g.in_w);
+}
+
+void max_pool2d_rescan_backward(const Tensor& grad_out, const Tensor& input,
+                                const Tensor& grad_input, const PoolGeometry& g) {
+  const Tensor dy = contiguous(grad_out), x = contiguous(input);
+  visit_dtype_in<dtypes::kFloating>(dy.dtype(), "max_pool2d_backward", [&]<typename T>() {
+    max_pool_rescan_backward_typed<T>(dy.data_ptr<T>(), x.data_ptr<T>(), grad_input.data_ptr<T>(),
+                                      g);
+  });
 }
 
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_input, const PoolGeometry& g,
