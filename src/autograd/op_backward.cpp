@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "kiln/ops/creation.h"
+#include "src/autograd/copy_slices.h"
 #include "src/core/shape.h"
 
 namespace kiln::autograd {
@@ -54,6 +55,8 @@ const IValue& GradContext::arg(size_t i) const {
 }
 
 const ArgMeta& GradContext::meta(size_t i) const {
+  static const ArgMeta none{};  // an optional tensor argument that was None
+  if (i < node_.args_.size() && node_.args_[i].is_none() && node_.arg_meta_[i].empty()) return none;
   KILN_CHECK(i < node_.arg_meta_.size() && node_.arg_meta_[i].size() == 1, Error,
              "internal: {} formula reads tensor argument {}, which is not a tensor", node_.name(),
              i);
@@ -70,12 +73,15 @@ bool GradContext::needs_grad(size_t i) const {
   return false;
 }
 
-bool GradContext::needs_grad(size_t i, size_t j) const { return node_.arg_meta_[i][j].needs_grad; }
+bool GradContext::needs_grad(size_t i, size_t j) const {
+  return j < node_.arg_meta_[i].size() && node_.arg_meta_[i][j].needs_grad;
+}
 
 Tensor GradContext::input(size_t i) const {
   KILN_CHECK((node_.def_.save_args >> i) & 1u, Error,
              "internal: {} formula reads input {} but its derivative entry does not save it",
              node_.name(), i);
+  if (node_.saved_args_[i].empty()) return Tensor();  // an optional tensor that was None
   return node_.saved_args_[i][0].unpack(node_.shared_from_this(),
                                         fmt::format("input {} of {}", i, node_.op_.name));
 }
@@ -102,6 +108,7 @@ Tensor GradContext::output(size_t i) const {
 void GradContext::set_grad(size_t i, Tensor g) { set_grad(i, 0, std::move(g)); }
 
 void GradContext::set_grad(size_t i, size_t j, Tensor g) {
+  if (j >= node_.arg_meta_[i].size()) return;  // None: nothing receives it
   const ArgMeta& m = node_.arg_meta_[i][j];
   if (m.edge >= 0) results_[m.edge] = std::move(g);
 }
@@ -151,10 +158,13 @@ void run_below(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys
 
 void check_inplace_target(const OpDef& op, const Tensor& self) {
   const AutogradMeta* m = get_meta(self);
-  KILN_CHECK(m == nullptr || !m->view_base.defined(), NotImplementedError,
-             "{}: in-place op on a view ({} {}) of a tensor autograd tracks; Kiln does not "
-             "rewrite the base's history yet. Do it out of place, or clone() the view first",
-             op.name, dtype_name(self.dtype()), shape_str(self.sizes()));
+  if (m != nullptr && m->view_base.defined()) {
+    const AutogradMeta* base = get_meta(m->view_base);
+    KILN_CHECK(base == nullptr || !base->requires_grad || !GradMode::is_enabled(), Error,
+               "{}: a view ({} {}) of a leaf tensor that requires grad is used in an in-place "
+               "operation. Modify the leaf under kiln::NoGradGuard, or clone it first",
+               op.name, dtype_name(self.dtype()), shape_str(self.sizes()));
+  }
   KILN_CHECK(m == nullptr || !m->requires_grad || !GradMode::is_enabled(), Error,
              "{}: a leaf tensor that requires grad ({} {}) is used in an in-place operation. "
              "Modify it under kiln::NoGradGuard (as optimizers do), or clone it first",
@@ -166,7 +176,11 @@ void check_inplace_target(const OpDef& op, const Tensor& self) {
 void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outputs,
             DispatchKeySet keys) {
   const bool inplace = op.has_tag(kTagInplace);
-  if (inplace) check_inplace_target(op, args[0].tensor());
+  Tensor inplace_view_base;  // Note [In-place on a view]
+  if (inplace) {
+    check_inplace_target(op, args[0].tensor());
+    if (const AutogradMeta* m = get_meta(args[0].tensor())) inplace_view_base = m->view_base;
+  }
   Tensor view_base;
   if (op.has_tag(kTagView) && args[0].is_tensor()) {
     const AutogradMeta* m = get_meta(args[0].tensor());
@@ -195,7 +209,9 @@ void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outpu
       if (save) {
         // In-place: the formula wants self as it was before the op (Note [Derivative formulas]).
         const bool clone_self = inplace && i == 0;
-        node->saved_args_[i].emplace_back(clone_self && t.defined() ? t.detach().clone() : t,
+        // The clone is recorded (a CloneBackward on self's old history), so double backward
+        // through the saved old value reaches that history.
+        node->saved_args_[i].emplace_back(clone_self && t.defined() ? t.clone() : t,
                                           /*is_output=*/false);
       }
     } else if (v.is_tensor_list()) {
@@ -227,6 +243,10 @@ void record(const OpDef& op, const DerivativeDef& def, Stack& args, Stack& outpu
       set_history(out, node, nr);
       if (view_base.defined()) get_meta(out)->view_base = view_base;
     }
+  }
+  if (inplace_view_base.defined()) {
+    const bool view_edge = !node->arg_meta_[0].empty() && node->arg_meta_[0][0].edge == 0;
+    rebase_view_history(args[0].tensor(), inplace_view_base, node, view_edge);
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if ((def.save_outputs >> i) & 1u)

@@ -1,6 +1,7 @@
 // The nn op family: normalizations (nn_norm.cpp), embedding (nn_embedding.cpp), attention
-// (nn_attention.cpp) and losses (nn_loss.cpp). Kernels: src/kernels/cpu/{norm,embedding,
-// attention,loss}.cpp. Public API: include/kiln/ops/nn.h.
+// (nn_attention.cpp), losses (nn_loss.cpp) and the backward ops of their derivatives
+// (nn_backward.cpp). Kernels: src/kernels/cpu/{norm,norm_backward,embedding,attention,loss,
+// loss_backward}.cpp. Public API: include/kiln/ops/nn.h (the backward ops: src/ops/nn_backward.h).
 #include "src/ops/nn_common.h"
 
 namespace kiln {
@@ -10,6 +11,7 @@ void register_nn_ops(OpRegistry& r) {
   register_nn_embedding_ops(r);
   register_nn_attention_ops(r);
   register_nn_loss_ops(r);
+  register_nn_backward_ops(r);
 }
 
 }  // namespace kiln

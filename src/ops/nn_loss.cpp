@@ -7,44 +7,6 @@
 namespace kiln {
 namespace {
 
-// input (C) | (N, C) | (N, C, d...) as outer x C x inner, and the shape of one loss per sample.
-struct ClassLayout {
-  int64_t outer = 1, C = 0, inner = 1;
-  DimVector sample_shape;
-};
-
-ClassLayout class_layout(std::string_view op, const Tensor& input) {
-  KILN_CHECK(input.dim() >= 1, ShapeError,
-             "{}: input must have shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor", op);
-  ClassLayout l;
-  if (input.dim() == 1) {
-    l.C = input.size(0);
-    return l;
-  }
-  l.outer = input.size(0);
-  l.C = input.size(1);
-  l.sample_shape.push_back(input.size(0));
-  for (int64_t d = 2; d < input.dim(); ++d) {
-    l.inner *= input.size(d);
-    l.sample_shape.push_back(input.size(d));
-  }
-  return l;
-}
-
-void check_class_weight(std::string_view op, const Tensor& weight, int64_t C, const Tensor& input) {
-  check_param(op, "weight (one per class)", weight, {C}, input.sizes());
-}
-
-void check_index_target(std::string_view op, const Tensor& target, const ClassLayout& l,
-                        const Tensor& input) {
-  KILN_CHECK(is_integral(target.dtype()), DTypeError,
-             "{}: class-index target must have an integer dtype, got {} (shape {})", op,
-             dtype_name(target.dtype()), shape_str(target.sizes()));
-  KILN_CHECK(target.sizes() == IntArrayRef(l.sample_shape), ShapeError,
-             "{}: target of class indices must have shape {} for input of shape {}, got shape {}",
-             op, shape_str(l.sample_shape), shape_str(input.sizes()), shape_str(target.sizes()));
-}
-
 // cross_entropy(input, target, weight?, reduction, ignore_index, label_smoothing)
 void meta_cross_entropy(OpCall& call) {
   const Tensor& input = call.tensor(0);
@@ -172,10 +134,9 @@ void cpu_bce(OpCall& call) {
   const Tensor& input = call.tensor(0);
   const IntArrayRef shape = input.sizes();
   auto prep = [&](const Tensor& t) { return t.defined() ? cast_to(t, dt).expand(shape) : t; };
-  cpu::binary_cross_entropy_with_logits(prep(input), prep(call.tensor(1)),
-                                        prep(call.optional_tensor(2)),
-                                        prep(call.optional_tensor(3)),
-                                        parse_reduction(kBce, call.arg(4).string()), call.output(0));
+  cpu::binary_cross_entropy_with_logits(
+      prep(input), prep(call.tensor(1)), prep(call.optional_tensor(2)),
+      prep(call.optional_tensor(3)), parse_reduction(kBce, call.arg(4).string()), call.output(0));
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "kiln/optim/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "kiln/autograd.h"
 #include "kiln/ops/creation.h"
 #include "src/core/shape.h"
@@ -17,28 +20,68 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double default_lr,
                      std::map<std::string, double> defaults)
     : default_lr_(default_lr), defaults_(std::move(defaults)) {
   KILN_CHECK(!groups.empty(), ValueError, "optimizer: got no parameter groups; pass parameters");
-  for (ParamGroup& g : groups) add_param_group(std::move(g));
+  for (ParamGroup& g : groups) append_group(std::move(g));
 }
 
-void Optimizer::add_param_group(ParamGroup group) {
+std::vector<ParamGroup> Optimizer::single_group(std::vector<Tensor> params) {
+  std::vector<ParamGroup> groups(1);
+  groups.front().params = std::move(params);
+  return groups;
+}
+
+void Optimizer::append_group(ParamGroup group) {
   KILN_CHECK(!group.params.empty(), ValueError,
              "optimizer: parameter group {} is empty; pass at least one parameter", groups_.size());
-  for (const Tensor& p : group.params) {
+  for (size_t i = 0; i < group.params.size(); ++i) {
+    const Tensor& p = group.params[i];
     KILN_CHECK(p.defined() && p.is_leaf(), ValueError,
                "optimizer: can't optimize a non-leaf tensor (group {}); pass parameters, not "
                "results computed from them",
                groups_.size());
+    KILN_CHECK(p.is_floating_point(), DTypeError,
+               "optimizer: parameter {} of group {} has dtype {}; only floating-point tensors "
+               "can be optimized",
+               i, groups_.size(), dtype_name(p.dtype()));
+    auto same = [&](const Tensor& q) { return q.is_same(p); };
+    bool repeated = std::any_of(group.params.begin(), group.params.begin() + i, same);
     for (const ParamGroup& other : groups_)
-      for (const Tensor& q : other.params)
-        KILN_CHECK(!q.is_same(p), ValueError,
-                   "optimizer: some parameters appear in more than one parameter group");
+      repeated = repeated || std::any_of(other.params.begin(), other.params.end(), same);
+    KILN_CHECK(!repeated, ValueError,
+               "optimizer: some parameters appear more than once (parameter {} of group {}); "
+               "pass each parameter once",
+               i, groups_.size());
   }
+  if (std::isnan(group.lr)) group.lr = default_lr_;
   for (const auto& [name, value] : defaults_) group.options.try_emplace(name, value);
-  KILN_CHECK(group.lr >= 0, ValueError, "optimizer: invalid learning rate {} (must be >= 0)",
-             group.lr);
-  if (!groups_.empty() && groups_.front().lr_tensor.defined())
+  if (!groups_.empty() && groups_.front().lr_tensor.defined() && !group.lr_tensor.defined())
     group.lr_tensor = full({}, group.lr, kFloat64);
   groups_.push_back(std::move(group));
+}
+
+void Optimizer::add_param_group(ParamGroup group) {
+  append_group(std::move(group));
+  try {
+    check_group(groups_.back(), groups_.size() - 1);
+  } catch (...) {
+    groups_.pop_back();
+    throw;
+  }
+}
+
+void Optimizer::check_group(const ParamGroup& group, size_t index) const {
+  KILN_CHECK(group.lr >= 0, ValueError,
+             "{}: invalid learning rate {} in parameter group {} (must be >= 0)", name(), group.lr,
+             index);
+}
+
+void Optimizer::check_groups() const {
+  for (size_t g = 0; g < groups_.size(); ++g) check_group(groups_[g], g);
+}
+
+void Optimizer::check_option(bool ok, const ParamGroup& group, size_t index,
+                             std::string_view option, std::string_view requirement) const {
+  KILN_CHECK(ok, ValueError, "{}: invalid {} {} in parameter group {} (must be {})", name(), option,
+             group.option(std::string(option)), index, requirement);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -109,7 +152,14 @@ StateDict Optimizer::state_dict() const {
 
 void Optimizer::load_state_dict(const StateDict& dict) {
   // Validate everything first so a bad dict leaves the optimizer unchanged.
+  size_t dict_groups = 0;
+  while (dict.values.count(fmt::format("param_groups.{}.params", dict_groups))) ++dict_groups;
+  KILN_CHECK(dict_groups == groups_.size(), ValueError,
+             "{}.load_state_dict: the state has {} parameter groups but this optimizer has {}; "
+             "build the optimizer with the same parameter groups as the saved one",
+             name(), dict_groups, groups_.size());
   size_t index = 0;
+  size_t loaded_entries = 0;
   std::map<const TensorImpl*, std::map<std::string, Tensor>> new_state;
   std::vector<ParamGroup> new_groups = groups_;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -154,12 +204,21 @@ void Optimizer::load_state_dict(const StateDict& dict) {
                    "{}.load_state_dict: state '{}' has shape {} but parameter {} has shape {}",
                    name(), it->first, shape_str(t.sizes()), index, shape_str(p.sizes()));
         new_state[p.impl()][entry] = t.dim() == 0 ? t.clone() : t.to(p.dtype(), /*copy=*/true);
+        ++loaded_entries;
       }
       ++index;
     }
   }
+  const size_t state_entries = static_cast<size_t>(
+      std::count_if(dict.tensors.begin(), dict.tensors.end(),
+                    [](const auto& entry) { return entry.first.rfind("state.", 0) == 0; }));
+  KILN_CHECK(loaded_entries == state_entries, ValueError,
+             "{}.load_state_dict: the state has entries for parameters beyond the {} this "
+             "optimizer has",
+             name(), index);
   for (size_t g = 0; g < groups_.size(); ++g) {
     new_groups[g].lr_tensor = groups_[g].lr_tensor;
+    check_group(new_groups[g], g);
   }
   groups_ = std::move(new_groups);
   state_ = std::move(new_state);

@@ -211,10 +211,33 @@ TEST(Autograd, InPlaceOnALeafThatRequiresGradIsAnError) {
   expect_values(x.detach(), {2, 4});
 }
 
-TEST(Autograd, InPlaceOnATrackedViewIsRefused) {
+TEST(Autograd, InPlaceOnAViewRebasesTheBaseHistory) {
+  // Note [In-place on a view]: y = 2x; y[0:2] *= w; loss = sum(y * c)
   Tensor x = vec({1, 2, 3, 4}).requires_grad_();
-  Tensor v = (x * 1.0).view({2, 2});
-  EXPECT_THROW(v.mul_(2.0), NotImplementedError);
+  Tensor w = vec({5}).requires_grad_();
+  Tensor y = x * 2.0;
+  Tensor v = y.slice(0, 0, 2);
+  v.mul_(w);
+  EXPECT_EQ(y.grad_fn()->name(), "CopySlices");
+  expect_values(y.detach(), {10, 20, 6, 8});
+  (y * vec({1, 10, 100, 1000})).sum().backward();
+  expect_values(x.grad(), {10, 100, 200, 2000});  // 2*w*c for the slice, 2*c elsewhere
+  expect_values(w.grad(), {2 * 1 + 4 * 10});      // sum(2x * c) over the slice
+}
+
+TEST(Autograd, TheModifiedViewItselfIsDifferentiable) {
+  Tensor x = vec({1, 2, 3}).requires_grad_();
+  Tensor y = x * 1.0;
+  Tensor v = y.slice(0, 1, 3);
+  v.add_(1.0);
+  (v * v).sum().backward();  // v = x[1:] + 1 -> d/dx = 2 (x + 1) on the slice
+  expect_values(x.grad(), {0, 6, 8});
+}
+
+TEST(Autograd, InPlaceOnAViewOfALeafIsAnError) {
+  Tensor x = vec({1, 2}).requires_grad_();
+  Tensor v = x.slice(0, 0, 1);
+  EXPECT_THROW(v.mul_(2.0), Error);
 }
 
 TEST(Autograd, TensorHooksSeeAndReplaceGradients) {

@@ -37,6 +37,17 @@ const bool registered = [] {
                       return visit_dtype(a[1].dtype(), [&]<typename T>() {
                         return std::vector<Tensor>{from_vector(x.to_vector<T>(), shape_of(x))};
                       });
+                    },
+                    // Finite differences need a float64 output: a step of 1e-6 vanishes in the
+                    // rounding of narrower dtypes. The cast back of a narrower gradient is
+                    // tested in tests/autograd/copy_grad_test.cpp.
+                    .grad_samples = [](std::mt19937_64& rng) {
+                      std::vector<SampleInput> out;
+                      for (SampleInput& s : unary_samples(kFloat64, rng)) {
+                        s.args.emplace_back(kFloat64);
+                        out.push_back(std::move(s));
+                      }
+                      return out;
                     }});
   register_op_info({.name = "copy_",
                     .samples =

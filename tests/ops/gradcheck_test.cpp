@@ -73,6 +73,19 @@ Tensor without_expanded_dims(const Tensor& t) {
   return t;
 }
 
+// The op's outputs as one list: a Tensor[] output (split, chunk) contributes each element.
+std::vector<Tensor> flat_outputs(const Stack& outs) {
+  std::vector<Tensor> flat;
+  for (const IValue& v : outs) {
+    if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list()) flat.push_back(t);
+    } else {
+      flat.push_back(v.tensor());
+    }
+  }
+  return flat;
+}
+
 class GradChecker {
  public:
   GradChecker(const OpDef& op, const Stack& sample, std::mt19937_64& rng)
@@ -81,8 +94,7 @@ class GradChecker {
     // Cotangents: one per floating output, from a plain (untracked) run.
     Stack plain = args_;
     if (op_.has_tag(kTagInplace)) plain[0] = plain[0].tensor().clone();
-    for (const IValue& v : dispatch::call(op_.id, plain)) {
-      const Tensor& out = v.tensor();
+    for (const Tensor& out : flat_outputs(dispatch::call(op_.id, plain))) {
       cotangents_.push_back(out.is_floating_point() ? make_tensor(out.sizes(), kFloat64, rng, -1, 1)
                                                     : Tensor());
     }
@@ -109,11 +121,11 @@ class GradChecker {
     Stack args = args_;
     for (size_t i = 0; i < slots_.size(); ++i) set_slot(args, slots_[i], inputs[i]);
     if (op_.has_tag(kTagInplace)) args[0] = args[0].tensor().clone();
-    Stack outs = dispatch::call(op_.id, args);
+    const std::vector<Tensor> outs = flat_outputs(dispatch::call(op_.id, args));
     Tensor total = zeros({}, kFloat64);
     for (size_t k = 0; k < outs.size(); ++k) {
       if (!cotangents_[k].defined()) continue;
-      total = total + (outs[k].tensor().to(kFloat64) * cotangents_[k]).sum();
+      total = total + (outs[k].to(kFloat64) * cotangents_[k]).sum();
     }
     return total;
   }

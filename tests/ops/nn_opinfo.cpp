@@ -62,26 +62,50 @@ std::vector<SampleInput> layer_norm_samples(ScalarType dt, std::mt19937_64& rng)
   s.push_back({{t({2, 3, 4}), Ints{3, 4}, IValue(), IValue(), 1e-5}, "[2, 3, 4] over [3, 4]"});
   s.push_back({{t({5, 6}, Layout::NonContiguous), Ints{6}, t({6}), IValue(), 1e-3},
                "non-contiguous [5, 6], weight only, eps 1e-3"});
-  s.push_back({{t({4, 3}, Layout::Expanded), Ints{3}, IValue(), t({3}), 1e-5}, "expanded, bias only"});
+  s.push_back(
+      {{t({4, 3}, Layout::Expanded), Ints{3}, IValue(), t({3}), 1e-5}, "expanded, bias only"});
   s.push_back({{t({0, 4}), Ints{4}, IValue(), IValue(), 1e-5}, "zero-size [0, 4]"});
   s.push_back({{t({7}), Ints{7}, IValue(), IValue(), 1e-5}, "1-D [7]"});
-  s.push_back({{t({3, 5}), Ints{5}, make_tensor({5}, kFloat32, rng), make_tensor({5}, kFloat64, rng),
-                1e-5},
-               "float32 weight, float64 bias"});
+  s.push_back(
+      {{t({3, 5}), Ints{5}, make_tensor({5}, kFloat32, rng), make_tensor({5}, kFloat64, rng), 1e-5},
+       "float32 weight, float64 bias"});
   s.push_back({{t({64, 1024}), Ints{1024}, t({1024}), t({1024}), 1e-5},
                "large [64, 1024] (parallel path)"});
   return s;
 }
 
+// float64 samples small enough for finite differences (every floating input is differentiated).
+std::vector<SampleInput> layer_norm_grad_samples(std::mt19937_64& rng) {
+  auto t = [&](Ints s, Layout l = Layout::Contiguous) {
+    return make_tensor(s, kFloat64, rng, -2, 2, l);
+  };
+  std::vector<SampleInput> s;
+  s.push_back({{t({3, 5}), Ints{5}, t({5}), t({5}), 1e-5}, "[3, 5] over [5], affine"});
+  s.push_back({{t({2, 3, 4}), Ints{3, 4}, IValue(), IValue(), 1e-5}, "[2, 3, 4] over [3, 4]"});
+  s.push_back({{t({4, 6}, Layout::NonContiguous), Ints{6}, t({6}), IValue(), 1e-3},
+               "non-contiguous [4, 6], weight only"});
+  s.push_back(
+      {{t({4, 3}, Layout::Expanded), Ints{3}, IValue(), t({3}), 1e-5}, "expanded, bias only"});
+  s.push_back({{t({7}), Ints{7}, t({7}), t({7}), 1e-5}, "1-D [7], affine"});
+  return s;
+}
+
 std::vector<ErrorCase> layer_norm_errors() {
-  return {{{zeros({2, 3}), Ints{4}, IValue(), IValue(), 1e-5}, ErrorKind::Shape,
-           "normalized_shape [4] vs input [2, 3]"},
-          {{zeros({3}), Ints{2, 3}, IValue(), IValue(), 1e-5}, ErrorKind::Shape,
-           "normalized_shape longer than the input"},
-          {{zeros({2, 3}), Ints{3}, zeros({4}), IValue(), 1e-5}, ErrorKind::Shape, "weight [4]"},
-          {{zeros({2, 3}), Ints{3}, IValue(), zeros({2, 3}), 1e-5}, ErrorKind::Shape, "bias [2, 3]"},
-          {{zeros({2, 3}), Ints{}, IValue(), IValue(), 1e-5}, ErrorKind::Value, "empty normalized_shape"},
-          {{zeros({2, 3}, kInt64), Ints{3}, IValue(), IValue(), 1e-5}, ErrorKind::DType, "int64 input"}};
+  return {
+      {{zeros({2, 3}), Ints{4}, IValue(), IValue(), 1e-5},
+       ErrorKind::Shape,
+       "normalized_shape [4] vs input [2, 3]"},
+      {{zeros({3}), Ints{2, 3}, IValue(), IValue(), 1e-5},
+       ErrorKind::Shape,
+       "normalized_shape longer than the input"},
+      {{zeros({2, 3}), Ints{3}, zeros({4}), IValue(), 1e-5}, ErrorKind::Shape, "weight [4]"},
+      {{zeros({2, 3}), Ints{3}, IValue(), zeros({2, 3}), 1e-5}, ErrorKind::Shape, "bias [2, 3]"},
+      {{zeros({2, 3}), Ints{}, IValue(), IValue(), 1e-5},
+       ErrorKind::Value,
+       "empty normalized_shape"},
+      {{zeros({2, 3}, kInt64), Ints{3}, IValue(), IValue(), 1e-5},
+       ErrorKind::DType,
+       "int64 input"}};
 }
 
 // ---- batch_norm ----
@@ -90,7 +114,8 @@ std::vector<ErrorCase> layer_norm_errors() {
 std::vector<Tensor> ref_batch_norm_native(const Tensor& x, const Tensor& w, const Tensor& b,
                                           const Tensor& rm, const Tensor& rv, bool training,
                                           double eps) {
-  const int64_t N = x.size(0), C = x.size(1), S = C == 0 ? 0 : x.numel() / std::max<int64_t>(N * C, 1);
+  const int64_t N = x.size(0), C = x.size(1),
+                S = C == 0 ? 0 : x.numel() / std::max<int64_t>(N * C, 1);
   const std::vector<double> xv = vals(x);
   std::vector<double> mean(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
@@ -111,8 +136,10 @@ std::vector<Tensor> ref_batch_norm_native(const Tensor& x, const Tensor& w, cons
       invstd[static_cast<size_t>(c)] = 1.0 / std::sqrt(vals(rv)[static_cast<size_t>(c)] + eps);
     }
   }
-  const std::vector<double> wv = w.defined() ? vals(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
-  const std::vector<double> bv = b.defined() ? vals(b) : std::vector<double>(static_cast<size_t>(C), 0.0);
+  const std::vector<double> wv =
+      w.defined() ? vals(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
+  const std::vector<double> bv =
+      b.defined() ? vals(b) : std::vector<double>(static_cast<size_t>(C), 0.0);
   std::vector<double> out(xv.size());
   for (size_t k = 0; k < xv.size(); ++k) {
     const size_t c = static_cast<size_t>((static_cast<int64_t>(k) / std::max<int64_t>(S, 1)) % C);
@@ -129,31 +156,60 @@ std::vector<SampleInput> batch_norm_samples(ScalarType dt, std::mt19937_64& rng)
   auto var = [&](int64_t c) { return make_tensor({c}, kFloat32, rng, 0.5, 2); };
   auto mean = [&](int64_t c) { return make_tensor({c}, kFloat32, rng); };
   std::vector<SampleInput> s;
-  s.push_back({{t({8, 3}), t({3}), t({3}), mean(3), var(3), true, 0.1, 1e-5}, "(N, C) training, affine"});
+  s.push_back(
+      {{t({8, 3}), t({3}), t({3}), mean(3), var(3), true, 0.1, 1e-5}, "(N, C) training, affine"});
   s.push_back({{t({4, 3, 5}), IValue(), IValue(), mean(3), var(3), true, 0.3, 1e-5},
                "(N, C, L) training, running stats only"});
-  s.push_back({{t({2, 3, 4, 5}), t({3}), t({3}), mean(3), var(3), false, 0.1, 1e-5},
-               "(N, C, H, W) eval"});
-  s.push_back({{t({6, 4}, Layout::NonContiguous), IValue(), IValue(), IValue(), IValue(), true, 0.1,
-                1e-3},
-               "non-contiguous training without running stats"});
-  s.push_back({{t({0, 3}), IValue(), IValue(), mean(3), var(3), false, 0.1, 1e-5}, "zero-size eval"});
+  s.push_back(
+      {{t({2, 3, 4, 5}), t({3}), t({3}), mean(3), var(3), false, 0.1, 1e-5}, "(N, C, H, W) eval"});
+  s.push_back(
+      {{t({6, 4}, Layout::NonContiguous), IValue(), IValue(), IValue(), IValue(), true, 0.1, 1e-3},
+       "non-contiguous training without running stats"});
+  s.push_back(
+      {{t({0, 3}), IValue(), IValue(), mean(3), var(3), false, 0.1, 1e-5}, "zero-size eval"});
   s.push_back({{t({16, 8, 300}), t({8}), t({8}), mean(8), var(8), true, 0.1, 1e-5},
                "large training (parallel path)"});
   return s;
 }
 
+// float64 samples in native order. Training: the running statistics are updated but the output
+// does not depend on them (zero gradient); eval: the output is affine in them.
+std::vector<SampleInput> batch_norm_grad_samples(std::mt19937_64& rng) {
+  auto t = [&](Ints s, Layout l = Layout::Contiguous) {
+    return make_tensor(s, kFloat64, rng, -2, 2, l);
+  };
+  auto var = [&](int64_t c) { return make_tensor({c}, kFloat64, rng, 0.5, 2); };
+  std::vector<SampleInput> s;
+  s.push_back({{t({6, 3}), t({3}), t({3}), t({3}), var(3), true, 0.1, 1e-5},
+               "(N, C) training, affine, running stats"});
+  s.push_back({{t({4, 2, 3}), IValue(), IValue(), IValue(), IValue(), true, 0.1, 1e-5},
+               "(N, C, L) training, no parameters"});
+  s.push_back({{t({3, 2, 2, 2}, Layout::NonContiguous), t({2}), IValue(), IValue(), IValue(), true,
+                0.1, 1e-3},
+               "non-contiguous (N, C, H, W) training, weight only"});
+  s.push_back(
+      {{t({2, 3, 2, 2}), t({3}), t({3}), t({3}), var(3), false, 0.1, 1e-5}, "(N, C, H, W) eval"});
+  s.push_back(
+      {{t({5, 3}), IValue(), t({3}), t({3}), var(3), false, 0.1, 1e-5}, "(N, C) eval, bias only"});
+  return s;
+}
+
 std::vector<ErrorCase> batch_norm_errors_native() {
-  return {{{zeros({4}), IValue(), IValue(), IValue(), IValue(), true, 0.1, 1e-5}, ErrorKind::Shape,
+  return {{{zeros({4}), IValue(), IValue(), IValue(), IValue(), true, 0.1, 1e-5},
+           ErrorKind::Shape,
            "1-D input"},
           {{zeros({4, 3}), zeros({2}), IValue(), IValue(), IValue(), true, 0.1, 1e-5},
-           ErrorKind::Shape, "weight of 2 for 3 channels"},
+           ErrorKind::Shape,
+           "weight of 2 for 3 channels"},
           {{zeros({4, 3}), IValue(), IValue(), zeros({4}), ones({3}), true, 0.1, 1e-5},
-           ErrorKind::Shape, "running_mean of 4 for 3 channels"},
+           ErrorKind::Shape,
+           "running_mean of 4 for 3 channels"},
           {{zeros({4, 3}), IValue(), IValue(), IValue(), IValue(), false, 0.1, 1e-5},
-           ErrorKind::Value, "eval without running stats"},
+           ErrorKind::Value,
+           "eval without running stats"},
           {{zeros({1, 3}), IValue(), IValue(), IValue(), IValue(), true, 0.1, 1e-5},
-           ErrorKind::Value, "one value per channel in training"}};
+           ErrorKind::Value,
+           "one value per channel in training"}};
 }
 
 // native order -> batch_norm order (input, rm, rv, weight, bias, training, momentum, eps)
@@ -168,9 +224,12 @@ std::vector<Tensor> ref_group_norm(const Tensor& x, const Tensor& w, const Tenso
   const int64_t N = x.size(0), C = x.size(1);
   const int64_t S = N * C == 0 ? 0 : x.numel() / (N * C), block = C / G * S;
   const std::vector<double> xv = vals(x);
-  const std::vector<double> wv = w.defined() ? vals(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
-  const std::vector<double> bv = b.defined() ? vals(b) : std::vector<double>(static_cast<size_t>(C), 0.0);
-  std::vector<double> out(xv.size()), mean(static_cast<size_t>(N * G)), rstd(static_cast<size_t>(N * G));
+  const std::vector<double> wv =
+      w.defined() ? vals(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
+  const std::vector<double> bv =
+      b.defined() ? vals(b) : std::vector<double>(static_cast<size_t>(C), 0.0);
+  std::vector<double> out(xv.size()), mean(static_cast<size_t>(N * G)),
+      rstd(static_cast<size_t>(N * G));
   for (int64_t ng = 0; ng < N * G; ++ng) {
     const Stats s = stats(xv, ng * block, block, eps);
     mean[static_cast<size_t>(ng)] = s.mean;
@@ -204,9 +263,11 @@ std::vector<SampleInput> group_norm_samples(ScalarType dt, std::mt19937_64& rng)
 }
 
 std::vector<ErrorCase> group_norm_errors_native() {
-  return {{{zeros({2, 6, 3}), IValue(), IValue(), int64_t{4}, 1e-5}, ErrorKind::Shape,
+  return {{{zeros({2, 6, 3}), IValue(), IValue(), int64_t{4}, 1e-5},
+           ErrorKind::Shape,
            "6 channels in 4 groups"},
-          {{zeros({2, 6, 3}), zeros({3}), IValue(), int64_t{3}, 1e-5}, ErrorKind::Shape,
+          {{zeros({2, 6, 3}), zeros({3}), IValue(), int64_t{3}, 1e-5},
+           ErrorKind::Shape,
            "weight of 3 for 6 channels"},
           {{zeros({2, 6, 3}), IValue(), IValue(), int64_t{0}, 1e-5}, ErrorKind::Value, "0 groups"},
           {{zeros({6}), IValue(), IValue(), int64_t{3}, 1e-5}, ErrorKind::Shape, "1-D input"}};
@@ -227,12 +288,32 @@ std::vector<SampleInput> embedding_samples(ScalarType dt, std::mt19937_64& rng) 
   s.push_back({{table, idx({4}, kUInt64), IValue()}, "uint64 indices"});
   s.push_back({{table, idx({}, kInt16), IValue()}, "0-dim index"});
   s.push_back({{table, idx({0}, kInt64), IValue()}, "no indices"});
-  s.push_back({{make_tensor({10, 3}, dt, rng, -5, 5, Layout::NonContiguous), idx({6}, kInt64), IValue()},
-               "non-contiguous table"});
+  s.push_back(
+      {{make_tensor({10, 3}, dt, rng, -5, 5, Layout::NonContiguous), idx({6}, kInt64), IValue()},
+       "non-contiguous table"});
   s.push_back({{make_tensor({10, 4}, dt, rng).t().contiguous().t(), idx({6}, kInt64), IValue()},
                "column-major table"});
-  s.push_back({{make_tensor({10, 64}, dt, rng), idx({1024}, kInt64), IValue()},
-               "large (parallel path)"});
+  s.push_back(
+      {{make_tensor({10, 64}, dt, rng), idx({1024}, kInt64), IValue()}, "large (parallel path)"});
+  return s;
+}
+
+// float64 tables. The padding row gets no gradient (as in PyTorch), though the forward copies it,
+// so the samples with a padding_idx never pick that row; tests/autograd/nn_grad_test.cpp checks
+// that a picked padding row gets zeros.
+std::vector<SampleInput> embedding_grad_samples(std::mt19937_64& rng) {
+  const Tensor table = make_tensor({6, 3}, kFloat64, rng);
+  std::vector<SampleInput> s;
+  s.push_back({{table, from_vector(std::vector<int64_t>{1, 4, 1, 0, 5, 4}, Ints{2, 3}), IValue()},
+               "[2, 3] indices with repeats"});
+  s.push_back(
+      {{table, random_ints({5}, 1, 5, kInt32, rng), int64_t{0}}, "padding_idx 0, not picked"});
+  s.push_back(
+      {{table, random_ints({4}, 0, 4, kUInt8, rng), int64_t{-1}}, "padding_idx -1, not picked"});
+  s.push_back({{table, random_ints({}, 0, 5, kInt64, rng), IValue()}, "0-dim index"});
+  s.push_back({{make_tensor({6, 3}, kFloat64, rng, -5, 5, Layout::NonContiguous),
+                random_ints({4}, 0, 5, kInt64, rng), IValue()},
+               "non-contiguous table"});
   return s;
 }
 
@@ -263,11 +344,13 @@ const bool registered = [] {
   register_op_info({.name = "native_layer_norm",
                     .samples = layer_norm_samples,
                     .reference = [](const Stack& a) { return ref_layer_norm(a, true); },
-                    .error_cases = layer_norm_errors});
+                    .error_cases = layer_norm_errors,
+                    .grad_samples = layer_norm_grad_samples});
   register_op_info({.name = "layer_norm",
                     .samples = layer_norm_samples,
                     .reference = [](const Stack& a) { return ref_layer_norm(a, false); },
-                    .error_cases = layer_norm_errors});
+                    .error_cases = layer_norm_errors,
+                    .grad_samples = layer_norm_grad_samples});
   register_op_info({.name = "native_batch_norm",
                     .samples = batch_norm_samples,
                     .reference =
@@ -276,7 +359,8 @@ const bool registered = [] {
                                                        opt(a[3]), opt(a[4]), a[5].to_bool(),
                                                        a[7].to_double());
                         },
-                    .error_cases = batch_norm_errors_native});
+                    .error_cases = batch_norm_errors_native,
+                    .grad_samples = batch_norm_grad_samples});
   register_op_info({.name = "batch_norm",
                     .samples =
                         [](ScalarType dt, std::mt19937_64& rng) {
@@ -286,15 +370,21 @@ const bool registered = [] {
                         },
                     .reference =
                         [](const Stack& a) {
-                          return std::vector<Tensor>{
-                              ref_batch_norm_native(a[0].tensor(), opt(a[3]), opt(a[4]), opt(a[1]),
-                                                    opt(a[2]), a[5].to_bool(), a[7].to_double())[0]};
+                          return std::vector<Tensor>{ref_batch_norm_native(
+                              a[0].tensor(), opt(a[3]), opt(a[4]), opt(a[1]), opt(a[2]),
+                              a[5].to_bool(), a[7].to_double())[0]};
                         },
                     .error_cases =
                         [] {
                           std::vector<ErrorCase> e = batch_norm_errors_native();
                           for (ErrorCase& c : e) c.args = to_functional_order(c.args);
                           return e;
+                        },
+                    .grad_samples =
+                        [](std::mt19937_64& rng) {
+                          std::vector<SampleInput> s = batch_norm_grad_samples(rng);
+                          for (SampleInput& x : s) x.args = to_functional_order(x.args);
+                          return s;
                         }});
   register_op_info({.name = "native_group_norm",
                     .samples = group_norm_samples,
@@ -325,7 +415,8 @@ const bool registered = [] {
   register_op_info({.name = "embedding",
                     .samples = embedding_samples,
                     .reference = ref_embedding,
-                    .error_cases = embedding_errors});
+                    .error_cases = embedding_errors,
+                    .grad_samples = embedding_grad_samples});
   return true;
 }();
 

@@ -134,6 +134,9 @@ void register_amax(const std::string& name, bool is_max) {
              {{zeros({0, 3}), std::vector<int64_t>{0}, false}, ErrorKind::Index, "empty reduced dim"},
              {{zeros({0}), std::vector<int64_t>{}, false}, ErrorKind::Index, "empty tensor"},
              dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{-3}, false})};
+       },
+       .grad_samples = [](std::mt19937_64& rng) {
+         return without_ties(stacks(reduce_samples(kFloat64, rng, -5, 5, false, false), nullptr));
        }});
 }
 
@@ -162,7 +165,8 @@ void register_max_dim(const std::string& name, bool is_max) {
        .error_cases = [] {
          return std::vector<ErrorCase>{{{zeros({3, 0}), int64_t{1}, false}, ErrorKind::Index, "empty dim"},
                                        dim_out_of_range({zeros({2, 3}), int64_t{2}, false})};
-       }});
+       },
+       .grad_samples = [](std::mt19937_64& rng) { return without_ties(single_dim_samples(kFloat64, rng)); }});
 }
 
 void register_argmax(const std::string& name, bool is_max) {
@@ -210,18 +214,20 @@ double variance(const std::vector<double>& g, double correction) {
   return ss / std::max(0.0, static_cast<double>(g.size()) - correction);
 }
 
+std::vector<SampleInput> var_samples(ScalarType dt, std::mt19937_64& rng) {
+  return stacks(reduce_samples(dt, rng, -5, 5, true, false), [](Stack& a, size_t i) {
+    const double corrections[] = {1, 0, 2};
+    // Stack is (x, dims, keepdim): insert correction before keepdim.
+    IValue keepdim = a[2];
+    a[2] = corrections[i % 3];
+    a.push_back(keepdim);
+  });
+}
+
 void register_var(const std::string& name, bool take_sqrt) {
   register_op_info(
       {.name = name,
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         return stacks(reduce_samples(dt, rng, -5, 5, true, false), [](Stack& a, size_t i) {
-           const double corrections[] = {1, 0, 2};
-           // Stack is (x, dims, keepdim): insert correction before keepdim.
-           IValue keepdim = a[2];
-           a[2] = corrections[i % 3];
-           a.push_back(keepdim);
-         });
-       },
+       .samples = var_samples,
        .reference = [take_sqrt](const Stack& a) {
          return std::vector<Tensor>{float_ref(a, 1, 3, [take_sqrt](const std::vector<double>& g, const Stack& s) {
            const double v = variance(g, s[2].to_double());
@@ -232,7 +238,9 @@ void register_var(const std::string& name, bool take_sqrt) {
          return std::vector<ErrorCase>{
              {{zeros({3}, kInt64), std::vector<int64_t>{}, 1.0, false}, ErrorKind::DType, "integer input"},
              dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{5}, 1.0, false})};
-       }});
+       },
+       // std of a constant line (an expanded sample's columns) is 0, where sqrt has no slope.
+       .grad_samples = [](std::mt19937_64& rng) { return without_ties(var_samples(kFloat64, rng)); }});
 }
 
 const bool registered = [] {

@@ -159,17 +159,32 @@ void register_softmax(const std::string& name, bool log) {
 }
 
 const bool registered = [] {
+  auto sort_samples = [](ScalarType dt, std::mt19937_64& rng) {
+    std::vector<std::string> names;
+    std::vector<SampleInput> out;
+    auto s = line_samples(dt, rng, -5, 5, names);
+    for (size_t i = 0; i < s.size(); ++i)
+      for (bool desc : {false, true})
+        out.push_back({{s[i].first, s[i].second, desc, i % 2 == 0},
+                       names[i] + (desc ? " descending" : "")});
+    return out;
+  };
+  auto topk_samples = [](ScalarType dt, std::mt19937_64& rng) {
+    std::vector<std::string> names;
+    std::vector<SampleInput> out;
+    auto s = line_samples(dt, rng, -5, 5, names);
+    for (size_t i = 0; i < s.size(); ++i) {
+      const int64_t n = line_length(s[i].first, wrap(s[i].second, s[i].first.dim()));
+      for (int64_t k : {s[i].first.dim() == 0 ? n : 0, std::min<int64_t>(n, 3), n})
+        for (bool largest : {true, false})
+          out.push_back({{s[i].first, k, s[i].second, largest, true},
+                         fmt::format("{} k={} largest={}", names[i], k, largest)});
+    }
+    return out;
+  };
   register_op_info(
       {.name = "sort",
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         std::vector<std::string> names;
-         std::vector<SampleInput> out;
-         auto s = line_samples(dt, rng, -5, 5, names);
-         for (size_t i = 0; i < s.size(); ++i)
-           for (bool desc : {false, true})
-             out.push_back({{s[i].first, s[i].second, desc, i % 2 == 0}, names[i] + (desc ? " descending" : "")});
-         return out;
-       },
+       .samples = sort_samples,
        .reference = [](const Stack& a) {
          const Tensor& x = a[0].tensor();
          const int64_t dim = wrap(a[1].to_int(), x.dim());
@@ -177,22 +192,11 @@ const bool registered = [] {
        },
        .error_cases = [] {
          return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), int64_t{2}, false, false})};
-       }});
+       },
+       .grad_samples = [=](std::mt19937_64& rng) { return without_ties(sort_samples(kFloat64, rng)); }});
   register_op_info(
       {.name = "topk",
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         std::vector<std::string> names;
-         std::vector<SampleInput> out;
-         auto s = line_samples(dt, rng, -5, 5, names);
-         for (size_t i = 0; i < s.size(); ++i) {
-           const int64_t n = line_length(s[i].first, wrap(s[i].second, s[i].first.dim()));
-           for (int64_t k : {s[i].first.dim() == 0 ? n : 0, std::min<int64_t>(n, 3), n})
-             for (bool largest : {true, false})
-               out.push_back({{s[i].first, k, s[i].second, largest, true},
-                              fmt::format("{} k={} largest={}", names[i], k, largest)});
-         }
-         return out;
-       },
+       .samples = topk_samples,
        .reference = [](const Stack& a) {
          const Tensor& x = a[0].tensor();
          const int64_t dim = wrap(a[2].to_int(), x.dim());
@@ -204,7 +208,8 @@ const bool registered = [] {
              {{zeros({2, 3}), int64_t{-1}, int64_t{1}, true, true}, ErrorKind::Index, "k < 0"},
              {{zeros({}), int64_t{0}, int64_t{0}, true, true}, ErrorKind::Index, "k = 0 on a 0-dim tensor"},
              dim_out_of_range({zeros({2, 3}), int64_t{1}, int64_t{2}, true, true})};
-       }});
+       },
+       .grad_samples = [=](std::mt19937_64& rng) { return without_ties(topk_samples(kFloat64, rng)); }});
   register_scan("cumsum", false);
   register_scan("cumprod", true);
   register_softmax("softmax", false);

@@ -6,11 +6,15 @@
 // A group's learning rate may live in a 0-dim float64 tensor (ParamGroup::lr_tensor, made by
 // Optimizer::use_tensor_lr). The step then reads the rate from the tensor, and set_lr writes into
 // it in place, so a compiled optimizer step (issue 4 onwards) sees a changing rate as data, not
-// as a constant baked into the graph, and does not recompile when a scheduler changes it.
+// as a constant baked into the graph, and does not recompile when a scheduler changes it. The
+// eager steps read it once per group and step through step_lr() (a 0-dim item(), no tensor
+// arithmetic); ParamGroup::lr mirrors it for schedulers and state_dict.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/state_dict.h"
@@ -20,10 +24,13 @@ namespace kiln::optim {
 
 struct ParamGroup {
   std::vector<Tensor> params;
-  double lr = 1e-3;
+  // NaN (the default) means "the optimizer's lr"; every group added to an optimizer holds a number.
+  double lr = std::numeric_limits<double>::quiet_NaN();
   // Every other hyperparameter under PyTorch's name: "momentum", "dampening", "weight_decay",
   // "beta1", "beta2" (PyTorch's betas), "eps", "alpha", "initial_lr" (set by LR schedulers), ...
-  // Flags are 0/1 ("nesterov", "amsgrad", "maximize").
+  // Flags are 0/1 ("nesterov", "amsgrad", "maximize"). A group built by hand may set some of them
+  // to override the optimizer's defaults, e.g. {.params = {bias}, .options = {{"weight_decay",
+  // 0}}}.
   std::map<std::string, double> options;
   // See Note [Tensor learning rate]; undefined unless the optimizer uses a tensor lr.
   Tensor lr_tensor;
@@ -48,7 +55,8 @@ class Optimizer {
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
-  // A new group; options it does not set take the optimizer's defaults.
+  // A new group; the lr and options it does not set take the optimizer's defaults. Invalid
+  // hyperparameters raise ValueError naming the option, and the group is not added.
   void add_param_group(ParamGroup group);
 
   double lr(size_t group) const { return groups_.at(group).lr; }
@@ -63,15 +71,31 @@ class Optimizer {
 
   // tensors "state.<i>.<name>" (i counts parameters across groups in order), values
   // "param_groups.<g>.lr", "param_groups.<g>.<option>", "param_groups.<g>.params" (the indices).
+  // As PyTorch's, the state tensors are the optimizer's own (not copies): save or load the dict
+  // before the next step.
   virtual StateDict state_dict() const;
-  // Restores state and hyperparameters; the optimizer must have been built with parameters of the
-  // same shapes in the same group structure (ValueError/ShapeError naming the mismatch).
+  // Restores state (copied) and hyperparameters; the optimizer must have been built with
+  // parameters of the same shapes in the same group structure (ValueError/ShapeError naming the
+  // mismatch). A dict that fails a check leaves the optimizer unchanged.
   virtual void load_state_dict(const StateDict& dict);
 
  protected:
-  // `defaults`: the hyperparameters every group gets unless it sets its own.
+  // `defaults`: the hyperparameters every group gets unless it sets its own. Virtual calls don't
+  // reach the derived class from here, so derived constructors call check_groups() themselves.
   Optimizer(std::vector<ParamGroup> groups, double default_lr,
             std::map<std::string, double> defaults);
+  // One group of `params`, taking every hyperparameter from the optimizer's defaults.
+  static std::vector<ParamGroup> single_group(std::vector<Tensor> params);
+
+  // Validates one group's hyperparameters (ValueError naming the option). The base checks lr;
+  // optimizers extend it with their options, calling the base first.
+  virtual void check_group(const ParamGroup& group, size_t index) const;
+  void check_groups() const;
+  // ValueError "<name>: invalid <option> <value> in parameter group <index> (must be
+  // <requirement>)" unless `ok`.
+  void check_option(bool ok, const ParamGroup& group, size_t index, std::string_view option,
+                    std::string_view requirement) const;
+
   // The learning rate the step uses (the tensor's value when there is one).
   double step_lr(const ParamGroup& group) const;
 
@@ -79,6 +103,18 @@ class Optimizer {
   double default_lr_;
   std::map<std::string, double> defaults_;
   std::map<const TensorImpl*, std::map<std::string, Tensor>> state_;
+
+ private:
+  // Checks the parameters and fills in the defaults; no hyperparameter checks (see the
+  // constructor).
+  void append_group(ParamGroup group);
 };
 
 }  // namespace kiln::optim
+
+// The optimizers, so that including this header is enough to use any of them.
+#include "kiln/optim/adagrad.h"
+#include "kiln/optim/adam.h"
+#include "kiln/optim/adamw.h"
+#include "kiln/optim/rmsprop.h"
+#include "kiln/optim/sgd.h"

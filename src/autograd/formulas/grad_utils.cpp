@@ -6,6 +6,8 @@ namespace kiln::autograd {
 
 DimVector reduced_dims(IntArrayRef dims, int64_t rank) {
   DimVector out;
+  // A 0-dim tensor has no dims to reduce; `dims` may still name dim 0 (or -1), as PyTorch allows.
+  if (rank == 0) return out;
   if (dims.empty()) {
     for (int64_t d = 0; d < rank; ++d) out.push_back(d);
     return out;

@@ -1,12 +1,15 @@
-// Loss kernels. Every loss accumulates in double: loss values are summed over whole batches,
-// where float accumulation would lose digits, and these kernels are not the hot path.
+// Loss kernels. Losses are summed over whole batches in double, where float accumulation would
+// lose digits. The exception is the log-sum-exp of one row of class scores (cross_entropy's hot
+// path), vectorized in the input's float type, as the softmax kernels do.
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "src/core/shape.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/loss_utils.h"
 #include "src/kernels/cpu/nn_kernels.h"
+#include "src/kernels/cpu/norm_utils.h"
 
 namespace kiln::cpu {
 namespace {
@@ -15,37 +18,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Writes a reduced loss (0-dim out) of dtype T.
 void write_scalar(const Tensor& out, double v) {
-  visit_dtype_in<dtypes::kFloating>(out.dtype(), "loss", [&]<typename T>() {
-    *out.data_ptr<T>() = static_cast<T>(v);
-  });
-}
-
-// Class indices as int64 with -1 for ignored targets. Checked here, on one thread: IndexError for
-// a target outside [0, C) that is not ignore_index (checked first, as PyTorch does).
-std::vector<int64_t> class_indices(const Tensor& target, int64_t C, int64_t ignore_index,
-                                   std::string_view op, IntArrayRef input_shape) {
-  std::vector<int64_t> idx(static_cast<size_t>(target.numel()));
-  visit_dtype_in<dtypes::kIntegral>(target.dtype(), op, [&]<typename I>() {
-    const std::vector<I> raw = target.to_vector<I>();
-    for (size_t i = 0; i < raw.size(); ++i) {
-      const I v = raw[i];
-      bool ignored, in_range;
-      if constexpr (std::is_signed_v<I>) {
-        ignored = static_cast<int64_t>(v) == ignore_index;
-        in_range = v >= 0 && static_cast<int64_t>(v) < C;
-      } else {
-        ignored = ignore_index >= 0 && static_cast<uint64_t>(v) == static_cast<uint64_t>(ignore_index);
-        in_range = static_cast<uint64_t>(v) < static_cast<uint64_t>(C);
-      }
-      KILN_CHECK(ignored || in_range, IndexError,
-                 "{}: target {} (at position {} of target of shape {}) is out of range for {} "
-                 "classes (input of shape {}); class indices must be in [0, {}) or equal "
-                 "ignore_index ({})",
-                 op, v, i, shape_str(target.sizes()), C, shape_str(input_shape), C, ignore_index);
-      idx[i] = ignored ? -1 : static_cast<int64_t>(v);
-    }
-  });
-  return idx;
+  visit_dtype_in<dtypes::kFloating>(out.dtype(), "loss",
+                                    [&]<typename T>() { *out.data_ptr<T>() = static_cast<T>(v); });
 }
 
 // Log-probabilities of one sample's C classes (stride `inner` apart) into lp.
@@ -61,43 +35,72 @@ void log_probs(const T* x, int64_t C, int64_t inner, bool log_softmax, double* l
   for (int64_t c = 0; c < C; ++c) lp[c] -= lse;
 }
 
+// log(sum(exp(x))) of one contiguous row of n values: the row's max m plus the log of the
+// vectorized sum of exp(x - m); m itself when it is infinite (then log p is -inf, or NaN for an
+// infinite class, as the per-element formula gives).
+template <typename A>
+double row_logsumexp(const A* x, int64_t n) {
+  const auto [m, sum] = max_and_exp_sum<A>(x, n, nullptr);
+  const double md = static_cast<double>(m);
+  return std::isinf(md) ? md : md + std::log(static_cast<double>(sum));
+}
+
 double finish(Reduction r, double sum, double denom) {
   return r == Reduction::Sum ? sum : sum / denom;
 }
 
 }  // namespace
 
-void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
-              Reduction reduction, int64_t ignore_index, double label_smoothing, bool log_softmax,
-              int64_t outer, int64_t C, int64_t inner, const Tensor& out) {
+void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+              int64_t ignore_index, double label_smoothing, bool log_softmax, int64_t outer,
+              int64_t C, int64_t inner, const Tensor& out) {
   const std::string_view op = log_softmax ? "cross_entropy" : "nll_loss";
   const std::vector<int64_t> idx = class_indices(target, C, ignore_index, op, input.sizes());
-  const std::vector<double> w = weight.defined() ? weight.to_vector<double>() : std::vector<double>();
+  const std::vector<double> w =
+      weight.defined() ? weight.to_vector<double>() : std::vector<double>();
   const int64_t n = outer * inner;
   const double eps = label_smoothing;
   std::vector<double> loss(static_cast<size_t>(n)), wt(static_cast<size_t>(n));
   std::vector<double> smooth(eps > 0 ? static_cast<size_t>(n) : 0);
+  double w_sum = 0;
+  for (int64_t c = 0; c < C; ++c) w_sum += w.empty() ? 1.0 : w[static_cast<size_t>(c)];
   const Tensor x = input.contiguous();
   visit_dtype_in<dtypes::kFloating>(x.dtype(), op, [&]<typename T>() {
+    using A = opmath_t<T>;
     const T* xp = x.data_ptr<T>();
+    // Rows of classes that are strided (inner > 1) or of a reduced float type go through a
+    // buffer; contiguous float/double rows are read in place.
+    const bool buffered = !std::is_same_v<T, A> || inner > 1;
 #pragma omp parallel if (n * C > kParallelGrain)
     {
-      std::vector<double> lp(static_cast<size_t>(C));
+      std::vector<A> buf(buffered ? static_cast<size_t>(C) : 0);
 #pragma omp for schedule(static)
       for (int64_t s = 0; s < n; ++s) {
         const int64_t t = idx[static_cast<size_t>(s)];
         if (t < 0) continue;  // ignored: zero loss, zero weight
-        const int64_t o = s / inner, d = s % inner;
-        log_probs(xp + o * C * inner + d, C, inner, log_softmax, lp.data());
+        const int64_t base = s / inner * C * inner + s % inner;
+        const A* row = buf.data();
+        if (buffered) {
+          for (int64_t c = 0; c < C; ++c)
+            buf[static_cast<size_t>(c)] = static_cast<A>(xp[base + c * inner]);
+        } else if constexpr (std::is_same_v<T, A>) {
+          row = xp + base;
+        }
+        const double lse = log_softmax ? row_logsumexp(row, C) : 0.0;
         const double wt_s = w.empty() ? 1.0 : w[static_cast<size_t>(t)];
-        loss[static_cast<size_t>(s)] = -wt_s * lp[static_cast<size_t>(t)];
+        loss[static_cast<size_t>(s)] = -wt_s * (static_cast<double>(row[t]) - lse);
         wt[static_cast<size_t>(s)] = wt_s;
         if (eps > 0) {
-          // PyTorch's smoothing term: -sum_c w_c log p_c, zero for ignored targets.
-          double sm = 0;
-          for (int64_t c = 0; c < C; ++c)
-            sm -= (w.empty() ? 1.0 : w[static_cast<size_t>(c)]) * lp[static_cast<size_t>(c)];
-          smooth[static_cast<size_t>(s)] = sm;
+          // PyTorch's smoothing term: -sum_c w_c log p_c = lse sum_c w_c - sum_c w_c x_c (zero
+          // for ignored targets).
+          double wx = 0;
+          if (w.empty()) {
+            wx = sum_span<double>(row, C);
+          } else {
+            for (int64_t c = 0; c < C; ++c)
+              wx += w[static_cast<size_t>(c)] * static_cast<double>(row[c]);
+          }
+          smooth[static_cast<size_t>(s)] = (log_softmax ? lse * w_sum : 0.0) - wx;
         }
       }
     }
@@ -107,8 +110,9 @@ void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
     visit_dtype_in<dtypes::kFloating>(out.dtype(), op, [&]<typename T>() {
       T* op_ = out.data_ptr<T>();
       for (int64_t s = 0; s < n; ++s) {
-        const double v = eps > 0 ? a * loss[static_cast<size_t>(s)] + b * smooth[static_cast<size_t>(s)]
-                                 : loss[static_cast<size_t>(s)];
+        const double v = eps > 0
+                             ? a * loss[static_cast<size_t>(s)] + b * smooth[static_cast<size_t>(s)]
+                             : loss[static_cast<size_t>(s)];
         op_[s] = static_cast<T>(v);
       }
     });
@@ -130,7 +134,8 @@ void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor& weight,
                          Reduction reduction, double label_smoothing, int64_t outer, int64_t C,
                          int64_t inner, const Tensor& out) {
-  const std::vector<double> w = weight.defined() ? weight.to_vector<double>() : std::vector<double>();
+  const std::vector<double> w =
+      weight.defined() ? weight.to_vector<double>() : std::vector<double>();
   const std::vector<double> tv = target.to_vector<double>();  // row-major, input's shape
   const int64_t n = outer * inner;
   const double eps = label_smoothing;
@@ -165,7 +170,8 @@ void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor
   double sum = 0;
   for (double l : loss) sum += l;
   // Mean divides by the number of samples (input.numel() / C), whatever the weights.
-  write_scalar(out, reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
+  write_scalar(out,
+               reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
 }
 
 namespace {
@@ -185,7 +191,8 @@ void elementwise_loss(const Tensor& out, Reduction reduction, int64_t n, std::st
   double sum = 0;
 #pragma omp parallel for reduction(+ : sum) if (n > kParallelGrain) schedule(static)
   for (int64_t i = 0; i < n; ++i) sum += f(i);
-  write_scalar(out, reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
+  write_scalar(out,
+               reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
 }
 
 }  // namespace
@@ -210,20 +217,21 @@ void binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
   const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor pw = pos_weight.defined() ? pos_weight.contiguous() : Tensor();
   const int64_t n = x.numel();
-  visit_dtype_in<dtypes::kFloating>(x.dtype(), "binary_cross_entropy_with_logits", [&]<typename T>() {
-    const T* xp = x.data_ptr<T>();
-    const T* yp = y.data_ptr<T>();
-    const T* wp = w.defined() ? w.data_ptr<T>() : nullptr;
-    const T* pp = pw.defined() ? pw.data_ptr<T>() : nullptr;
-    elementwise_loss(out, reduction, n, "binary_cross_entropy_with_logits", [&](int64_t i) {
-      const double v = static_cast<double>(xp[i]), t = static_cast<double>(yp[i]);
-      // log(sigmoid(v)) without overflow: min(v, 0) - log1p(exp(-|v|)).
-      const double log_sig = std::min(v, 0.0) - std::log1p(std::exp(-std::fabs(v)));
-      const double lw = pp != nullptr ? 1.0 + (static_cast<double>(pp[i]) - 1.0) * t : 1.0;
-      const double l = (1.0 - t) * v - lw * log_sig;
-      return wp != nullptr ? l * static_cast<double>(wp[i]) : l;
-    });
-  });
+  visit_dtype_in<dtypes::kFloating>(
+      x.dtype(), "binary_cross_entropy_with_logits", [&]<typename T>() {
+        const T* xp = x.data_ptr<T>();
+        const T* yp = y.data_ptr<T>();
+        const T* wp = w.defined() ? w.data_ptr<T>() : nullptr;
+        const T* pp = pw.defined() ? pw.data_ptr<T>() : nullptr;
+        elementwise_loss(out, reduction, n, "binary_cross_entropy_with_logits", [&](int64_t i) {
+          const double v = static_cast<double>(xp[i]), t = static_cast<double>(yp[i]);
+          // log(sigmoid(v)) without overflow: min(v, 0) - log1p(exp(-|v|)).
+          const double log_sig = std::min(v, 0.0) - std::log1p(std::exp(-std::fabs(v)));
+          const double lw = pp != nullptr ? 1.0 + (static_cast<double>(pp[i]) - 1.0) * t : 1.0;
+          const double l = (1.0 - t) * v - lw * log_sig;
+          return wp != nullptr ? l * static_cast<double>(wp[i]) : l;
+        });
+      });
 }
 
 }  // namespace kiln::cpu

@@ -28,11 +28,38 @@ void batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 void group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups,
                 double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd);
 
+// ---- normalization backward (norm_backward.cpp; Note [Normalization backward]) ----
+// Outputs that are undefined are not computed. grad_input: contiguous, input's shape;
+// grad_weight / grad_bias: contiguous, one value per feature (N for layer_norm, C otherwise).
+
+// M rows of N as layer_norm; mean/rstd: M values; weight: N values or undefined (all ones).
+void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& weight, int64_t M, int64_t N,
+                         const Tensor& grad_input, const Tensor& grad_weight,
+                         const Tensor& grad_bias);
+
+// input (N, C, *); mean/invstd: C values. training: the statistics are the batch's own (their
+// dependence on the input is differentiated); otherwise they are constants (eval mode).
+void batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                         const Tensor& mean, const Tensor& invstd, bool training,
+                         const Tensor& grad_input, const Tensor& grad_weight,
+                         const Tensor& grad_bias);
+
+// input (N, C, *); mean/rstd: (N, groups) values; weight: C values or undefined.
+void group_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& weight, int64_t groups,
+                         const Tensor& grad_input, const Tensor& grad_weight,
+                         const Tensor& grad_bias);
+
 // ---- embedding (embedding.cpp) ----
 
 // out[i, :] = weight[indices[i], :]. IndexError (naming `embedding`) for an index outside
 // [0, weight.size(0)).
 void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
+// out (num_weights, D) = the sum of the rows of grad (indices' shape + [D]) that each index
+// picked; the padding_idx row (wrapped when negative) stays zero.
+void embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
+                        std::optional<int64_t> padding_idx, const Tensor& out);
 
 // ---- attention (attention.cpp) ----
 
@@ -50,14 +77,22 @@ enum class Reduction { None, Mean, Sum };
 // positions; target: outer * inner class indices (int64, contiguous). log_softmax: apply
 // log-softmax over classes first (cross_entropy) or take input as log-probabilities (nll_loss).
 // out: (N, d...) for Reduction::None, 0-dim otherwise.
-void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
-              Reduction reduction, int64_t ignore_index, double label_smoothing, bool log_softmax,
-              int64_t outer, int64_t C, int64_t inner, const Tensor& out);
+void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+              int64_t ignore_index, double label_smoothing, bool log_softmax, int64_t outer,
+              int64_t C, int64_t inner, const Tensor& out);
 
 // Class-probability cross entropy (target has input's shape).
 void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor& weight,
                          Reduction reduction, double label_smoothing, int64_t outer, int64_t C,
                          int64_t inner, const Tensor& out);
+
+// d cross_entropy / d input for class-index targets (Note [Cross-entropy gradient]), written to
+// grad_input (contiguous, input's shape). grad_output: the loss's shape (one value per sample for
+// Reduction::None, else 0-dim).
+void cross_entropy_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target,
+                            const Tensor& weight, Reduction reduction, int64_t ignore_index,
+                            double label_smoothing, int64_t outer, int64_t C, int64_t inner,
+                            const Tensor& grad_input);
 
 // input, target (and weight, pos_weight for BCE) already broadcast to out's pre-reduction shape.
 void mse_loss(const Tensor& input, const Tensor& target, Reduction reduction, const Tensor& out);

@@ -1,6 +1,8 @@
 #include "src/kernels/cpu/ternary.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "src/core/tensor_factory.h"
@@ -35,14 +37,46 @@ inline M clamp_value(M x, bool has_lo, M lo, bool has_hi, M hi) {
   return x;
 }
 
+// Note [Branch-free select]
+// c ? x : y on a data-dependent condition compiles to a branch, which a random mask (relu's
+// backward, dropout) mispredicts half the time: where and masked_fill ran ~15x slower than a
+// multiply. Blending the bits under a mask has no branch; reading the condition as uint8_t rather
+// than bool lets GCC vectorize the loop (it finds no vector type for bool loads).
+template <typename T>
+inline T select(uint8_t c, T x, T y) {
+  if constexpr (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8) {
+    using U = std::conditional_t<
+        sizeof(T) == 1, uint8_t,
+        std::conditional_t<sizeof(T) == 2, uint16_t,
+                           std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+    const U mask = static_cast<U>(U(0) - static_cast<U>(c));
+    return std::bit_cast<T>(
+        static_cast<U>((std::bit_cast<U>(x) & mask) | (std::bit_cast<U>(y) & ~mask)));
+  } else {
+    return c ? x : y;
+  }
+}
+
 }  // namespace
 
 void where_kernel(const Tensor& out, const Tensor& cond, const Tensor& self, const Tensor& other) {
   if (out.numel() == 0) return;
   const Tensor a = converted(self, out.dtype()), b = converted(other, out.dtype());
-  TensorIter iter("where", {out}, {cond, a, b});
   visit_dtype(out.dtype(), [&]<typename T>() {
-    cpu_kernel<T, bool, T, T>(iter, [](bool c, T x, T y) { return c ? x : y; });
+    // A one-element operand (the Scalar forms; where(c, g, 0) in backward formulas) is read
+    // once, so the loop over the other two stays contiguous and vectorizes.
+    if (b.numel() == 1 && a.numel() > 1) {
+      const T v = *b.data_ptr<T>();
+      TensorIter iter("where", {out}, {cond, a});
+      cpu_kernel<T, uint8_t, T>(iter, [v](uint8_t c, T x) { return select(c, x, v); });
+    } else if (a.numel() == 1 && b.numel() > 1) {
+      const T v = *a.data_ptr<T>();
+      TensorIter iter("where", {out}, {cond, b});
+      cpu_kernel<T, uint8_t, T>(iter, [v](uint8_t c, T y) { return select(c, v, y); });
+    } else {
+      TensorIter iter("where", {out}, {cond, a, b});
+      cpu_kernel<T, uint8_t, T, T>(iter, [](uint8_t c, T x, T y) { return select(c, x, y); });
+    }
   });
 }
 
@@ -151,7 +185,7 @@ void masked_fill_kernel(const Tensor& out, const Tensor& self, const Tensor& mas
   TensorIter iter("masked_fill", {out}, {converted(self, out.dtype()), mask});
   visit_dtype(out.dtype(), [&]<typename T>() {
     const T v = value.to<T>();
-    cpu_kernel<T, T, bool>(iter, [v](T x, bool m) { return m ? v : x; });
+    cpu_kernel<T, T, uint8_t>(iter, [v](T x, uint8_t m) { return select(m, v, x); });
   });
 }
 

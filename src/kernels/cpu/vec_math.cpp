@@ -1,4 +1,4 @@
-// Highway vector loops for exp, log, tanh, sigmoid, silu and gelu(tanh) (static dispatch: the
+// Highway vector loops for exp, log, tanh, sigmoid, silu, gelu(tanh), sqrt and rsqrt (static dispatch: the
 // library is built with -march=native, so HWY_NAMESPACE is the build machine's best target).
 //
 // Note [Vector math accuracy]
@@ -101,6 +101,12 @@ void vec_unary_impl(UnaryOp op, const T* in, T* out, int64_t n) {
     case UnaryOp::Silu: return vec_loop(in, out, n, [](auto d, auto v) { return silu_v(d, v); });
     case UnaryOp::GeluTanh:
       return vec_loop(in, out, n, [](auto d, auto v) { return gelu_tanh_v(d, v); });
+    // IEEE square root (correctly rounded; NaN for negatives), as std::sqrt.
+    case UnaryOp::Sqrt: return vec_loop(in, out, n, [](auto d, auto v) { return hn::Sqrt(v); });
+    case UnaryOp::Rsqrt:
+      return vec_loop(in, out, n, [](auto d, auto v) {
+        return hn::Div(hn::Set(d, hn::TFromD<decltype(d)>(1)), hn::Sqrt(v));
+      });
     default:
       break;
   }
@@ -117,6 +123,8 @@ bool has_vec_path(UnaryOp op, ScalarType dtype) {
     case UnaryOp::Sigmoid:
     case UnaryOp::Silu:
     case UnaryOp::GeluTanh:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
       return true;
     default:
       return false;

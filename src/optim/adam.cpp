@@ -1,0 +1,107 @@
+#include "kiln/optim/adam.h"
+
+#include <cmath>
+
+#include "kiln/autograd.h"
+#include "kiln/ops/binary.h"
+#include "kiln/ops/creation.h"
+#include "src/optim/adam_update.h"
+#include "src/optim/descent.h"
+
+namespace kiln::optim {
+
+void adam_update(std::map<std::string, Tensor>& state, const Tensor& param, const Tensor& grad,
+                 const AdamHyperparameters& h) {
+  const Tensor& step = state_entry(state, "step", [] { return zeros({}, kFloat32); });
+  const Tensor& exp_avg = state_entry(state, "exp_avg", [&] { return zeros_like(param); });
+  const Tensor& exp_avg_sq = state_entry(state, "exp_avg_sq", [&] { return zeros_like(param); });
+  const double t = increment_step(step);
+
+  DescentDirection d;
+  if (h.decoupled_weight_decay) {
+    if (h.weight_decay != 0) param.mul_(1 - h.lr * h.weight_decay);
+    d = descent_direction(grad, param, /*weight_decay=*/0, h.maximize);
+  } else {
+    d = descent_direction(grad, param, h.weight_decay, h.maximize);
+  }
+  // PyTorch 2 writes this as exp_avg.lerp_(g, 1 - beta1); mul_ + add_ is the same average, lets
+  // the maximize sign ride on the factor, and is faster with Kiln's kernels.
+  exp_avg.mul_(h.beta1).add_(d.grad, d.sign * (1 - h.beta1));
+  exp_avg_sq.mul_(h.beta2).addcmul_(d.grad, d.grad, 1 - h.beta2);
+
+  const double bias_correction1 = 1 - std::pow(h.beta1, t);
+  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(h.beta2, t));
+  const double step_size = h.lr / bias_correction1;
+  // denom = sqrt(v) / sqrt(1 - beta2^t) + eps, in the one temporary the step allocates.
+  Tensor denom;
+  if (h.amsgrad) {
+    const Tensor& max_exp_avg_sq =
+        state_entry(state, "max_exp_avg_sq", [&] { return zeros_like(param); });
+    denom = maximum(max_exp_avg_sq, exp_avg_sq);
+    max_exp_avg_sq.copy_(denom);
+    denom.sqrt_();
+  } else {
+    denom = exp_avg_sq.sqrt();
+  }
+  denom.div_(bias_correction2_sqrt).add_(h.eps);
+  param.addcdiv_(exp_avg, denom, -step_size);
+}
+
+namespace {
+
+std::map<std::string, double> option_map(const AdamOptions& o) {
+  return {{"beta1", o.betas.first},
+          {"beta2", o.betas.second},
+          {"eps", o.eps},
+          {"weight_decay", o.weight_decay},
+          {"amsgrad", o.amsgrad ? 1.0 : 0.0},
+          {"maximize", o.maximize ? 1.0 : 0.0}};
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Adam(single_group(std::move(params)), options) {}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
+    : Optimizer(std::move(groups), defaults.lr, option_map(defaults)) {
+  check_groups();
+}
+
+AdamOptions Adam::group_options(const ParamGroup& group) {
+  return {.lr = group.lr,
+          .betas = {group.option("beta1"), group.option("beta2")},
+          .eps = group.option("eps"),
+          .weight_decay = group.option("weight_decay"),
+          .amsgrad = group.option("amsgrad") != 0,
+          .maximize = group.option("maximize") != 0};
+}
+
+void Adam::check_group(const ParamGroup& group, size_t index) const {
+  Optimizer::check_group(group, index);
+  AdamOptions o = group_options(group);
+  check_option(o.betas.first >= 0 && o.betas.first < 1, group, index, "beta1", "in [0, 1)");
+  check_option(o.betas.second >= 0 && o.betas.second < 1, group, index, "beta2", "in [0, 1)");
+  check_option(o.eps >= 0, group, index, "eps", ">= 0");
+  check_option(o.weight_decay >= 0, group, index, "weight_decay", ">= 0");
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  for (const ParamGroup& group : groups_) {
+    const AdamOptions o = group_options(group);
+    const AdamHyperparameters h{.lr = step_lr(group),
+                                .beta1 = o.betas.first,
+                                .beta2 = o.betas.second,
+                                .eps = o.eps,
+                                .weight_decay = o.weight_decay,
+                                .amsgrad = o.amsgrad,
+                                .maximize = o.maximize,
+                                .decoupled_weight_decay = false};
+    for (const Tensor& param : group.params) {
+      if (param.grad().defined()) adam_update(state(param), param, param.grad(), h);
+    }
+  }
+}
+
+}  // namespace kiln::optim
