@@ -145,6 +145,16 @@ std::vector<SampleInput> max_rescan_samples(ScalarType dt, std::mt19937_64& rng)
                                 "dilation 2, ceil_mode"));
   s.push_back(max_rescan_sample(mk({2, 3, 7, 9}, dt, rng), {2, 3}, {1, 3}, {1}, {1}, false, rng,
                                 "stride (1, 3)"));
+  // Windows tiling the input (stride = kernel): written row by row; exact 2x2 tilings of float
+  // and double take the vector path (a body of whole vectors and a scalar tail).
+  s.push_back(max_rescan_sample(mk({2, 3, 7, 9}, dt, rng), {3}, {}, {0}, {1}, false, rng,
+                                "3x3 tiles, uncovered last row and column"));
+  s.push_back(max_rescan_sample(mk({2, 3, 7, 9}, dt, rng), {2}, {2}, {0}, {1}, true, rng,
+                                "2x2 tiles, ceil_mode: clipped last windows"));
+  s.push_back(max_rescan_sample(mk({2, 3, 4, 22}, dt, rng), {2}, {}, {0}, {1}, false, rng,
+                                "2x2 tiles, exact: vector body and tail"));
+  s.push_back(max_rescan_sample(full({1, 2, 4, 34}, 1.5, dt), {2}, {}, {0}, {1}, false, rng,
+                                "2x2 tiles, all equal: the first position of each window"));
   s.push_back(max_rescan_sample(mk({3, 5, 6}, dt, rng), {2}, {1}, {0}, {1}, false, rng,
                                 "unbatched, non-contiguous grad_output", Layout::NonContiguous));
   s.push_back(max_rescan_sample(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1},
@@ -162,6 +172,13 @@ std::vector<SampleInput> max_rescan_samples(ScalarType dt, std::mt19937_64& rng)
                      .to(dt);
     s.push_back(
         max_rescan_sample(nan, {2}, {}, {0}, {1}, false, rng, "NaN: the (last) NaN's position"));
+    // Two rows of 20: ten 2x2 windows, NaNs and ties in both the vector body and the tail.
+    std::vector<double> wide(40);
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>((i * 7) % 5);
+    for (size_t i : {1, 22, 4, 5, 25, 38, 39, 18}) wide[i] = NAN;
+    wide[8] = wide[9] = wide[28] = wide[29] = -INFINITY;
+    s.push_back(max_rescan_sample(from_vector(wide, Shape{1, 1, 2, 20}).to(dt), {2}, {}, {0}, {1},
+                                  false, rng, "2x2 tiles: NaN, -inf and ties across 20 columns"));
   }
   return s;
 }

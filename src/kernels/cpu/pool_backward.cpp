@@ -2,6 +2,8 @@
 // the input positions its window read (all of them for averages, the argmax for max). Planes run
 // in parallel; windows may overlap, so each plane accumulates in its own [in_h, in_w] slice (in
 // float for float16/bfloat16, in a per-thread buffer allocated once) and is written once.
+#include <hwy/highway.h>
+
 #include <atomic>
 #include <vector>
 
@@ -67,10 +69,115 @@ bool max_pool_backward_typed(const T* go, const int64_t* indices, T* gi, const P
 
 // Finds each window's argmax again (max_pool_row, as the forward does) instead of reading stored
 // indices: one pass over the input, and the forward need not write indices at all.
+namespace hn = hwy::HWY_NAMESPACE;
+
+// 2x2 windows with stride 2 tiling the plane exactly (28x28 -> 14x14, the usual case), float and
+// double: the two input rows of an output row are loaded de-interleaved into the windows' four
+// taps, the argmax is picked with masks (the same rule as max_pool_row: first largest, last NaN),
+// and the two gradient rows are stored interleaved. Whole vectors, no scatter, no clearing pass.
+template <typename T>
+void max_pool_2x2_backward_plane(const T* dy, const T* in, T* gi, int64_t out_h, int64_t out_w) {
+  const hn::ScalableTag<T> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t in_w = 2 * out_w;
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    const T* r0 = in + 2 * oy * in_w;
+    const T* r1 = r0 + in_w;
+    T* g0 = gi + 2 * oy * in_w;
+    T* g1 = g0 + in_w;
+    const T* dy_row = dy + oy * out_w;
+    int64_t ox = 0;
+    for (; ox + lanes <= out_w; ox += lanes) {
+      hn::Vec<decltype(d)> a, b, c, e;
+      hn::LoadInterleaved2(d, r0 + 2 * ox, a, b);
+      hn::LoadInterleaved2(d, r1 + 2 * ox, c, e);
+      const auto take_b = hn::Or(hn::Gt(b, a), hn::IsNaN(b));
+      auto best = hn::IfThenElse(take_b, b, a);
+      const auto take_c = hn::Or(hn::Gt(c, best), hn::IsNaN(c));
+      best = hn::IfThenElse(take_c, c, best);
+      const auto take_e = hn::Or(hn::Gt(e, best), hn::IsNaN(e));
+      const auto later_than_b = hn::Or(take_c, take_e);
+      const auto v = hn::LoadU(d, dy_row + ox);
+      hn::StoreInterleaved2(hn::IfThenZeroElse(hn::Or(later_than_b, take_b), v),
+                            hn::IfThenElseZero(hn::AndNot(later_than_b, take_b), v), d,
+                            g0 + 2 * ox);
+      hn::StoreInterleaved2(hn::IfThenElseZero(hn::AndNot(take_e, take_c), v),
+                            hn::IfThenElseZero(take_e, v), d, g1 + 2 * ox);
+    }
+    for (; ox < out_w; ++ox) {
+      const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], e = r1[2 * ox + 1];
+      const bool take_b = (b > a) | (b != b);
+      T best = select_if(take_b, b, a);
+      const bool take_c = (c > best) | (c != c);
+      best = select_if(take_c, c, best);
+      const bool take_e = (e > best) | (e != e);
+      const T v = dy_row[ox];
+      g0[2 * ox] = select_if(!take_b & !take_c & !take_e, v, T(0));
+      g0[2 * ox + 1] = select_if(take_b & !take_c & !take_e, v, T(0));
+      g1[2 * ox] = select_if(take_c & !take_e, v, T(0));
+      g1[2 * ox + 1] = select_if(take_e, v, T(0));
+    }
+  }
+}
+
+// Windows that tile the input without overlap (stride = kernel, no dilation or padding, as in
+// the usual 2x2 pooling): every input position belongs to at most one window, so each row of the
+// gradient is written once, the window's gradient at its argmax and zeros around it, with no
+// clearing pass and no scatter.
+template <typename T>
+void max_pool_tiled_backward_plane(const T* dy, const T* in, T* gi, const PoolGeometry& g,
+                                   opmath_t<T>* best, int64_t* index) {
+  using Acc = opmath_t<T>;
+  const int64_t covered_h = std::min(g.out_h * g.kernel_h, g.in_h);
+  const int64_t covered_w = std::min(g.out_w * g.kernel_w, g.in_w);
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    max_pool_row<true>(in, g, oy, best, index);
+    const T* dy_row = dy + oy * g.out_w;
+    for (int64_t y = oy * g.kernel_h; y < std::min((oy + 1) * g.kernel_h, g.in_h); ++y) {
+      T* row = gi + y * g.in_w;
+      for (int64_t ox = 0; ox < g.out_w; ++ox) {
+        const int64_t x0 = ox * g.kernel_w, x1 = std::min(x0 + g.kernel_w, g.in_w);
+        const int64_t argmax_x = index[ox] - y * g.in_w;  // outside [x0, x1) if in another row
+        const Acc d = static_cast<Acc>(dy_row[ox]);
+        for (int64_t x = x0; x < x1; ++x)
+          row[x] = static_cast<T>(select_if(x == argmax_x, d, Acc(0)));
+      }
+      std::fill(row + covered_w, row + g.in_w, T(0));
+    }
+  }
+  std::fill(gi + covered_h * g.in_w, gi + g.in_h * g.in_w, T(0));
+}
+
+// Finds each window's argmax again (max_pool_row, as the forward does) instead of reading stored
+// indices: one pass over the input, and the forward need not write indices at all.
 template <typename T>
 void max_pool_rescan_backward_typed(const T* go, const T* in, T* gi, const PoolGeometry& g) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  const bool tiled = g.stride_h == g.kernel_h && g.stride_w == g.kernel_w && g.dilation_h == 1 &&
+                     g.dilation_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (tiled && g.kernel_h == 2 && g.kernel_w == 2 && g.in_h == 2 * g.out_h &&
+        g.in_w == 2 * g.out_w) {
+#pragma omp parallel for if (parallel_planes(g, in_plane))
+      for (int64_t p = 0; p < g.planes; ++p)
+        max_pool_2x2_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane,
+                                    g.out_h, g.out_w);
+      return;
+    }
+  }
+  if (tiled) {
+#pragma omp parallel if (parallel_planes(g, in_plane))
+    {
+      std::vector<Acc> best(static_cast<size_t>(g.out_w));
+      std::vector<int64_t> index(static_cast<size_t>(g.out_w));
+#pragma omp for
+      for (int64_t p = 0; p < g.planes; ++p)
+        max_pool_tiled_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane, g,
+                                      best.data(), index.data());
+    }
+    return;
+  }
   // Without padding every window has an in-bounds tap; with it, a window whose taps all fall in
   // the padding has a constant output (no gradient) and is skipped.
   const bool padded = g.pad_h > 0 || g.pad_w > 0;
