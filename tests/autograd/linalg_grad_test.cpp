@@ -35,7 +35,7 @@ double numeric_derivative(const Tensor& t, int64_t flat, const Loss& loss) {
 }
 
 TEST(LinalgGrad, DeepConvSpotCheckAgainstFiniteDifferences) {
-  // 24 input channels x 3 kernel columns = 72 >= 32: the products run per kernel row, and 4
+  // 24 input channels x 3 kernel columns = 72 >= 64: the products run per kernel row, and 4
   // samples split over the threads accumulate the weight gradient separately. Too large for the
   // harness's full finite differences: spot-check a few coordinates of each input.
   const Tensor x = randn({4, 24, 7, 6}, kFloat64).requires_grad_();

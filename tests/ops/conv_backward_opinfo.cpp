@@ -145,16 +145,16 @@ std::vector<SampleInput> samples(ScalarType dt, std::mt19937_64& rng) {
                      {false, false, false}));
   s.push_back(b.make({5, 8, 10, 10}, {16, 8, 3, 3}, {1}, {1}, {1}, 1,
                      "5 samples (threads accumulate grad_weight)"));
-  // C_g * kW >= 32: the products run per kernel row (Note [Convolution by kernel rows]).
-  s.push_back(b.make({5, 16, 7, 6}, {6, 16, 3, 3}, {1}, {1}, {1}, 1,
-                     "16 channels, padding 1 (per kernel row)"));
-  s.push_back(b.make({2, 32, 7, 6}, {6, 16, 3, 2}, {2, 1}, {2, 1}, {2, 1}, 2,
+  // C_g * kW >= 64: the products run per kernel row (Note [Convolution by kernel rows]).
+  s.push_back(b.make({5, 24, 7, 6}, {6, 24, 3, 3}, {1}, {1}, {1}, 1,
+                     "24 channels, padding 1 (per kernel row)"));
+  s.push_back(b.make({2, 64, 7, 6}, {6, 32, 3, 2}, {2, 1}, {2, 1}, {2, 1}, 2,
                      "groups 2, stride (2, 1), padding (2, 1), dilation (2, 1) (per kernel row)"));
-  s.push_back(b.make({2, 16, 6, 7}, {4, 16, 4, 3}, {1}, {1}, {1}, 1,
+  s.push_back(b.make({2, 24, 6, 7}, {4, 24, 4, 3}, {1}, {1}, {1}, 1,
                      "one more trailing zero, per kernel row", {}, true));
   s.push_back(b.make({3, 16, 4, 4}, {4, 16, 5, 5}, {1}, {3}, {1}, 1,
                      "padding 3 > kernel reach (per kernel row)"));
-  s.push_back(b.make({1, 16, 7, 6}, {6, 16, 3, 3}, {1}, {1}, {1}, 1,
+  s.push_back(b.make({1, 24, 7, 6}, {6, 24, 3, 3}, {1}, {1}, {1}, 1,
                      "input only, one sample (per kernel row)", {true, false, false}));
   s.push_back(b.make({2, 4, 11}, {6, 2, 3}, {2}, {1}, {2}, 2,
                      "conv1d: stride 2, padding 1, dilation 2, groups 2"));

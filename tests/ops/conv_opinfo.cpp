@@ -98,10 +98,10 @@ std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
       "unbatched");
   add(mk({2, 3, 6, 7}, dt, rng).transpose(2, 3), mk({4, 3, 3, 3}, dt, rng, Layout::NonContiguous),
       IValue(), {1}, {1}, {1}, 1, "non-contiguous input and weight");
-  // C_g * kW >= 32: the products run per kernel row (Note [Convolution by kernel rows]).
-  add(mk({2, 16, 6, 7}, dt, rng), mk({5, 16, 3, 3}, dt, rng), mk({5}, dt, rng), {1}, {1}, {1}, 1,
-      "16 channels, padding 1 (per kernel row)");
-  add(mk({2, 32, 7, 6}, dt, rng), mk({6, 16, 3, 2}, dt, rng), IValue(), {2, 1}, {2, 1}, {2, 1}, 2,
+  // C_g * kW >= 64: the products run per kernel row (Note [Convolution by kernel rows]).
+  add(mk({2, 24, 6, 7}, dt, rng), mk({5, 24, 3, 3}, dt, rng), mk({5}, dt, rng), {1}, {1}, {1}, 1,
+      "24 channels, padding 1 (per kernel row)");
+  add(mk({2, 64, 7, 6}, dt, rng), mk({6, 32, 3, 2}, dt, rng), IValue(), {2, 1}, {2, 1}, {2, 1}, 2,
       "groups 2, stride (2, 1), padding (2, 1), dilation (2, 1) (per kernel row)");
   add(mk({3, 16, 4, 4}, dt, rng), mk({4, 16, 5, 5}, dt, rng), mk({4}, dt, rng), {1}, {3}, {1}, 1,
       "padding 3 > kernel reach: output rows no kernel row reaches (per kernel row)");
@@ -118,10 +118,12 @@ std::vector<SampleInput> conv1d_samples(ScalarType dt, std::mt19937_64& rng) {
                  std::string d) {
     s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
   };
-  add(mk({2, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1, "k3, bias");
+  add(mk({2, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
+      "k3, bias");
   add(mk({2, 4, 11}, dt, rng), mk({6, 2, 3}, dt, rng), IValue(), {2}, {1}, {2}, 2,
       "stride 2, padding 1, dilation 2, groups 2");
-  add(mk({3, 10}, dt, rng), mk({2, 3, 4}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1, "unbatched");
+  add(mk({3, 10}, dt, rng), mk({2, 3, 4}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1,
+      "unbatched");
   add(mk({2, 10, 3}, dt, rng).transpose(1, 2), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1,
       "non-contiguous input");
   add(mk({0, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1, "zero batch");
@@ -137,10 +139,12 @@ std::vector<SampleInput> padding_samples(ScalarType dt, std::mt19937_64& rng, in
     s.push_back({{mk(x, dt, rng), mk(w, dt, rng), mk({4}, dt, rng), ints({1}), "same", ints({1}),
                   int64_t{1}},
                  "same, kernel " + std::to_string(k)});
-    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({1}), "same", ints({2}), int64_t{1}},
-                 "same, dilation 2, kernel " + std::to_string(k)});
-    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({2}), "valid", ints({1}), int64_t{1}},
-                 "valid, stride 2, kernel " + std::to_string(k)});
+    s.push_back(
+        {{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({1}), "same", ints({2}), int64_t{1}},
+         "same, dilation 2, kernel " + std::to_string(k)});
+    s.push_back(
+        {{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({2}), "valid", ints({1}), int64_t{1}},
+         "valid, stride 2, kernel " + std::to_string(k)});
   }
   return s;
 }
@@ -202,7 +206,8 @@ std::vector<SampleInput> padding_grad_samples(std::mt19937_64& rng, int spatial)
   };
   if (spatial == 2) {
     add({1, 2, 4, 5}, {2, 2, 3, 2}, true, {1}, "same", {1}, "same, kernel 3x2");
-    add({1, 1, 5, 5}, {2, 1, 2, 2}, false, {1}, "same", {1, 3}, "same, kernel 2x2, dilation (1, 3)");
+    add({1, 1, 5, 5}, {2, 1, 2, 2}, false, {1}, "same", {1, 3},
+        "same, kernel 2x2, dilation (1, 3)");
     add({2, 4, 4}, {2, 2, 2, 2}, true, {1}, "same", {1}, "same, unbatched");
     add({1, 2, 5, 5}, {2, 2, 2, 2}, false, {2}, "valid", {1}, "valid, stride 2");
   } else {
@@ -221,17 +226,20 @@ std::vector<ErrorCase> conv2d_errors() {
   };
   return {
       {c(x, w, IValue(), {1}, {0}, {1}, 1), ErrorKind::Shape, "channels 4 vs 2 * groups 1"},
-      {c(x, zeros({5, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "5 out channels, groups 2"},
+      {c(x, zeros({5, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape,
+       "5 out channels, groups 2"},
       {c(x, zeros({6, 2, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "3-D weight"},
       {c(zeros({4, 5}), w, IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "2-D input"},
-      {c(x, zeros({6, 2, 7, 7}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "kernel larger than input"},
+      {c(x, zeros({6, 2, 7, 7}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape,
+       "kernel larger than input"},
       {c(x, w, IValue(), {1}, {0}, {3}, 2), ErrorKind::Shape, "dilated kernel larger than input"},
       {c(x, w, IValue(), {0}, {0}, {1}, 2), ErrorKind::Value, "stride 0"},
       {c(x, w, IValue(), {1}, {-1}, {1}, 2), ErrorKind::Value, "negative padding"},
       {c(x, w, IValue(), {1}, {0}, {1}, 0), ErrorKind::Value, "groups 0"},
       {c(x, w, IValue(), {1, 1, 1}, {0}, {1}, 2), ErrorKind::Value, "three strides"},
       {c(x, w, zeros({5}), {1}, {0}, {1}, 2), ErrorKind::Shape, "bias size"},
-      {c(x, zeros({6, 2, 3, 3}, kFloat64), IValue(), {1}, {0}, {1}, 2), ErrorKind::DType, "mixed dtypes"},
+      {c(x, zeros({6, 2, 3, 3}, kFloat64), IValue(), {1}, {0}, {1}, 2), ErrorKind::DType,
+       "mixed dtypes"},
       {c(zeros({1, 4, 5, 5}, kInt32), zeros({6, 2, 3, 3}, kInt32), IValue(), {1}, {0}, {1}, 2),
        ErrorKind::DType, "int32"},
   };
@@ -245,49 +253,62 @@ const bool registered = [] {
                     .error_cases = conv2d_errors,
                     .tolerance = conv_tolerance,
                     .grad_samples = conv2d_grad_samples});
-  register_op_info({.name = "conv1d",
-                    .samples = conv1d_samples,
-                    .reference = ref,
-                    .error_cases = [] {
-                      const Tensor x = zeros({1, 4, 5});
-                      return std::vector<ErrorCase>{
-                          {{x, zeros({6, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "channels"},
-                          {{x, zeros({6, 4, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "4-D weight"},
-                          {{x, zeros({6, 4, 9}), IValue(), ints({1}), ints({1}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "kernel 9 > padded 7"},
-                          {{x, zeros({6, 4, 3}), IValue(), ints({-2}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Value, "negative stride"}};
-                    },
-                    .tolerance = conv_tolerance,
-                    .grad_samples = conv1d_grad_samples});
-  register_op_info({.name = "conv2d.padding",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },
-                    .reference = ref,
-                    .error_cases = [] {
-                      const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 4, 3, 3});
-                      return std::vector<ErrorCase>{
-                          {{x, w, IValue(), ints({2}), "same", ints({1}), int64_t{1}}, ErrorKind::Value,
-                           "same with stride 2"},
-                          {{x, w, IValue(), ints({1}), "full", ints({1}), int64_t{1}}, ErrorKind::Value,
-                           "unknown padding mode"},
-                          {{x, zeros({6, 4, 7, 7}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "valid, kernel larger than input"}};
-                    },
-                    .tolerance = conv_tolerance,
-                    .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 2); }});
-  register_op_info({.name = "conv1d.padding",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 1); },
-                    .reference = ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({1, 4, 5}), zeros({6, 4, 3}), IValue(), ints({2}), "same", ints({1}),
-                            int64_t{1}},
-                           ErrorKind::Value, "same with stride 2"}};
-                    },
-                    .tolerance = conv_tolerance,
-                    .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 1); }});
+  register_op_info(
+      {.name = "conv1d",
+       .samples = conv1d_samples,
+       .reference = ref,
+       .error_cases =
+           [] {
+             const Tensor x = zeros({1, 4, 5});
+             return std::vector<ErrorCase>{
+                 {{x, zeros({6, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "channels"},
+                 {{x, zeros({6, 4, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "4-D weight"},
+                 {{x, zeros({6, 4, 9}), IValue(), ints({1}), ints({1}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "kernel 9 > padded 7"},
+                 {{x, zeros({6, 4, 3}), IValue(), ints({-2}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "negative stride"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = conv1d_grad_samples});
+  register_op_info(
+      {.name = "conv2d.padding",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },
+       .reference = ref,
+       .error_cases =
+           [] {
+             const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 4, 3, 3});
+             return std::vector<ErrorCase>{
+                 {{x, w, IValue(), ints({2}), "same", ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "same with stride 2"},
+                 {{x, w, IValue(), ints({1}), "full", ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "unknown padding mode"},
+                 {{x, zeros({6, 4, 7, 7}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "valid, kernel larger than input"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 2); }});
+  register_op_info(
+      {.name = "conv1d.padding",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 1); },
+       .reference = ref,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{{{zeros({1, 4, 5}), zeros({6, 4, 3}), IValue(),
+                                             ints({2}), "same", ints({1}), int64_t{1}},
+                                            ErrorKind::Value,
+                                            "same with stride 2"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 1); }});
   return true;
 }();
 

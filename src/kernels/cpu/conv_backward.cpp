@@ -75,9 +75,11 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   const int64_t out_sample = g.out_channels * ohw;
   const int64_t weight_numel = g.out_channels * kdim;
   if (gb != nullptr) bias_grad(go, gb, g);
-  if (gi != nullptr) std::fill(gi, gi + g.batch * in_sample, T(0));
   if (gw != nullptr) std::fill(gw, gw + weight_numel, T(0));
-  if ((gi == nullptr && gw == nullptr) || g.batch == 0 || ohw == 0 || kdim == 0 || og == 0) return;
+  if ((gi == nullptr && gw == nullptr) || g.batch == 0 || ohw == 0 || kdim == 0 || og == 0) {
+    if (gi != nullptr) std::fill(gi, gi + g.batch * in_sample, T(0));
+    return;
+  }
   KILN_CHECK(kdim <= INT_MAX && ohw <= INT_MAX && og <= INT_MAX, NotImplementedError,
              "convolution_backward: per-group sizes [{}, {}] x [{}, {}] exceed the 32-bit sizes "
              "BLAS takes",
@@ -94,7 +96,6 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   if (!weight_rows.empty()) weights_by_kernel_rows(w, g, weight_rows.data());
   // Weight gradient accumulators, one per thread: by kernel rows ([O, kH, C_g, kW]) when the
   // products run that way, else grad_weight's own layout, where thread 0 accumulates directly.
-  const bool separate_acc = by_rows || threads > 1;
   const int acc_count = gw == nullptr ? 0 : by_rows ? threads : threads - 1;
   std::vector<T> weight_acc(static_cast<size_t>(acc_count * weight_numel), T(0));
   const int m = static_cast<int>(og), hw = static_cast<int>(ohw), k = static_cast<int>(kdim);
@@ -109,6 +110,8 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
             : t == 0 ? gw
                      : weight_acc.data() + (t - 1) * weight_numel;
     }
+    // The input gradient is folded (added) into, except where a 1x1 product writes it whole.
+    if (gi != nullptr && !direct) std::fill(gi + n * in_sample, gi + (n + 1) * in_sample, T(0));
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* dy = go + n * out_sample + grp * og * ohw;
       const T* x = in + n * in_sample + grp * cg * in_plane;
@@ -155,7 +158,7 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   if (by_rows) {
     for (int t = 0; t < acc_count; ++t)
       add_kernel_rows_to_weights(weight_acc.data() + t * weight_numel, g, gw);
-  } else if (separate_acc) {
+  } else if (acc_count > 0) {
 #pragma omp parallel for if (weight_numel > 65536)
     for (int64_t i = 0; i < weight_numel; ++i)
       for (int t = 0; t < acc_count; ++t) gw[i] += weight_acc[t * weight_numel + i];
