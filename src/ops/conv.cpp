@@ -5,6 +5,7 @@
 
 #include "kiln/ops/linalg.h"
 #include "src/kernels/cpu/conv.h"
+#include "src/ops/conv_common.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -23,16 +24,6 @@ std::string_view base_name(const OpCall& call) {
   return n.substr(0, n.find('.'));
 }
 
-// A one-element list applies to every spatial dim.
-std::array<int64_t, 2> spatial_arg(std::string_view op, std::string_view what, IntArrayRef v,
-                                   int spatial, int64_t fill) {
-  KILN_CHECK(v.size() == 1 || static_cast<int>(v.size()) == spatial, ValueError,
-             "{}: {} must have 1 or {} elements, got {}", op, what, spatial, shape_str(v));
-  std::array<int64_t, 2> out{fill, fill};
-  for (int i = 0; i < spatial; ++i) out[2 - spatial + i] = v.size() == 1 ? v[0] : v[i];
-  return out;
-}
-
 ConvSetup conv_setup(const OpCall& call, int spatial) {
   const std::string_view op = base_name(call);
   const Tensor& input = call.tensor(0);
@@ -44,9 +35,10 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
   KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, ShapeError,
              "{}: expected a {}-D (batched) or {}-D (unbatched) input, got shape {}", op,
              spatial + 2, spatial + 1, shape_str(input.sizes()));
-  KILN_CHECK(weight.dim() == spatial + 2, ShapeError,
-             "{}: weight must be {}-D [out_channels, in_channels / groups, kernel...], got shape {}",
-             op, spatial + 2, shape_str(weight.sizes()));
+  KILN_CHECK(
+      weight.dim() == spatial + 2, ShapeError,
+      "{}: weight must be {}-D [out_channels, in_channels / groups, kernel...], got shape {}", op,
+      spatial + 2, shape_str(weight.sizes()));
   KILN_CHECK(input.dtype() == weight.dtype(), DTypeError,
              "{}: input ({}) and weight ({}) must have the same dtype", op,
              dtype_name(input.dtype()), dtype_name(weight.dtype()));
@@ -69,8 +61,8 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
                "{}: bias must be 1-D of size out_channels={}, got shape {}", op, out_channels,
                shape_str(bias.sizes()));
 
-  const auto stride = spatial_arg(op, "stride", call.ints(3), spatial, 1);
-  const auto dilation = spatial_arg(op, "dilation", call.ints(5), spatial, 1);
+  const auto stride = conv_spatial_arg(op, "stride", call.ints(3), spatial, 1);
+  const auto dilation = conv_spatial_arg(op, "dilation", call.ints(5), spatial, 1);
   for (int i = 0; i < 2; ++i) {
     KILN_CHECK(stride[i] > 0, ValueError, "{}: stride must be positive, got {}", op,
                shape_str(call.ints(3)));
@@ -97,7 +89,7 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
       }
     }
   } else {
-    const auto padding = spatial_arg(op, "padding", call.ints(4), spatial, 0);
+    const auto padding = conv_spatial_arg(op, "padding", call.ints(4), spatial, 0);
     for (int i = 0; i < 2; ++i) {
       KILN_CHECK(padding[i] >= 0, ValueError, "{}: padding must be non-negative, got {}", op,
                  shape_str(call.ints(4)));
@@ -150,30 +142,54 @@ const char* padding_name(ConvPadding p) { return p == ConvPadding::Same ? "same"
 
 }  // namespace
 
+std::array<int64_t, 2> conv_spatial_arg(std::string_view op, std::string_view what, IntArrayRef v,
+                                        int spatial, int64_t fill) {
+  KILN_CHECK(v.size() == 1 || static_cast<int>(v.size()) == spatial, ValueError,
+             "{}: {} must have 1 or {} elements, got {}", op, what, spatial, shape_str(v));
+  std::array<int64_t, 2> out{fill, fill};
+  for (int i = 0; i < spatial; ++i) out[2 - spatial + i] = v.size() == 1 ? v[0] : v[i];
+  return out;
+}
+
 void register_conv_ops(OpRegistry& r) {
   const DTypeSet floating = dtypes::kFloating;
   r.add({.name = "conv1d",
          .schema = "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, "
                    "SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
-         .family = "linalg", .meta = meta_conv1d, .cpu = cpu_conv1d, .dtypes = floating});
+         .family = "linalg",
+         .meta = meta_conv1d,
+         .cpu = cpu_conv1d,
+         .dtypes = floating});
   r.add({.name = "conv1d.padding",
-         .schema = "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] "
-                   "stride=1, str padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
-         .family = "linalg", .meta = meta_conv1d, .cpu = cpu_conv1d, .dtypes = floating});
+         .schema =
+             "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] "
+             "stride=1, str padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
+         .family = "linalg",
+         .meta = meta_conv1d,
+         .cpu = cpu_conv1d,
+         .dtypes = floating});
   r.add({.name = "conv2d",
          .schema = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, "
                    "SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
-         .family = "linalg", .meta = meta_conv2d, .cpu = cpu_conv2d, .dtypes = floating});
+         .family = "linalg",
+         .meta = meta_conv2d,
+         .cpu = cpu_conv2d,
+         .dtypes = floating});
   r.add({.name = "conv2d.padding",
-         .schema = "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] "
-                   "stride=1, str padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
-         .family = "linalg", .meta = meta_conv2d, .cpu = cpu_conv2d, .dtypes = floating});
+         .schema =
+             "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] "
+             "stride=1, str padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
+         .family = "linalg",
+         .meta = meta_conv2d,
+         .cpu = cpu_conv2d,
+         .dtypes = floating});
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   static const OpId id = op_id("conv1d");
-  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding, dilation, groups);
+  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding, dilation,
+                               groups);
 }
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               ConvPadding padding, IntArrayRef dilation, int64_t groups) {
@@ -184,7 +200,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   static const OpId id = op_id("conv2d");
-  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding, dilation, groups);
+  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding, dilation,
+                               groups);
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               ConvPadding padding, IntArrayRef dilation, int64_t groups) {

@@ -13,8 +13,10 @@
 
 namespace kiln {
 
-void register_conv_ops(OpRegistry& r);  // src/ops/conv.cpp
-void register_pool_ops(OpRegistry& r);  // src/ops/pool.cpp
+void register_conv_ops(OpRegistry& r);           // src/ops/conv.cpp
+void register_pool_ops(OpRegistry& r);           // src/ops/pool.cpp
+void register_conv_backward_ops(OpRegistry& r);  // src/ops/conv_backward.cpp
+void register_pool_backward_ops(OpRegistry& r);  // src/ops/pool_backward.cpp
 
 namespace {
 
@@ -91,8 +93,8 @@ void meta_addmm(OpCall& call) {
   check_inner("addmm", a, b, a.size(1), b.size(0));
   check_factors("addmm", a.dtype(), call.scalar(3), call.scalar(4));
   const DimVector shape{a.size(0), b.size(1)};
-  KILN_CHECK(self.dim() <= 2 && IntArrayRef(broadcast_shapes("addmm", self.sizes(), shape)) ==
-                                     IntArrayRef(shape),
+  KILN_CHECK(self.dim() <= 2 &&
+                 IntArrayRef(broadcast_shapes("addmm", self.sizes(), shape)) == IntArrayRef(shape),
              ShapeError, "addmm: self {} cannot be broadcast to the product's shape {}",
              shape_str(self.sizes()), shape_str(shape));
   call.set_output(0, a.dtype(), shape);
@@ -181,8 +183,8 @@ void composite_linear(OpCall& call) {
   const int64_t out_features = weight.size(0);
   if (bias.defined()) {
     check_same_dtype("linear", input, bias);
-    KILN_CHECK(bias.dim() <= 1 && (bias.numel() == out_features || bias.numel() == 1),
-               ShapeError, "linear: bias {} does not match out_features {} of weight {}",
+    KILN_CHECK(bias.dim() <= 1 && (bias.numel() == out_features || bias.numel() == 1), ShapeError,
+               "linear: bias {} does not match out_features {} of weight {}",
                shape_str(bias.sizes()), out_features, shape_str(weight.sizes()));
   }
   const IntArrayRef lead = input.sizes().slice(0, static_cast<size_t>(input.dim() - 1));
@@ -209,7 +211,8 @@ void register_linalg_ops(OpRegistry& r) {
          .cpu = cpu_bmm,
          .dtypes = cpu::kGemmDTypes});
   r.add({.name = "addmm",
-         .schema = "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+         .schema = "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) "
+                   "-> Tensor",
          .family = "linalg",
          .meta = meta_addmm,
          .cpu = cpu_addmm,
@@ -226,6 +229,8 @@ void register_linalg_ops(OpRegistry& r) {
          .dtypes = cpu::kGemmDTypes});
   register_conv_ops(r);
   register_pool_ops(r);
+  register_conv_backward_ops(r);
+  register_pool_backward_ops(r);
 }
 
 Tensor mm(const Tensor& self, const Tensor& mat2) {

@@ -2,6 +2,7 @@
 // adaptive_avg_pool2d. Registered from register_linalg_ops (src/ops/linalg.cpp).
 #include "kiln/ops/linalg.h"
 #include "src/kernels/cpu/conv.h"
+#include "src/ops/pool_common.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -27,8 +28,8 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 
 // ceil_mode.
 int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
                     bool ceil_mode) {
-  int64_t out = floor_div(in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0),
-                          stride) + 1;
+  int64_t out =
+      floor_div(in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
 }
@@ -43,6 +44,8 @@ void check_pool_input(std::string_view op, const Tensor& self) {
                op, shape_str(self.sizes()));
 }
 
+}  // namespace
+
 DimVector pooled_shape(const Tensor& self, int64_t oh, int64_t ow) {
   DimVector shape(self.sizes().begin(), self.sizes().end());
   shape[shape.size() - 2] = oh;
@@ -50,21 +53,19 @@ DimVector pooled_shape(const Tensor& self, int64_t oh, int64_t ow) {
   return shape;
 }
 
-// Validates a windowed pooling call and computes its geometry. Arguments: self, kernel_size,
-// stride, padding, then dilation when `has_dilation`.
-cpu::PoolGeometry window_geometry(const OpCall& call, bool has_dilation, bool ceil_mode) {
+cpu::PoolGeometry pool_window_geometry(const OpCall& call, size_t self_arg, bool has_dilation,
+                                       bool ceil_mode) {
   const std::string_view op = base_name(call);
-  const Tensor& self = call.tensor(0);
+  const Tensor& self = call.tensor(self_arg);
   check_pool_input(op, self);
-  const auto [kh, kw] = pair_arg(op, "kernel_size", call.ints(1));
-  const auto [sh, sw] = pair_arg(op, "stride", call.ints(2), std::pair{kh, kw});
-  const auto [ph, pw] = pair_arg(op, "padding", call.ints(3));
-  const auto [dh, dw] =
-      has_dilation ? pair_arg(op, "dilation", call.ints(4)) : std::pair<int64_t, int64_t>{1, 1};
-  KILN_CHECK(kh > 0 && kw > 0, ValueError, "{}: kernel_size must be positive, got ({}, {})", op,
-             kh, kw);
-  KILN_CHECK(sh > 0 && sw > 0, ValueError, "{}: stride must be positive, got ({}, {})", op, sh,
-             sw);
+  const auto [kh, kw] = pair_arg(op, "kernel_size", call.ints(self_arg + 1));
+  const auto [sh, sw] = pair_arg(op, "stride", call.ints(self_arg + 2), std::pair{kh, kw});
+  const auto [ph, pw] = pair_arg(op, "padding", call.ints(self_arg + 3));
+  const auto [dh, dw] = has_dilation ? pair_arg(op, "dilation", call.ints(self_arg + 4))
+                                     : std::pair<int64_t, int64_t>{1, 1};
+  KILN_CHECK(kh > 0 && kw > 0, ValueError, "{}: kernel_size must be positive, got ({}, {})", op, kh,
+             kw);
+  KILN_CHECK(sh > 0 && sw > 0, ValueError, "{}: stride must be positive, got ({}, {})", op, sh, sw);
   KILN_CHECK(dh > 0 && dw > 0, ValueError, "{}: dilation must be positive, got ({}, {})", op, dh,
              dw);
   KILN_CHECK(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2, ValueError,
@@ -83,6 +84,28 @@ cpu::PoolGeometry window_geometry(const OpCall& call, bool has_dilation, bool ce
              "({}, {}): the output would be {}x{}",
              op, shape_str(self.sizes()), kh, kw, ph, pw, dh, dw, g.out_h, g.out_w);
   return g;
+}
+
+cpu::PoolGeometry adaptive_pool_geometry(const OpCall& call, size_t self_arg) {
+  const Tensor& self = call.tensor(self_arg);
+  const std::string_view op = base_name(call);
+  check_pool_input(op, self);
+  const auto [oh, ow] = pair_arg(op, "output_size", call.ints(self_arg + 1));
+  KILN_CHECK(oh >= 0 && ow >= 0, ValueError, "{}: output_size must be non-negative, got ({}, {})",
+             op, oh, ow);
+  cpu::PoolGeometry g;
+  g.in_h = self.size(-2);
+  g.in_w = self.size(-1);
+  g.planes = self.numel() / (g.in_h * g.in_w);
+  g.out_h = oh;
+  g.out_w = ow;
+  return g;
+}
+
+namespace {
+
+cpu::PoolGeometry window_geometry(const OpCall& call, bool has_dilation, bool ceil_mode) {
+  return pool_window_geometry(call, 0, has_dilation, ceil_mode);
 }
 
 void meta_max_pool2d(OpCall& call) {
@@ -109,20 +132,7 @@ void cpu_avg_pool2d(OpCall& call) {
   cpu::avg_pool2d(call.tensor(0), call.output(0), g, call.bool_arg(5), call.arg(6).optional_int());
 }
 
-cpu::PoolGeometry adaptive_geometry(const OpCall& call) {
-  const Tensor& self = call.tensor(0);
-  check_pool_input("adaptive_avg_pool2d", self);
-  const auto [oh, ow] = pair_arg("adaptive_avg_pool2d", "output_size", call.ints(1));
-  KILN_CHECK(oh >= 0 && ow >= 0, ValueError,
-             "adaptive_avg_pool2d: output_size must be non-negative, got ({}, {})", oh, ow);
-  cpu::PoolGeometry g;
-  g.in_h = self.size(-2);
-  g.in_w = self.size(-1);
-  g.planes = self.numel() / (g.in_h * g.in_w);
-  g.out_h = oh;
-  g.out_w = ow;
-  return g;
-}
+cpu::PoolGeometry adaptive_geometry(const OpCall& call) { return adaptive_pool_geometry(call, 0); }
 void meta_adaptive_avg_pool2d(OpCall& call) {
   const cpu::PoolGeometry g = adaptive_geometry(call);
   call.set_output(0, call.tensor(0).dtype(), pooled_shape(call.tensor(0), g.out_h, g.out_w));
@@ -135,8 +145,9 @@ void cpu_adaptive_avg_pool2d(OpCall& call) {
 
 void register_pool_ops(OpRegistry& r) {
   r.add({.name = "max_pool2d",
-         .schema = "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-                   "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+         .schema =
+             "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+             "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
          .family = "linalg",
          .meta = meta_max_pool2d,
          .cpu = cpu_max_pool2d,
@@ -149,9 +160,10 @@ void register_pool_ops(OpRegistry& r) {
          .cpu = cpu_max_pool2d,
          .dtypes = dtypes::kNumeric});
   r.add({.name = "avg_pool2d",
-         .schema = "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-                   "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) "
-                   "-> Tensor",
+         .schema =
+             "avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+             "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) "
+             "-> Tensor",
          .family = "linalg",
          .meta = meta_avg_pool2d,
          .cpu = cpu_avg_pool2d,
@@ -180,8 +192,8 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                   std::optional<int64_t> divisor_override) {
   static const OpId id = op_id("avg_pool2d");
-  return dispatch::call_tensor(id, self, kernel_size, stride, padding, ceil_mode,
-                               count_include_pad, divisor_override);
+  return dispatch::call_tensor(id, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                               divisor_override);
 }
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   static const OpId id = op_id("adaptive_avg_pool2d");

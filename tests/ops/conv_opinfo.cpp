@@ -98,6 +98,13 @@ std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
       "unbatched");
   add(mk({2, 3, 6, 7}, dt, rng).transpose(2, 3), mk({4, 3, 3, 3}, dt, rng, Layout::NonContiguous),
       IValue(), {1}, {1}, {1}, 1, "non-contiguous input and weight");
+  // C_g * kW >= 64: the products run per kernel row (Note [Convolution by kernel rows]).
+  add(mk({2, 24, 6, 7}, dt, rng), mk({5, 24, 3, 3}, dt, rng), mk({5}, dt, rng), {1}, {1}, {1}, 1,
+      "24 channels, padding 1 (per kernel row)");
+  add(mk({2, 64, 7, 6}, dt, rng), mk({6, 32, 3, 2}, dt, rng), IValue(), {2, 1}, {2, 1}, {2, 1}, 2,
+      "groups 2, stride (2, 1), padding (2, 1), dilation (2, 1) (per kernel row)");
+  add(mk({3, 16, 4, 4}, dt, rng), mk({4, 16, 5, 5}, dt, rng), mk({4}, dt, rng), {1}, {3}, {1}, 1,
+      "padding 3 > kernel reach: output rows no kernel row reaches (per kernel row)");
   add(mk({0, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
       "zero batch");
   add(mk({2, 0, 4, 4}, dt, rng), mk({3, 0, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1}, 1,
@@ -111,10 +118,12 @@ std::vector<SampleInput> conv1d_samples(ScalarType dt, std::mt19937_64& rng) {
                  std::string d) {
     s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
   };
-  add(mk({2, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1, "k3, bias");
+  add(mk({2, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
+      "k3, bias");
   add(mk({2, 4, 11}, dt, rng), mk({6, 2, 3}, dt, rng), IValue(), {2}, {1}, {2}, 2,
       "stride 2, padding 1, dilation 2, groups 2");
-  add(mk({3, 10}, dt, rng), mk({2, 3, 4}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1, "unbatched");
+  add(mk({3, 10}, dt, rng), mk({2, 3, 4}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1,
+      "unbatched");
   add(mk({2, 10, 3}, dt, rng).transpose(1, 2), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1,
       "non-contiguous input");
   add(mk({0, 3, 10}, dt, rng), mk({4, 3, 3}, dt, rng), IValue(), {1}, {0}, {1}, 1, "zero batch");
@@ -130,10 +139,82 @@ std::vector<SampleInput> padding_samples(ScalarType dt, std::mt19937_64& rng, in
     s.push_back({{mk(x, dt, rng), mk(w, dt, rng), mk({4}, dt, rng), ints({1}), "same", ints({1}),
                   int64_t{1}},
                  "same, kernel " + std::to_string(k)});
-    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({1}), "same", ints({2}), int64_t{1}},
-                 "same, dilation 2, kernel " + std::to_string(k)});
-    s.push_back({{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({2}), "valid", ints({1}), int64_t{1}},
-                 "valid, stride 2, kernel " + std::to_string(k)});
+    s.push_back(
+        {{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({1}), "same", ints({2}), int64_t{1}},
+         "same, dilation 2, kernel " + std::to_string(k)});
+    s.push_back(
+        {{mk(x, dt, rng), mk(w, dt, rng), IValue(), ints({2}), "valid", ints({1}), int64_t{1}},
+         "valid, stride 2, kernel " + std::to_string(k)});
+  }
+  return s;
+}
+
+// ---- gradient check samples (float64, at most 80 elements in input, weight and bias) ----
+
+Tensor g64(Shape s, std::mt19937_64& rng, Layout layout = Layout::Contiguous) {
+  return make_tensor(s, kFloat64, rng, -1, 1, layout);
+}
+
+std::vector<SampleInput> conv2d_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(g64({1, 2, 4, 4}, rng), g64({2, 2, 2, 2}, rng), g64({2}, rng), {1}, {0}, {1}, 1, "2x2, bias");
+  add(g64({1, 2, 4, 5}, rng), g64({3, 2, 2, 2}, rng), g64({3}, rng), {2, 1}, {1, 0}, {1}, 1,
+      "stride (2, 1), padding (1, 0)");
+  add(g64({1, 1, 5, 7}, rng), g64({2, 1, 3, 3}, rng), IValue(), {1, 3}, {0, 1}, {1}, 1,
+      "stride (1, 3), padding (0, 1)");
+  add(g64({1, 2, 5, 5}, rng), g64({2, 1, 2, 2}, rng), g64({2}, rng), {1}, {1}, {2, 1}, 2,
+      "groups 2, dilation (2, 1), padding 1");
+  add(g64({1, 2, 4, 4}, rng), g64({4, 1, 3, 3}, rng), IValue(), {1}, {1}, {1}, 2,
+      "depthwise, channel multiplier 2");
+  add(g64({2, 3, 2, 3}, rng), g64({2, 3, 1, 1}, rng), g64({2}, rng), {1}, {0}, {1}, 1,
+      "1x1 (no unrolling)");
+  add(g64({3, 1, 4, 4}, rng), g64({2, 1, 3, 3}, rng), g64({2}, rng), {1}, {0}, {1}, 1,
+      "3 samples (batch-parallel)");
+  add(g64({2, 4, 4}, rng), g64({2, 2, 3, 3}, rng), g64({2}, rng), {1}, {1}, {1}, 1, "unbatched");
+  add(g64({1, 2, 5, 4}, rng).transpose(2, 3), g64({2, 2, 2, 2}, rng, Layout::NonContiguous),
+      IValue(), {1}, {0}, {1}, 1, "non-contiguous input and weight");
+  return s;
+}
+
+std::vector<SampleInput> conv1d_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(g64({2, 2, 6}, rng), g64({3, 2, 3}, rng), g64({3}, rng), {1}, {0}, {1}, 1, "k3, bias");
+  add(g64({2, 4, 7}, rng), g64({2, 2, 3}, rng), IValue(), {2}, {1}, {2}, 2,
+      "stride 2, padding 1, dilation 2, groups 2");
+  add(g64({3, 8}, rng), g64({2, 3, 4}, rng), g64({2}, rng), {1}, {0}, {1}, 1, "unbatched");
+  add(g64({2, 8, 3}, rng).transpose(1, 2), g64({2, 3, 3}, rng), IValue(), {1}, {0}, {1}, 1,
+      "non-contiguous input");
+  return s;
+}
+
+// "same" with odd and even kernels and dilations (an odd total puts the extra zero at the end),
+// and "valid".
+std::vector<SampleInput> padding_grad_samples(std::mt19937_64& rng, int spatial) {
+  std::vector<SampleInput> s;
+  auto add = [&](Shape x, Shape w, bool bias, Shape st, std::string mode, Shape dl, std::string d) {
+    s.push_back({{g64(x, rng), g64(w, rng), bias ? IValue(g64({w[0]}, rng)) : IValue(), ints(st),
+                  mode, ints(dl), int64_t{1}},
+                 d});
+  };
+  if (spatial == 2) {
+    add({1, 2, 4, 5}, {2, 2, 3, 2}, true, {1}, "same", {1}, "same, kernel 3x2");
+    add({1, 1, 5, 5}, {2, 1, 2, 2}, false, {1}, "same", {1, 3},
+        "same, kernel 2x2, dilation (1, 3)");
+    add({2, 4, 4}, {2, 2, 2, 2}, true, {1}, "same", {1}, "same, unbatched");
+    add({1, 2, 5, 5}, {2, 2, 2, 2}, false, {2}, "valid", {1}, "valid, stride 2");
+  } else {
+    add({2, 2, 5}, {3, 2, 4}, true, {1}, "same", {1}, "same, kernel 4");
+    add({2, 2, 6}, {2, 2, 2}, false, {1}, "same", {3}, "same, kernel 2, dilation 3");
+    add({2, 2, 7}, {2, 2, 3}, false, {1}, "same", {2}, "same, kernel 3, dilation 2");
+    add({2, 2, 7}, {2, 2, 3}, true, {2}, "valid", {1}, "valid, stride 2");
   }
   return s;
 }
@@ -145,17 +226,20 @@ std::vector<ErrorCase> conv2d_errors() {
   };
   return {
       {c(x, w, IValue(), {1}, {0}, {1}, 1), ErrorKind::Shape, "channels 4 vs 2 * groups 1"},
-      {c(x, zeros({5, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "5 out channels, groups 2"},
+      {c(x, zeros({5, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape,
+       "5 out channels, groups 2"},
       {c(x, zeros({6, 2, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "3-D weight"},
       {c(zeros({4, 5}), w, IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "2-D input"},
-      {c(x, zeros({6, 2, 7, 7}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "kernel larger than input"},
+      {c(x, zeros({6, 2, 7, 7}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape,
+       "kernel larger than input"},
       {c(x, w, IValue(), {1}, {0}, {3}, 2), ErrorKind::Shape, "dilated kernel larger than input"},
       {c(x, w, IValue(), {0}, {0}, {1}, 2), ErrorKind::Value, "stride 0"},
       {c(x, w, IValue(), {1}, {-1}, {1}, 2), ErrorKind::Value, "negative padding"},
       {c(x, w, IValue(), {1}, {0}, {1}, 0), ErrorKind::Value, "groups 0"},
       {c(x, w, IValue(), {1, 1, 1}, {0}, {1}, 2), ErrorKind::Value, "three strides"},
       {c(x, w, zeros({5}), {1}, {0}, {1}, 2), ErrorKind::Shape, "bias size"},
-      {c(x, zeros({6, 2, 3, 3}, kFloat64), IValue(), {1}, {0}, {1}, 2), ErrorKind::DType, "mixed dtypes"},
+      {c(x, zeros({6, 2, 3, 3}, kFloat64), IValue(), {1}, {0}, {1}, 2), ErrorKind::DType,
+       "mixed dtypes"},
       {c(zeros({1, 4, 5, 5}, kInt32), zeros({6, 2, 3, 3}, kInt32), IValue(), {1}, {0}, {1}, 2),
        ErrorKind::DType, "int32"},
   };
@@ -167,47 +251,64 @@ const bool registered = [] {
                     .samples = conv2d_samples,
                     .reference = ref,
                     .error_cases = conv2d_errors,
-                    .tolerance = conv_tolerance});
-  register_op_info({.name = "conv1d",
-                    .samples = conv1d_samples,
-                    .reference = ref,
-                    .error_cases = [] {
-                      const Tensor x = zeros({1, 4, 5});
-                      return std::vector<ErrorCase>{
-                          {{x, zeros({6, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "channels"},
-                          {{x, zeros({6, 4, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "4-D weight"},
-                          {{x, zeros({6, 4, 9}), IValue(), ints({1}), ints({1}), ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "kernel 9 > padded 7"},
-                          {{x, zeros({6, 4, 3}), IValue(), ints({-2}), ints({0}), ints({1}), int64_t{1}},
-                           ErrorKind::Value, "negative stride"}};
-                    },
-                    .tolerance = conv_tolerance});
-  register_op_info({.name = "conv2d.padding",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },
-                    .reference = ref,
-                    .error_cases = [] {
-                      const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 4, 3, 3});
-                      return std::vector<ErrorCase>{
-                          {{x, w, IValue(), ints({2}), "same", ints({1}), int64_t{1}}, ErrorKind::Value,
-                           "same with stride 2"},
-                          {{x, w, IValue(), ints({1}), "full", ints({1}), int64_t{1}}, ErrorKind::Value,
-                           "unknown padding mode"},
-                          {{x, zeros({6, 4, 7, 7}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
-                           ErrorKind::Shape, "valid, kernel larger than input"}};
-                    },
-                    .tolerance = conv_tolerance});
-  register_op_info({.name = "conv1d.padding",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 1); },
-                    .reference = ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({1, 4, 5}), zeros({6, 4, 3}), IValue(), ints({2}), "same", ints({1}),
-                            int64_t{1}},
-                           ErrorKind::Value, "same with stride 2"}};
-                    },
-                    .tolerance = conv_tolerance});
+                    .tolerance = conv_tolerance,
+                    .grad_samples = conv2d_grad_samples});
+  register_op_info(
+      {.name = "conv1d",
+       .samples = conv1d_samples,
+       .reference = ref,
+       .error_cases =
+           [] {
+             const Tensor x = zeros({1, 4, 5});
+             return std::vector<ErrorCase>{
+                 {{x, zeros({6, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "channels"},
+                 {{x, zeros({6, 4, 3, 3}), IValue(), ints({1}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "4-D weight"},
+                 {{x, zeros({6, 4, 9}), IValue(), ints({1}), ints({1}), ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "kernel 9 > padded 7"},
+                 {{x, zeros({6, 4, 3}), IValue(), ints({-2}), ints({0}), ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "negative stride"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = conv1d_grad_samples});
+  register_op_info(
+      {.name = "conv2d.padding",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },
+       .reference = ref,
+       .error_cases =
+           [] {
+             const Tensor x = zeros({1, 4, 5, 5}), w = zeros({6, 4, 3, 3});
+             return std::vector<ErrorCase>{
+                 {{x, w, IValue(), ints({2}), "same", ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "same with stride 2"},
+                 {{x, w, IValue(), ints({1}), "full", ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "unknown padding mode"},
+                 {{x, zeros({6, 4, 7, 7}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "valid, kernel larger than input"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 2); }});
+  register_op_info(
+      {.name = "conv1d.padding",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 1); },
+       .reference = ref,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{{{zeros({1, 4, 5}), zeros({6, 4, 3}), IValue(),
+                                             ints({2}), "same", ints({1}), int64_t{1}},
+                                            ErrorKind::Value,
+                                            "same with stride 2"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 1); }});
   return true;
 }();
 

@@ -1,6 +1,7 @@
 // Reference helpers shared by the linalg, conv and pooling OpInfos (linalg_ref_helpers.cpp).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "tests/ops/harness.h"
@@ -22,5 +23,14 @@ RefValues ref_values(const Tensor& t);
 Tensor ref_tensor(const RefValues& r, ScalarType dtype);
 // a [..., n, k] @ b [..., k, p] with broadcast batch dims (both at least 2-D).
 RefValues ref_batched_matmul(const RefValues& a, const RefValues& b);
+
+// The geometry of a windowed pooling call whose input is args[self_arg], followed by
+// kernel_size, stride, padding and (has_dilation) dilation, from PyTorch's documented formulas.
+struct PoolWindow {
+  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+};
+PoolWindow pool_window(const Stack& args, size_t self_arg, bool has_dilation, bool ceil_mode);
+// x's shape with the last two dims replaced by (oh, ow).
+std::vector<int64_t> pooled_shape(const Tensor& x, int64_t oh, int64_t ow);
 
 }  // namespace kiln::testing

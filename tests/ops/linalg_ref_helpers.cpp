@@ -3,6 +3,8 @@
 // modular result once truncated to the dtype). No Kiln kernel beyond copies is involved.
 #include "tests/ops/linalg_ref.h"
 
+#include <cmath>
+
 namespace kiln::testing {
 
 std::vector<int64_t> shape_of(const Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
@@ -85,6 +87,43 @@ RefValues ref_batched_matmul(const RefValues& a, const RefValues& b) {
       }
   }
   return out;
+}
+
+static int64_t list_at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
+
+static int64_t pooled_size(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool ceil_mode) {
+  const double span = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s);
+  int64_t o = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
+  // The last window must start inside the input or its left padding.
+  if (ceil_mode && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+PoolWindow pool_window(const Stack& a, size_t self_arg, bool has_dilation, bool ceil_mode) {
+  const Tensor& x = a[self_arg].tensor();
+  PoolWindow g{};
+  g.h = x.size(-2), g.w = x.size(-1);
+  g.planes = x.numel() / (g.h * g.w);
+  IntArrayRef k = a[self_arg + 1].int_list(), s = a[self_arg + 2].int_list(),
+              p = a[self_arg + 3].int_list();
+  g.kh = list_at(k, 0), g.kw = list_at(k, 1);
+  g.sh = s.empty() ? g.kh : list_at(s, 0), g.sw = s.empty() ? g.kw : list_at(s, 1);
+  g.ph = list_at(p, 0), g.pw = list_at(p, 1);
+  g.dh = g.dw = 1;
+  if (has_dilation) {
+    IntArrayRef d = a[self_arg + 4].int_list();
+    g.dh = list_at(d, 0), g.dw = list_at(d, 1);
+  }
+  g.oh = pooled_size(g.h, g.kh, g.ph, g.sh, g.dh, ceil_mode);
+  g.ow = pooled_size(g.w, g.kw, g.pw, g.sw, g.dw, ceil_mode);
+  return g;
+}
+
+std::vector<int64_t> pooled_shape(const Tensor& x, int64_t oh, int64_t ow) {
+  std::vector<int64_t> s = shape_of(x);
+  s[s.size() - 2] = oh;
+  s[s.size() - 1] = ow;
+  return s;
 }
 
 }  // namespace kiln::testing

@@ -1,5 +1,6 @@
 // OpInfos for max_pool2d (+ _with_indices), avg_pool2d and adaptive_avg_pool2d. References are
 // direct loops over each output window in float64.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -12,40 +13,13 @@ using Shape = std::vector<int64_t>;
 
 int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
 
-struct Window {
-  int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
-int64_t out_size(int64_t in, int64_t k, int64_t p, int64_t s, int64_t d, bool ceil_mode) {
-  const double span = static_cast<double>(in + 2 * p - d * (k - 1) - 1) / static_cast<double>(s);
-  int64_t o = static_cast<int64_t>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
-  // The last window must start inside the input or its left padding.
-  if (ceil_mode && (o - 1) * s >= in + p) --o;
-  return o;
-}
+using Window = PoolWindow;
 
 Window window(const Stack& a, bool has_dilation, bool ceil_mode) {
-  const Tensor& x = a[0].tensor();
-  Window g{};
-  g.h = x.size(-2), g.w = x.size(-1);
-  g.planes = x.numel() / (g.h * g.w);
-  IntArrayRef k = a[1].int_list(), s = a[2].int_list(), p = a[3].int_list();
-  g.kh = at(k, 0), g.kw = at(k, 1);
-  g.sh = s.empty() ? g.kh : at(s, 0), g.sw = s.empty() ? g.kw : at(s, 1);
-  g.ph = at(p, 0), g.pw = at(p, 1);
-  g.dh = g.dw = 1;
-  if (has_dilation) g.dh = at(a[4].int_list(), 0), g.dw = at(a[4].int_list(), 1);
-  g.oh = out_size(g.h, g.kh, g.ph, g.sh, g.dh, ceil_mode);
-  g.ow = out_size(g.w, g.kw, g.pw, g.sw, g.dw, ceil_mode);
-  return g;
+  return pool_window(a, 0, has_dilation, ceil_mode);
 }
 
-Shape pooled(const Tensor& x, int64_t oh, int64_t ow) {
-  Shape s = shape_of(x);
-  s[s.size() - 2] = oh;
-  s[s.size() - 1] = ow;
-  return s;
-}
+Shape pooled(const Tensor& x, int64_t oh, int64_t ow) { return pooled_shape(x, oh, ow); }
 
 std::vector<Tensor> max_reference(const Stack& a) {
   const Tensor& x = a[0].tensor();
@@ -116,7 +90,8 @@ std::vector<Tensor> adaptive_reference(const Stack& a) {
         const int64_t x1 = static_cast<int64_t>(std::ceil(static_cast<double>((ox + 1) * w) / ow));
         double sum = 0;
         for (int64_t y = y0; y < y1; ++y)
-          for (int64_t xx = x0; xx < x1; ++xx) sum += v[static_cast<size_t>(p * h * w + y * w + xx)];
+          for (int64_t xx = x0; xx < x1; ++xx)
+            sum += v[static_cast<size_t>(p * h * w + y * w + xx)];
         out.push_back(sum / static_cast<double>((y1 - y0) * (x1 - x0)));
       }
   return {from_vector(out, pooled(x, oh, ow)).to(x.dtype())};
@@ -134,16 +109,20 @@ std::vector<SampleInput> max_samples(ScalarType dt, std::mt19937_64& rng) {
     s.push_back({{x, ints(k), ints(st), ints(p), ints(d), ceil}, desc});
   };
   add(mk({2, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, "2x2, default stride");
-  add(mk({2, 3, 7, 7}, dt, rng), {3, 2}, {2, 1}, {1, 1}, {1}, false, "3x2, stride (2, 1), padding 1");
+  add(mk({2, 3, 7, 7}, dt, rng), {3, 2}, {2, 1}, {1, 1}, {1}, false,
+      "3x2, stride (2, 1), padding 1");
   add(mk({2, 3, 7, 8}, dt, rng), {3}, {2}, {1}, {2}, false, "dilation 2");
   add(mk({2, 3, 7, 8}, dt, rng), {2}, {2}, {0}, {1}, true, "ceil_mode");
   add(mk({1, 2, 6, 6}, dt, rng), {3}, {2}, {1}, {1}, true, "ceil_mode with padding");
   add(mk({3, 5, 6}, dt, rng), {2}, {1}, {0}, {1}, false, "unbatched");
-  add(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1}, false, "channels-last input");
+  add(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1}, false,
+      "channels-last input");
   add(mk({0, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, "zero batch");
   if (is_floating(dt)) {
-    Tensor nan = from_vector(std::vector<double>{1, NAN, 3, 4, 5, 6, NAN, 8, 9, 10, 11, 12, 13, 14, 15, -INFINITY},
-                             Shape{1, 1, 4, 4}).to(dt);
+    Tensor nan = from_vector(std::vector<double>{1, NAN, 3, 4, 5, 6, NAN, 8, 9, 10, 11, 12, 13, 14,
+                                                 15, -INFINITY},
+                             Shape{1, 1, 4, 4})
+                     .to(dt);
     add(nan, {2}, {}, {0}, {1}, false, "NaN propagates");
   }
   return s;
@@ -167,15 +146,16 @@ std::vector<ErrorCase> max_errors() {
 
 std::vector<SampleInput> avg_samples(ScalarType dt, std::mt19937_64& rng) {
   std::vector<SampleInput> s;
-  auto add = [&](Tensor x, Shape k, Shape st, Shape p, bool ceil, bool include, std::optional<int64_t> div,
-                 std::string desc) {
+  auto add = [&](Tensor x, Shape k, Shape st, Shape p, bool ceil, bool include,
+                 std::optional<int64_t> div, std::string desc) {
     s.push_back({{x, ints(k), ints(st), ints(p), ceil, include, div}, desc});
   };
   add(mk({2, 3, 6, 7}, dt, rng), {2}, {}, {0}, false, true, std::nullopt, "2x2");
   add(mk({2, 3, 7, 7}, dt, rng), {3}, {2}, {1}, false, true, std::nullopt, "padding, counted");
   add(mk({2, 3, 7, 7}, dt, rng), {3}, {2}, {1}, false, false, std::nullopt, "padding, not counted");
   add(mk({2, 3, 7, 8}, dt, rng), {3, 2}, {2}, {1}, true, true, std::nullopt, "ceil_mode, counted");
-  add(mk({2, 3, 7, 8}, dt, rng), {3, 2}, {2}, {1}, true, false, std::nullopt, "ceil_mode, not counted");
+  add(mk({2, 3, 7, 8}, dt, rng), {3, 2}, {2}, {1}, true, false, std::nullopt,
+      "ceil_mode, not counted");
   add(mk({2, 3, 6, 6}, dt, rng), {2}, {}, {1}, false, true, int64_t{3}, "divisor_override 3");
   add(mk({3, 5, 6}, dt, rng).transpose(1, 2), {2}, {1}, {0}, false, true, std::nullopt,
       "unbatched, non-contiguous");
@@ -188,45 +168,114 @@ std::vector<SampleInput> adaptive_samples(ScalarType dt, std::mt19937_64& rng) {
   s.push_back({{mk({2, 3, 7, 9}, dt, rng), ints({3, 4})}, "7x9 -> 3x4 (overlapping windows)"});
   s.push_back({{mk({2, 3, 6, 8}, dt, rng), ints({1})}, "global average"});
   s.push_back({{mk({2, 3, 4, 4}, dt, rng), ints({6})}, "upsampling 4 -> 6"});
-  s.push_back({{mk({3, 5, 6}, dt, rng).transpose(1, 2), ints({2, 3})}, "unbatched, non-contiguous"});
+  s.push_back(
+      {{mk({3, 5, 6}, dt, rng).transpose(1, 2), ints({2, 3})}, "unbatched, non-contiguous"});
   s.push_back({{mk({0, 3, 6, 6}, dt, rng), ints({2})}, "zero batch"});
   return s;
 }
 
+// ---- gradient check samples (float64, at most 80 input elements) ----
+
+// Values 0.25 apart in random order: no two elements of a max-pool window tie, even after the
+// finite-difference step, so the argmax (and the gradient) is unambiguous.
+Tensor distinct(Shape shape, std::mt19937_64& rng) {
+  const int64_t n = numel_of(shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 0.25 * static_cast<double>(i - n / 2);
+  std::shuffle(v.begin(), v.end(), rng);
+  return from_vector(v, shape);
+}
+
+std::vector<SampleInput> max_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Shape k, Shape st, Shape p, Shape d, bool ceil, std::string desc) {
+    s.push_back({{x, ints(k), ints(st), ints(p), ints(d), ceil}, desc});
+  };
+  add(distinct({1, 2, 4, 6}, rng), {2}, {}, {0}, {1}, false, "2x2, default stride");
+  add(distinct({1, 2, 5, 5}, rng), {3}, {1}, {1}, {1}, false,
+      "3x3, stride 1, padding 1 (overlapping windows share maxima)");
+  add(distinct({1, 1, 5, 7}, rng), {2, 3}, {2, 1}, {1}, {2}, false, "dilation 2, padding 1");
+  add(distinct({1, 2, 5, 5}, rng), {2}, {2}, {0}, {1}, true, "ceil_mode");
+  add(distinct({2, 5, 6}, rng).transpose(1, 2), {2}, {}, {0}, {1}, false,
+      "unbatched, non-contiguous");
+  return s;
+}
+
+std::vector<SampleInput> avg_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Shape x, Shape k, Shape st, Shape p, bool ceil, bool include,
+                 std::optional<int64_t> div, std::string desc) {
+    s.push_back({{mk(x, kFloat64, rng), ints(k), ints(st), ints(p), ceil, include, div}, desc});
+  };
+  add({1, 2, 4, 6}, {2}, {}, {0}, false, true, std::nullopt, "2x2");
+  add({1, 2, 5, 5}, {3}, {2}, {1}, false, true, std::nullopt, "padding, counted");
+  add({1, 2, 5, 5}, {3}, {1}, {1}, false, false, std::nullopt, "padding, not counted, stride 1");
+  add({1, 2, 5, 6}, {3, 2}, {2}, {1}, true, true, std::nullopt, "ceil_mode, counted");
+  add({1, 2, 5, 6}, {3, 2}, {2}, {1}, true, false, std::nullopt, "ceil_mode, not counted");
+  add({1, 2, 4, 4}, {2}, {}, {1}, false, true, int64_t{3}, "divisor_override 3");
+  s.push_back({{mk({2, 5, 6}, kFloat64, rng).transpose(1, 2), ints({2}), ints({1}), ints({0}),
+                false, true, IValue()},
+               "unbatched, non-contiguous"});
+  return s;
+}
+
+std::vector<SampleInput> adaptive_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  s.push_back({{mk({1, 2, 5, 7}, kFloat64, rng), ints({2, 3})}, "5x7 -> 2x3 (overlapping)"});
+  s.push_back({{mk({1, 2, 4, 4}, kFloat64, rng), ints({1})}, "global average"});
+  s.push_back({{mk({1, 2, 3, 3}, kFloat64, rng), ints({5})}, "upsampling 3 -> 5"});
+  s.push_back(
+      {{mk({2, 5, 6}, kFloat64, rng).transpose(1, 2), ints({4, 3})}, "unbatched, non-contiguous"});
+  return s;
+}
+
 const bool registered = [] {
-  register_op_info({.name = "max_pool2d",
-                    .samples = max_samples,
-                    .reference = [](const Stack& a) { return std::vector<Tensor>{max_reference(a)[0]}; },
-                    .error_cases = max_errors});
+  register_op_info(
+      {.name = "max_pool2d",
+       .samples = max_samples,
+       .reference = [](const Stack& a) { return std::vector<Tensor>{max_reference(a)[0]}; },
+       .error_cases = max_errors,
+       .grad_samples = max_grad_samples});
   register_op_info({.name = "max_pool2d_with_indices",
                     .samples = max_samples,
                     .reference = max_reference,
-                    .error_cases = max_errors});
+                    .error_cases = max_errors,
+                    .grad_samples = max_grad_samples});
   register_op_info({.name = "avg_pool2d",
                     .samples = avg_samples,
                     .reference = avg_reference,
-                    .error_cases = [] {
-                      const Tensor x = zeros({1, 2, 5, 5});
-                      return std::vector<ErrorCase>{
-                          {{x, ints({2}), ints({}), ints({0}), false, true, int64_t{0}}, ErrorKind::Value,
-                           "divisor_override 0"},
-                          {{x, ints({2}), ints({}), ints({2}), false, true, IValue()}, ErrorKind::Value,
-                           "padding 2 with kernel 2"},
-                          {{x, ints({6}), ints({}), ints({0}), false, true, IValue()}, ErrorKind::Shape,
-                           "kernel larger than input"},
-                          {{zeros({1, 2, 5, 5}, kInt32), ints({2}), ints({}), ints({0}), false, true, IValue()},
-                           ErrorKind::DType, "int32"}};
-                    }});
-  register_op_info({.name = "adaptive_avg_pool2d",
-                    .samples = adaptive_samples,
-                    .reference = adaptive_reference,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({1, 2, 5, 5}), ints({-1, 2})}, ErrorKind::Value, "negative size"},
-                          {{zeros({1, 2, 5, 5}), ints({1, 2, 3})}, ErrorKind::Value, "three sizes"},
-                          {{zeros({5, 5}), ints({2})}, ErrorKind::Shape, "2-D input"},
-                          {{zeros({1, 2, 0, 5}), ints({2})}, ErrorKind::Shape, "zero height"}};
-                    }});
+                    .error_cases =
+                        [] {
+                          const Tensor x = zeros({1, 2, 5, 5});
+                          return std::vector<ErrorCase>{
+                              {{x, ints({2}), ints({}), ints({0}), false, true, int64_t{0}},
+                               ErrorKind::Value,
+                               "divisor_override 0"},
+                              {{x, ints({2}), ints({}), ints({2}), false, true, IValue()},
+                               ErrorKind::Value,
+                               "padding 2 with kernel 2"},
+                              {{x, ints({6}), ints({}), ints({0}), false, true, IValue()},
+                               ErrorKind::Shape,
+                               "kernel larger than input"},
+                              {{zeros({1, 2, 5, 5}, kInt32), ints({2}), ints({}), ints({0}), false,
+                                true, IValue()},
+                               ErrorKind::DType,
+                               "int32"}};
+                        },
+                    .grad_samples = avg_grad_samples});
+  register_op_info(
+      {.name = "adaptive_avg_pool2d",
+       .samples = adaptive_samples,
+       .reference = adaptive_reference,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({1, 2, 5, 5}), ints({-1, 2})}, ErrorKind::Value, "negative size"},
+                 {{zeros({1, 2, 5, 5}), ints({1, 2, 3})}, ErrorKind::Value, "three sizes"},
+                 {{zeros({5, 5}), ints({2})}, ErrorKind::Shape, "2-D input"},
+                 {{zeros({1, 2, 0, 5}), ints({2})}, ErrorKind::Shape, "zero height"}};
+           },
+       .grad_samples = adaptive_grad_samples});
   return true;
 }();
 

@@ -2,11 +2,13 @@
 // made contiguous first; outputs are contiguous.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/pool_window.h"
 
 namespace kiln::cpu {
 namespace {
@@ -23,47 +25,22 @@ bool parallel_planes(const PoolGeometry& g) {
 }
 
 template <typename T>
-bool is_nan_value(T v) {
-  if constexpr (is_floating_v<T>) {
-    return std::isnan(static_cast<float>(static_cast<opmath_t<T>>(v)));
-  } else {
-    return false;
-  }
-}
-
-template <typename T>
 void max_pool_typed(const T* in, T* values, int64_t* indices, const PoolGeometry& g) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-#pragma omp parallel for if (parallel_planes(g))
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const T* src = in + p * in_plane;
-    for (int64_t oy = 0; oy < g.out_h; ++oy) {
-      // Window rows y0, y0 + d, ...; skip the ones in the padding.
-      int64_t y0 = oy * g.stride_h - g.pad_h;
-      const int64_t y_end = std::min(y0 + (g.kernel_h - 1) * g.dilation_h + 1, g.in_h);
-      while (y0 < 0) y0 += g.dilation_h;
-      for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        int64_t x0 = ox * g.stride_w - g.pad_w;
-        const int64_t x_end = std::min(x0 + (g.kernel_w - 1) * g.dilation_w + 1, g.in_w);
-        while (x0 < 0) x0 += g.dilation_w;
-        // As PyTorch: start from the window's first in-bounds position and the lowest value;
-        // a larger value or a NaN replaces it (so NaN propagates, with the last NaN's index).
-        int64_t best_index = y0 * g.in_w + x0;
-        Acc best = std::numeric_limits<Acc>::lowest();
-        if constexpr (std::is_floating_point_v<Acc>) best = -std::numeric_limits<Acc>::infinity();
-        for (int64_t y = y0; y < y_end; y += g.dilation_h) {
-          for (int64_t x = x0; x < x_end; x += g.dilation_w) {
-            const Acc v = static_cast<Acc>(src[y * g.in_w + x]);
-            if (v > best || is_nan_value(v)) {
-              best = v;
-              best_index = y * g.in_w + x;
-            }
-          }
+#pragma omp parallel if (parallel_planes(g))
+  {
+    std::vector<Acc> best(static_cast<size_t>(g.out_w));
+#pragma omp for
+    for (int64_t p = 0; p < g.planes; ++p) {
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        const int64_t o = p * out_plane + oy * g.out_w;
+        if (indices != nullptr) {
+          max_pool_row<true>(in + p * in_plane, g, oy, best.data(), indices + o);
+        } else {
+          max_pool_row<false>(in + p * in_plane, g, oy, best.data(), nullptr);
         }
-        const int64_t o = p * out_plane + oy * g.out_w + ox;
-        values[o] = static_cast<T>(best);
-        if (indices != nullptr) indices[o] = best_index;
+        for (int64_t ox = 0; ox < g.out_w; ++ox) values[o + ox] = static_cast<T>(best[ox]);
       }
     }
   }
@@ -93,7 +70,7 @@ void avg_pool_typed(const T* in, T* out, const PoolGeometry& g, bool count_inclu
         Acc sum = 0;
         for (int64_t y = y0; y < y1; ++y)
           for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
-        const int64_t divisor = divisor_override ? *divisor_override
+        const int64_t divisor = divisor_override    ? *divisor_override
                                 : count_include_pad ? padded_size
                                                     : (y1 - y0) * (x1 - x0);
         out[p * out_plane + oy * g.out_w + ox] = static_cast<T>(sum / static_cast<Acc>(divisor));

@@ -1,0 +1,143 @@
+// convolution_backward: the gradients of conv1d and conv2d (both padding overloads) in one op,
+// with a GEMM kernel like the forward's (src/kernels/cpu/conv_backward.cpp). Registered from
+// register_linalg_ops (src/ops/linalg.cpp).
+//
+// Note [Convolution backward padding]
+// `padding` is the leading padding of each spatial dim. The trailing padding is implied by
+// grad_output's size: equal to the leading padding, or one more (padding="same" with an odd total
+// puts the extra zero at the end). That covers every forward call, so one op serves both conv
+// overloads, and the meta function still rejects a grad_output of any other size. (The kernel only
+// reads the leading padding: trailing zeros only decide how many output positions there are.)
+#include "src/kernels/cpu/conv.h"
+#include "src/ops/conv_common.h"
+#include "src/ops/linalg_backward.h"
+#include "src/ops/registry.h"
+
+namespace kiln {
+namespace {
+
+constexpr std::string_view kOp = "convolution_backward";
+
+// Arguments: grad_output, input, weight, stride, padding, dilation, groups, 3 output-mask bools.
+cpu::ConvGeometry backward_geometry(const OpCall& call) {
+  const Tensor& grad_output = call.tensor(0);
+  const Tensor& input = call.tensor(1);
+  const Tensor& weight = call.tensor(2);
+  const int64_t groups = call.int_arg(6);
+  KILN_CHECK(weight.dim() == 3 || weight.dim() == 4, ShapeError,
+             "{}: weight must be 3-D (conv1d) or 4-D (conv2d) [out_channels, in_channels / "
+             "groups, kernel...], got shape {}",
+             kOp, shape_str(weight.sizes()));
+  const int spatial = static_cast<int>(weight.dim()) - 2;
+  KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, ShapeError,
+             "{}: expected a {}-D (batched) or {}-D (unbatched) input for weight {}, got shape {}",
+             kOp, spatial + 2, spatial + 1, shape_str(weight.sizes()), shape_str(input.sizes()));
+  KILN_CHECK(grad_output.dim() == input.dim(), ShapeError,
+             "{}: grad_output {} must have the rank of input {}", kOp,
+             shape_str(grad_output.sizes()), shape_str(input.sizes()));
+  KILN_CHECK(input.dtype() == weight.dtype() && grad_output.dtype() == input.dtype(), DTypeError,
+             "{}: grad_output ({}), input ({}) and weight ({}) must have one dtype", kOp,
+             dtype_name(grad_output.dtype()), dtype_name(input.dtype()),
+             dtype_name(weight.dtype()));
+  KILN_CHECK(is_floating(input.dtype()), DTypeError,
+             "{}: dtype {} is not supported; convolution gradients need a floating dtype", kOp,
+             dtype_name(input.dtype()));
+  KILN_CHECK(groups > 0, ValueError, "{}: groups must be positive, got {}", kOp, groups);
+  const bool batched = input.dim() == spatial + 2;
+  const int64_t lead = batched ? 1 : 0;
+  const int64_t in_channels = input.size(lead), out_channels = weight.size(0);
+  KILN_CHECK(in_channels == weight.size(1) * groups, ShapeError,
+             "{}: input {} has {} channels but weight {} with groups={} expects {}", kOp,
+             shape_str(input.sizes()), in_channels, shape_str(weight.sizes()), groups,
+             weight.size(1) * groups);
+  KILN_CHECK(out_channels % groups == 0, ShapeError,
+             "{}: weight {} has {} output channels, not divisible by groups={}", kOp,
+             shape_str(weight.sizes()), out_channels, groups);
+  KILN_CHECK(
+      grad_output.size(lead) == out_channels && (!batched || grad_output.size(0) == input.size(0)),
+      ShapeError, "{}: grad_output {} does not match input {} and weight {} in batch or channels",
+      kOp, shape_str(grad_output.sizes()), shape_str(input.sizes()), shape_str(weight.sizes()));
+
+  const auto stride = conv_spatial_arg(kOp, "stride", call.ints(3), spatial, 1);
+  const auto padding = conv_spatial_arg(kOp, "padding", call.ints(4), spatial, 0);
+  const auto dilation = conv_spatial_arg(kOp, "dilation", call.ints(5), spatial, 1);
+  std::array<int64_t, 2> in_size{1, 1}, kernel{1, 1}, out_size{1, 1};
+  for (int i = 0; i < spatial; ++i) {
+    in_size[2 - spatial + i] = input.size(lead + 1 + i);
+    kernel[2 - spatial + i] = weight.size(2 + i);
+    out_size[2 - spatial + i] = grad_output.size(lead + 1 + i);
+  }
+  for (int i = 0; i < 2; ++i) {
+    KILN_CHECK(stride[i] > 0 && dilation[i] > 0 && padding[i] >= 0, ValueError,
+               "{}: stride {} and dilation {} must be positive and padding {} non-negative", kOp,
+               shape_str(call.ints(3)), shape_str(call.ints(5)), shape_str(call.ints(4)));
+    // See Note [Convolution backward padding].
+    const int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+    const int64_t padded = in_size[i] + 2 * padding[i];
+    const int64_t symmetric = padded >= span ? (padded - span) / stride[i] + 1 : -1;
+    const int64_t one_more = padded + 1 >= span ? (padded + 1 - span) / stride[i] + 1 : -1;
+    KILN_CHECK(out_size[i] == symmetric || out_size[i] == one_more, ShapeError,
+               "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
+               "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "
+               "of padding)",
+               kOp, shape_str(grad_output.sizes()), shape_str(input.sizes()),
+               shape_str(weight.sizes()), shape_str(call.ints(3)), shape_str(call.ints(4)),
+               shape_str(call.ints(5)), out_size[i], symmetric, one_more);
+  }
+  cpu::ConvGeometry g;
+  g.batch = batched ? input.size(0) : 1;
+  g.in_channels = in_channels, g.in_h = in_size[0], g.in_w = in_size[1];
+  g.out_channels = out_channels, g.kernel_h = kernel[0], g.kernel_w = kernel[1];
+  g.out_h = out_size[0], g.out_w = out_size[1];
+  g.stride_h = stride[0], g.stride_w = stride[1];
+  g.pad_h = padding[0], g.pad_w = padding[1];
+  g.dilation_h = dilation[0], g.dilation_w = dilation[1];
+  g.groups = groups;
+  return g;
+}
+
+void meta_convolution_backward(OpCall& call) {
+  backward_geometry(call);
+  const ScalarType dt = call.tensor(1).dtype();
+  const DimVector empty{0};
+  auto shape_if = [&](size_t mask_arg, IntArrayRef shape) {
+    return call.bool_arg(mask_arg) ? shape : IntArrayRef(empty);
+  };
+  const int64_t out_channels = call.tensor(2).size(0);
+  call.set_output(0, dt, shape_if(7, call.tensor(1).sizes()));
+  call.set_output(1, dt, shape_if(8, call.tensor(2).sizes()));
+  call.set_output(2, dt, shape_if(9, IntArrayRef(&out_channels, 1)));
+}
+
+void cpu_convolution_backward(OpCall& call) {
+  auto wanted = [&](size_t i) { return call.bool_arg(7 + i) ? call.output(i) : Tensor(); };
+  cpu::conv2d_backward(call.tensor(0), call.tensor(1), call.tensor(2), wanted(0), wanted(1),
+                       wanted(2), backward_geometry(call));
+}
+
+}  // namespace
+
+void register_conv_backward_ops(OpRegistry& r) {
+  r.add({.name = "convolution_backward",
+         .schema =
+             "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[] "
+             "stride, SymInt[] padding, SymInt[] dilation, SymInt groups, bool input_grad=True, "
+             "bool weight_grad=True, bool bias_grad=True) -> (Tensor, Tensor, Tensor)",
+         .family = "linalg",
+         .meta = meta_convolution_backward,
+         .cpu = cpu_convolution_backward,
+         .dtypes = dtypes::kFloating});
+}
+
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output,
+                                                        const Tensor& input, const Tensor& weight,
+                                                        IntArrayRef stride, IntArrayRef padding,
+                                                        IntArrayRef dilation, int64_t groups,
+                                                        std::array<bool, 3> output_mask) {
+  static const OpId id = op_id("convolution_backward");
+  Stack out = dispatch::call_boxed(id, grad_output, input, weight, stride, padding, dilation,
+                                   groups, output_mask[0], output_mask[1], output_mask[2]);
+  return {std::move(out[0].tensor()), std::move(out[1].tensor()), std::move(out[2].tensor())};
+}
+
+}  // namespace kiln
