@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bench/bench.h"
+#include "tools/omp_env.h"
 
 namespace kiln::bench {
 namespace {
@@ -41,6 +42,7 @@ nlohmann::ordered_json to_json(const nlohmann::ordered_json& machine,
 }  // namespace kiln::bench
 
 int main(int argc, char** argv) {
+  kiln::tools::use_passive_omp_wait_policy(argv);  // Note [OpenMP wait policy]
   using namespace kiln::bench;
   CLI::App app{"kiln-bench: Kiln against OpenBLAS, a STREAM copy and PyTorch eager"};
   std::string json_path;

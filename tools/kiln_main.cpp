@@ -4,8 +4,10 @@
 
 #include "kiln/error.h"
 #include "tools/commands.h"
+#include "tools/omp_env.h"
 
 int main(int argc, char** argv) {
+  kiln::tools::use_passive_omp_wait_policy(argv);  // Note [OpenMP wait policy]
   CLI::App app{"kiln: the PyTorch 2 stack in C++"};
   app.require_subcommand(1);
 
