@@ -1,8 +1,8 @@
 // kiln-bench: measures Kiln and its references in one run, prints a table and writes JSON
 //   {"machine": {...}, "results": [{"name", "unit", "kiln", "refs": {ref: value}}]}.
 // Timing never decides a test's pass or fail (DESIGN.md section 7); this is for people.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <fstream>
 #include <iostream>
@@ -33,7 +33,8 @@ nlohmann::ordered_json to_json(const nlohmann::ordered_json& machine,
   out["machine"] = machine;
   out["results"] = nlohmann::ordered_json::array();
   for (const Result& r : results) {
-    out["results"].push_back({{"name", r.name}, {"unit", r.unit}, {"kiln", r.kiln}, {"refs", r.refs}});
+    out["results"].push_back(
+        {{"name", r.name}, {"unit", r.unit}, {"kiln", r.kiln}, {"refs", r.refs}});
   }
   return out;
 }
@@ -64,8 +65,11 @@ int main(int argc, char** argv) {
 
   std::vector<Result> results;
   const std::vector<std::pair<std::string, std::vector<Result> (*)(const Options&)>> groups = {
-      {"overhead", bench_overhead}, {"pointwise", bench_pointwise}, {"matmul", bench_matmul},
-      {"nn", bench_nn},             {"train", bench_train}};
+      {"overhead", bench_overhead},
+      {"pointwise", bench_pointwise},
+      {"matmul", bench_matmul},
+      {"nn", bench_nn},
+      {"train", bench_train}};
   for (const auto& [group_name, group] : groups) {
     if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
     for (Result& r : group(options)) {

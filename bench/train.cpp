@@ -25,8 +25,8 @@ std::vector<Result> bench_train(const Options& options) {
   manual_seed(0);
   nn::Sequential mlp({std::make_shared<nn::Linear>(784, 512), std::make_shared<nn::ReLU>(),
                       std::make_shared<nn::Linear>(512, 10)});
-  const double mlp_ms = train_step_ms(mlp, randn({64, 784}), randint(0, 10, {64}),
-                                      options.repetitions);
+  const double mlp_ms =
+      train_step_ms(mlp, randn({64, 784}), randint(0, 10, {64}), options.repetitions);
   examples::FashionCNN cnn;
   const double cnn_ms = train_step_ms(cnn, randn({128, 1, 28, 28}), randint(0, 10, {128}),
                                       std::max(options.repetitions / 2, 3));

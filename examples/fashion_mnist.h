@@ -26,21 +26,21 @@ class FashionCNN : public nn::Module {
 struct FashionMnistOptions {
   int64_t epochs = 3;
   int64_t batch_size = 128;
-  double lr = 0.05;                      // peak learning rate (SGD with Nesterov momentum 0.9)
-  std::string scheduler = "onecycle";    // onecycle, cosine, step or none
+  double lr = 0.05;                    // peak learning rate (SGD with Nesterov momentum 0.9)
+  std::string scheduler = "onecycle";  // onecycle, cosine, step or none
   uint64_t seed = 0;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string checkpoint = "fashion_mnist.safetensors";  // empty: do not save
-  int64_t train_limit = 0;               // use only the first n training images (0: all)
-  int64_t test_limit = 0;                // evaluate on the first n test images (0: all)
-  bool progress = true;                  // a progress bar per epoch
+  int64_t train_limit = 0;  // use only the first n training images (0: all)
+  int64_t test_limit = 0;   // evaluate on the first n test images (0: all)
+  bool progress = true;     // a progress bar per epoch
 };
 
 struct FashionMnistResult {
-  double test_accuracy = 0;   // fraction in [0, 1]
+  double test_accuracy = 0;     // fraction in [0, 1]
   double final_train_loss = 0;  // mean loss of the last epoch
   double first_train_loss = 0;  // mean loss of the first epoch
-  double seconds = 0;          // wall time of the training epochs
+  double seconds = 0;           // wall time of the training epochs
   double images_per_second = 0;
 };
 

@@ -7,8 +7,8 @@
 // command-line programs set it and re-execute themselves when the user has not chosen a policy.
 #pragma once
 
-#include <cstdlib>
 #include <unistd.h>
+#include <cstdlib>
 
 namespace kiln::tools {
 

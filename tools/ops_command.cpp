@@ -18,14 +18,10 @@ namespace kiln::tools {
 namespace {
 
 constexpr std::pair<OpTag, const char*> kTagNames[] = {
-    {kTagView, "view"},
-    {kTagInplace, "inplace"},
-    {kTagRandom, "random"},
-    {kTagDynamicOutput, "dynamic_output"},
-    {kTagFactory, "factory"},
-    {kTagPointwise, "pointwise"},
-    {kTagReduction, "reduction"},
-    {kTagNondifferentiable, "nondifferentiable"},
+    {kTagView, "view"},           {kTagInplace, "inplace"},
+    {kTagRandom, "random"},       {kTagDynamicOutput, "dynamic_output"},
+    {kTagFactory, "factory"},     {kTagPointwise, "pointwise"},
+    {kTagReduction, "reduction"}, {kTagNondifferentiable, "nondifferentiable"},
 };
 
 std::vector<std::string> tag_names(const OpDef& op) {
@@ -45,10 +41,8 @@ std::vector<std::string> dtype_names(DTypeSet set) {
 // A short name for the common dtype sets, the full list otherwise (text table only).
 std::string dtypes_summary(DTypeSet set) {
   constexpr std::pair<DTypeSet, const char*> kNamedSets[] = {
-      {dtypes::kAll, "all"},
-      {dtypes::kNumeric, "numeric"},
-      {dtypes::kFloating, "floating"},
-      {dtypes::kIntegralAndBool, "integral+bool"},
+      {dtypes::kAll, "all"},           {dtypes::kNumeric, "numeric"},
+      {dtypes::kFloating, "floating"}, {dtypes::kIntegralAndBool, "integral+bool"},
       {dtypes::kIntegral, "integral"},
   };
   for (auto [named, name] : kNamedSets)

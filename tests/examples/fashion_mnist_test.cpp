@@ -1,0 +1,63 @@
+// The Fashion-MNIST example end to end on a slice of the data: it learns, and its checkpoint
+// restores the model, optimizer and scheduler state. (The full run is `make demo`.)
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "examples/fashion_mnist.h"
+
+namespace kiln::examples {
+namespace {
+
+std::filesystem::path temp_checkpoint() {
+  return std::filesystem::temp_directory_path() /
+         ("kiln_fmnist_test_" + std::to_string(getpid()) + ".safetensors");
+}
+
+TEST(FashionMnistExample, LearnsAndSavesACheckpoint) {
+  FashionMnistOptions options;
+  options.epochs = 2;
+  options.train_limit = 1024;
+  options.test_limit = 500;
+  options.batch_size = 64;
+  options.checkpoint = temp_checkpoint().string();
+  std::ostringstream log;
+  FashionMnistResult result = train_fashion_mnist(options, log);
+  EXPECT_LT(result.final_train_loss, result.first_train_loss) << log.str();
+  // Ten classes: chance is 10%; 1024 images and two epochs already give far more.
+  EXPECT_GT(result.test_accuracy, 0.55) << log.str();
+  EXPECT_NE(log.str().find("epoch 2/2"), std::string::npos);
+  EXPECT_NE(log.str().find("test accuracy"), std::string::npos);
+
+  auto parts = io::load_checkpoint(options.checkpoint);
+  ASSERT_TRUE(parts.count("model") && parts.count("optimizer") && parts.count("scheduler"));
+  FashionCNN restored;
+  restored.load_state_dict(parts["model"]);  // strict: every parameter and buffer is there
+  FashionCNN fresh;
+  optim::SGD optimizer(fresh.parameters(), {.lr = 0.01, .momentum = 0.9});
+  optimizer.load_state_dict(parts["optimizer"]);
+  EXPECT_FALSE(optimizer.state(fresh.parameters()[0]).empty());  // momentum buffers came back
+  EXPECT_EQ(parts["run"].values.at("epochs"), "2");
+  std::filesystem::remove(options.checkpoint);
+}
+
+TEST(FashionMnistExample, BadOptionsAreErrors) {
+  FashionMnistOptions options;
+  options.scheduler = "sometimes";
+  options.checkpoint = "";
+  options.train_limit = 128;
+  std::ostringstream log;
+  EXPECT_THROW(train_fashion_mnist(options, log), ValueError);
+  options.scheduler = "none";
+  options.data_dir = "/nonexistent/fashion-mnist";
+  try {
+    train_fashion_mnist(options, log);
+    FAIL() << "expected an error for a missing dataset";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset-fashion-mnist"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::examples
