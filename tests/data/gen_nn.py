@@ -8,6 +8,7 @@ dict with load_state_dict and compare. Shapes are tiny to keep the file small.
 Run from the repository root with Debian's PyTorch (1.13):
     /usr/bin/python3 tests/data/gen_nn.py
 """
+import copy
 import json
 import math
 import os
@@ -55,11 +56,31 @@ def randomize(m):
     return m
 
 
+GRAD_INPUTS = ("x", "x1", "q", "k", "v", "input")
+
+
+def gradients(m, call, inputs, scalar=False):
+    """Gradients of 0.5 * sum(y^2) (of y itself when `scalar`, for losses), y = call(m, **inputs),
+    computed on a copy of m so that its state (running statistics) stays as it was: "param:<name>"
+    for every parameter that gets one, "input:<name>" for the floating inputs in GRAD_INPUTS."""
+    m = copy.deepcopy(m) if m is not None else None
+    inputs = {k: v.clone().requires_grad_() if k in GRAD_INPUTS and v.is_floating_point() else v
+              for k, v in inputs.items()}
+    y = call(m, **inputs)
+    (y if scalar else 0.5 * (y ** 2).sum()).backward()
+    g = {}
+    if m is not None:
+        g.update({"param:" + n: t(p.grad) for n, p in m.named_parameters() if p.grad is not None})
+    g.update({"input:" + k: t(v.grad) for k, v in inputs.items() if v.grad is not None})
+    return g
+
+
 def run(name, m, **inputs):
-    """Forward of a one-input module under no_grad."""
+    """Forward of a one-input module under no_grad, and the gradients of 0.5 * sum(y^2)."""
+    grads = gradients(m, lambda mod, **kw: mod(*kw.values()), inputs)
     with torch.no_grad():
         y = m(*inputs.values())
-    add(name, m, inputs, {"y": y})
+    add(name, m, inputs, {"y": y}, grads=grads)
 
 
 # ---- Linear ----
@@ -89,6 +110,7 @@ def batch_norm_case(name, m, x1, x2, x3):
     randomize(m)
     initial = state(m)
     m.train()
+    grads = gradients(m, lambda mod, x1: mod(x1), {"x1": x1})  # a training step's gradients
     with torch.no_grad():
         y1 = m(x1)
         y2 = m(x2)
@@ -101,6 +123,7 @@ def batch_norm_case(name, m, x1, x2, x3):
         "inputs": {"x1": t(x1), "x2": t(x2), "x3": t(x3)},
         "outputs": {"y1": t(y1), "y2": t(y2), "y3": t(y3)},
         "state_after_train": after_train,
+        "grads": grads,
     }
 
 
@@ -146,13 +169,15 @@ run("flatten", nn.Flatten(), x=pool_x)
 
 # ---- attention ----
 def mha_case(name, m, q, k, v, **kwargs):
+    grads = gradients(m, lambda mod, q, k, v: mod(q, k, v, **kwargs)[0], {"q": q, "k": k, "v": v})
     with torch.no_grad():
         out, w = m(q, k, v, **kwargs)
     inputs = {"q": q, "k": k, "v": v}
     for key in ("key_padding_mask", "attn_mask"):
         if kwargs.get(key) is not None:
             inputs[key] = kwargs[key]
-    add(name, m, inputs, {"out": out, "weights": w} if w is not None else {"out": out})
+    add(name, m, inputs, {"out": out, "weights": w} if w is not None else {"out": out},
+        grads=grads)
 
 
 mha = nn.MultiheadAttention(4, 2)
@@ -183,11 +208,12 @@ def encoder_case(name, m, x, **kwargs):
     for n in randomize_norms:
         randomize(n)
     m.train()
+    grads = gradients(m, lambda mod, x: mod(x, **kwargs), {"x": x})
     with torch.no_grad():
         y = m(x, **kwargs)
     inputs = {"x": x}
     inputs.update({k: v for k, v in kwargs.items() if v is not None})
-    add(name, m, inputs, {"y": y})
+    add(name, m, inputs, {"y": y}, grads=grads)
 
 
 encoder_case("encoder_post_norm_relu",
@@ -202,15 +228,23 @@ encoder_case("encoder_pre_norm_gelu_batch_first",
 
 
 # ---- losses: outputs per reduction ----
-def loss_case(name, make, x, target, reductions=("none", "mean", "sum")):
+def loss_case(name, make, x, target, reductions=("none", "mean", "sum"), with_grads=True):
     outputs = {}
     module = None
     for r in reductions:
         module = make(r)
         with torch.no_grad():
             outputs[r] = module(x, target)
-    add(name, None, {"input": x, "target": target}, outputs,
-        state=state(module), repr=repr(module))
+    # The gradient of the averaged loss (batchmean where the loss has it) with respect to input.
+    extra = {}
+    if with_grads:
+        grad_reduction = "batchmean" if "batchmean" in reductions else "mean"
+        extra["grads"] = gradients(None,
+                                   lambda _, input, target: make(grad_reduction)(input, target),
+                                   {"input": x, "target": target}, scalar=True)
+        extra["grad_reduction"] = grad_reduction
+    add(name, None, {"input": x, "target": target}, outputs, state=state(module), repr=repr(module),
+        **extra)
 
 
 logits = torch.randn(4, 3)
@@ -235,8 +269,15 @@ loss_case("l1_broadcast_target", lambda r: nn.L1Loss(reduction=r), reg_x, torch.
           reductions=("mean",))
 bce_p = torch.tensor([[0.0, 0.3, 1.0], [0.9, 0.5, 0.1]])
 bce_t = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.5]])
+# Probabilities of exactly 0 and 1: values only. PyTorch's gradient divides by
+# max(x (1 - x), 1e-12), Kiln's is the exact derivative (slope 0 where the log is clamped); they
+# agree where x (1 - x) >= 1e-12, which bce_interior checks.
 loss_case("bce_clamped_log",
-          lambda r: nn.BCELoss(weight=torch.tensor([0.5, 1.0, 2.0]), reduction=r), bce_p, bce_t)
+          lambda r: nn.BCELoss(weight=torch.tensor([0.5, 1.0, 2.0]), reduction=r), bce_p, bce_t,
+          with_grads=False)
+loss_case("bce_interior",
+          lambda r: nn.BCELoss(weight=torch.tensor([0.5, 1.0, 2.0]), reduction=r),
+          torch.tensor([[1e-6, 0.3, 0.999], [0.9, 0.5, 0.1]]), bce_t)
 loss_case("bce_with_logits_pos_weight",
           lambda r: nn.BCEWithLogitsLoss(weight=torch.tensor([1.0, 0.5, 2.0]),
                                          pos_weight=torch.tensor([3.0, 1.0, 0.5]), reduction=r),
@@ -258,10 +299,11 @@ with torch.no_grad():
     net[1].running_var.copy_(torch.rand(2) + 0.5)
 net.eval()
 net_x = torch.randn(2, 1, 4, 4)
+net_grads = gradients(net, lambda mod, x: mod(x), {"x": net_x})
 with torch.no_grad():
     net_y = net(net_x)
 add("sequential_cnn", net, {"x": net_x}, {"y": net_y}, state_keys=list(net.state_dict().keys()),
-    parameter_names=[n for n, _ in net.named_parameters()])
+    parameter_names=[n for n, _ in net.named_parameters()], grads=net_grads)
 
 # ---- printing: nested containers, extra_repr with children ----
 nested = nn.Sequential(nn.Linear(4, 3), nn.ReLU(),

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -28,6 +29,17 @@ Tensor output(const Json& c, const std::string& name);
 // must agree to |a - b| <= tol * (1 + |b|) with tol = 1e-10 by default.
 void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what,
                   double tol = 1e-10);
+
+// The case's inputs by name; those PyTorch differentiated ("input:<name>" in the case's "grads")
+// require grad.
+std::map<std::string, Tensor> case_inputs(const Json& c);
+
+// Backpropagates 0.5 * sum(y^2) (y itself when `scalar`, for losses) from the inputs' and m's
+// cleared gradients, and compares them with the case's "grads" (PyTorch's, for the same function):
+// "param:<name>" for parameters of m, "input:<name>" for inputs. A parameter PyTorch gave no
+// gradient must get none or zeros. m may be null (losses).
+void expect_gradients(const Json& c, Module* m, const Tensor& y,
+                      const std::map<std::string, Tensor>& inputs, bool scalar = false);
 
 // Converts `m` to float64 and loads the case's state dict (strict).
 void load_case_state(Module& m, const Json& c);

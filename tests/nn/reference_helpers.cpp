@@ -74,6 +74,43 @@ void expect_close(const Tensor& actual, const Tensor& expected, const std::strin
   }
 }
 
+std::map<std::string, Tensor> case_inputs(const Json& c) {
+  std::map<std::string, Tensor> inputs;
+  for (const auto& [name, value] : c.at("inputs").items()) {
+    Tensor t = tensor_from_json(value);
+    if (c.contains("grads") && c.at("grads").contains("input:" + name)) t.requires_grad_();
+    inputs.emplace(name, t);
+  }
+  return inputs;
+}
+
+void expect_gradients(const Json& c, Module* m, const Tensor& y,
+                      const std::map<std::string, Tensor>& inputs, bool scalar) {
+  ASSERT_TRUE(c.contains("grads")) << "the case has no gradients";
+  const Json& grads = c.at("grads");
+  if (m != nullptr) m->zero_grad();
+  for (const auto& [name, t] : inputs)
+    if (t.requires_grad()) t.mutable_grad() = Tensor();
+  (scalar ? y : (y * y).sum() * 0.5).backward();
+  if (m != nullptr) {
+    for (const auto& [name, p] : m->named_parameters()) {
+      const std::string key = "param:" + name;
+      if (grads.contains(key)) {
+        ASSERT_TRUE(p.grad().defined()) << "no gradient for " << name;
+        expect_close(p.grad(), tensor_from_json(grads.at(key)), "gradient of " + name, 1e-9);
+      } else if (p.grad().defined()) {
+        EXPECT_EQ(p.grad().abs().sum().item<double>(), 0.0) << name << " should get no gradient";
+      }
+    }
+  }
+  for (const auto& [key, expected] : grads.items()) {
+    if (key.rfind("input:", 0) != 0) continue;
+    const Tensor& t = inputs.at(key.substr(6));
+    ASSERT_TRUE(t.grad().defined()) << "no gradient for " << key;
+    expect_close(t.grad(), tensor_from_json(expected), "gradient of " + key, 1e-9);
+  }
+}
+
 void load_case_state(Module& m, const Json& c) {
   m.to(kFloat64);
   m.load_state_dict(state_from_json(c.at("state")));

@@ -1,6 +1,8 @@
-// Forward values of the modules and losses against PyTorch (tests/data/gen_nn.py): each test
-// builds the module PyTorch built, loads PyTorch's weights with load_state_dict, runs the same
-// input and compares the output (and, where Kiln prints the same, the repr).
+// Forward values and gradients of the modules and losses against PyTorch (tests/data/gen_nn.py):
+// each test builds the module PyTorch built, loads PyTorch's weights with load_state_dict, runs
+// the same input and compares the output (and, where Kiln prints the same, the repr), then the
+// gradients of 0.5 * sum(output^2) (of the loss itself for losses) with respect to every
+// parameter and input.
 #include <gtest/gtest.h>
 
 #include "kiln/kiln.h"
@@ -24,8 +26,10 @@ void check_forward(Module& m, const std::string& name, bool compare_repr = true)
   if (compare_repr) {
     EXPECT_EQ(m.repr(), c.at("repr").get<std::string>());
   }
-  NoGradGuard no_grad;
-  expect_close(m.forward(input(c, "x")), output(c, "y"), name);
+  const auto inputs = testing::case_inputs(c);
+  const Tensor y = m.forward(inputs.at("x"));
+  expect_close(y.detach(), output(c, "y"), name);
+  testing::expect_gradients(c, &m, y, inputs);
 }
 
 TEST(Reference, Linear) {
@@ -63,9 +67,11 @@ void check_batch_norm(BatchNormBase& m, const std::string& name) {
   const auto& c = reference_case(name);
   load_case_state(m, c);
   EXPECT_EQ(m.repr(), c.at("repr").get<std::string>());
-  NoGradGuard no_grad;
   m.train();
-  expect_close(m.forward(input(c, "x1")), output(c, "y1"), "y1");
+  const auto inputs = testing::case_inputs(c);
+  const Tensor y1 = m.forward(inputs.at("x1"));
+  expect_close(y1.detach(), output(c, "y1"), "y1");
+  testing::expect_gradients(c, &m, y1, inputs);
   expect_close(m.forward(input(c, "x2")), output(c, "y2"), "y2");
   const StateDict after = m.state_dict();
   const StateDict expected = state_from_json(c.at("state_after_train"));
@@ -156,18 +162,21 @@ void check_attention(MultiheadAttention& m, const std::string& name,
   SCOPED_TRACE(name);
   const auto& c = reference_case(name);
   load_case_state(m, c);
-  NoGradGuard no_grad;
+  const auto in = testing::case_inputs(c);
   auto [out, weights] =
-      m.forward(input(c, "q"), input(c, "k"), input(c, "v"), optional_input(c, "key_padding_mask"),
+      m.forward(in.at("q"), in.at("k"), in.at("v"), optional_input(c, "key_padding_mask"),
                 /*need_weights=*/true, optional_input(c, "attn_mask"), average_attn_weights);
-  expect_close(out, output(c, "out"), "attn_output");
-  expect_close(weights, output(c, "weights"), "attn_weights");
-  // Without weights the output is the same (computed by scaled_dot_product_attention).
+  expect_close(out.detach(), output(c, "out"), "attn_output");
+  expect_close(weights.detach(), output(c, "weights"), "attn_weights");
+  testing::expect_gradients(c, &m, out, in);
+  // Without weights the output and its gradients are the same (computed by
+  // scaled_dot_product_attention).
   auto [out_only, no_weights] =
-      m.forward(input(c, "q"), input(c, "k"), input(c, "v"), optional_input(c, "key_padding_mask"),
+      m.forward(in.at("q"), in.at("k"), in.at("v"), optional_input(c, "key_padding_mask"),
                 /*need_weights=*/false, optional_input(c, "attn_mask"));
-  expect_close(out_only, output(c, "out"), "attn_output without weights");
+  expect_close(out_only.detach(), output(c, "out"), "attn_output without weights");
   EXPECT_FALSE(no_weights.defined());
+  testing::expect_gradients(c, &m, out_only, in);
 }
 
 TEST(Reference, MultiheadAttention) {
@@ -186,7 +195,6 @@ TEST(Reference, MultiheadAttentionSingleInputForwardIsSelfAttention) {
   MultiheadAttention m(4, 4, {.bias = false});
   const auto& c = reference_case("mha_unbatched_self_no_bias");
   load_case_state(m, c);
-  NoGradGuard no_grad;
   expect_close(m.forward(input(c, "q")), output(c, "out"), "forward(x)");
 }
 
@@ -195,9 +203,10 @@ TEST(Reference, TransformerEncoderLayer) {
     TransformerEncoderLayer m(4, 2, {.dim_feedforward = 8, .dropout = 0.0});
     const auto& c = reference_case("encoder_post_norm_relu");
     load_case_state(m, c);
-    NoGradGuard no_grad;
-    expect_close(m.forward(input(c, "x"), {}, input(c, "src_key_padding_mask")), output(c, "y"),
-                 "post-norm relu");
+    const auto in = testing::case_inputs(c);
+    const Tensor y = m.forward(in.at("x"), {}, in.at("src_key_padding_mask"));
+    expect_close(y.detach(), output(c, "y"), "post-norm relu");
+    testing::expect_gradients(c, &m, y, in);
   }
   {
     TransformerEncoderLayer m(4, 2,
@@ -209,9 +218,10 @@ TEST(Reference, TransformerEncoderLayer) {
                                .norm_first = true});
     const auto& c = reference_case("encoder_pre_norm_gelu_batch_first");
     load_case_state(m, c);
-    NoGradGuard no_grad;
-    expect_close(m.forward(input(c, "x"), input(c, "src_mask")), output(c, "y"),
-                 "pre-norm gelu batch-first causal");
+    const auto in = testing::case_inputs(c);
+    const Tensor y = m.forward(in.at("x"), in.at("src_mask"));
+    expect_close(y.detach(), output(c, "y"), "pre-norm gelu batch-first causal");
+    testing::expect_gradients(c, &m, y, in);
   }
 }
 
@@ -234,6 +244,12 @@ void check_loss(const std::string& name, Make make) {
     expect_close(loss->forward(input(c, "input"), input(c, "target")),
                  testing::tensor_from_json(expected), name + " " + reduction);
   }
+  // The gradient of the averaged loss with respect to its input.
+  if (!c.contains("grads")) return;
+  const auto in = testing::case_inputs(c);
+  std::shared_ptr<Loss> loss = make(c.at("grad_reduction").get<std::string>(), state_tensor);
+  testing::expect_gradients(c, nullptr, loss->forward(in.at("input"), in.at("target")), in,
+                            /*scalar=*/true);
 }
 
 using StateTensor = std::function<Tensor(const std::string&)>;
@@ -276,6 +292,9 @@ TEST(Reference, RegressionLosses) {
 
 TEST(Reference, BinaryAndKLLosses) {
   check_loss("bce_clamped_log", [](const std::string& r, const StateTensor& s) {
+    return std::make_shared<BCELoss>(BCELossOptions{.weight = s("weight"), .reduction = r});
+  });
+  check_loss("bce_interior", [](const std::string& r, const StateTensor& s) {
     return std::make_shared<BCELoss>(BCELossOptions{.weight = s("weight"), .reduction = r});
   });
   check_loss("bce_with_logits_pos_weight", [](const std::string& r, const StateTensor& s) {

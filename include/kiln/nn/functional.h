@@ -59,6 +59,9 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view re
                   double delta = 1.0);
 // input: probabilities in [0, 1] (ValueError otherwise), target of the same shape; the logs are
 // clamped at -100 so that a confident wrong answer gives a large finite loss, as in PyTorch.
+// The gradient is the exact derivative, PyTorch's wherever x (1 - x) >= 1e-12. Closer to 0 or 1
+// PyTorch divides by 1e-12 instead of x (1 - x), and at exactly 0 or 1 the clamped log here has
+// slope 0 (finite, never NaN); through a sigmoid, whose slope vanishes there, both give ~0.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                             std::string_view reduction = "mean");
 // input: log-probabilities. Pointwise target * (log(target) - input) (0 where target is 0), or
