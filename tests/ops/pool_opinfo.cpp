@@ -118,7 +118,16 @@ std::vector<SampleInput> max_samples(ScalarType dt, std::mt19937_64& rng) {
   add(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1}, false,
       "channels-last input");
   add(mk({0, 3, 6, 7}, dt, rng), {2}, {}, {0}, {1}, false, "zero batch");
+  // Exact 2x2 tilings take a vector path for float and double: a body of whole vectors and a tail.
+  add(mk({2, 3, 4, 22}, dt, rng), {2}, {}, {0}, {1}, false,
+      "2x2 tiles, exact: vector body and tail");
   if (is_floating(dt)) {
+    std::vector<double> wide(40);
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>((i * 7) % 5);
+    for (size_t i : {1, 22, 4, 5, 25, 38, 39, 18}) wide[i] = NAN;
+    wide[8] = wide[9] = wide[28] = wide[29] = -INFINITY;
+    add(from_vector(wide, Shape{1, 1, 2, 20}).to(dt), {2}, {}, {0}, {1}, false,
+        "2x2 tiles: NaN, -inf and ties across 20 columns");
     Tensor nan = from_vector(std::vector<double>{1, NAN, 3, 4, 5, 6, NAN, 8, 9, 10, 11, 12, 13, 14,
                                                  15, -INFINITY},
                              Shape{1, 1, 4, 4})

@@ -1,5 +1,7 @@
 // 2-D pooling kernels: one output plane per (sample, channel), planes in parallel. Inputs are
 // made contiguous first; outputs are contiguous.
+#include <hwy/highway.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -24,10 +26,52 @@ bool parallel_planes(const PoolGeometry& g) {
   return g.planes > 1 && g.planes * g.out_h * g.out_w * g.kernel_h * g.kernel_w > 32768;
 }
 
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Values of 2x2, stride-2 windows tiling a plane exactly (the usual case), float and double: the
+// two input rows of an output row are loaded de-interleaved into the windows' four taps and
+// reduced with the window scan's rule (a larger value or a NaN replaces the maximum).
+template <typename T>
+void max_pool_2x2_plane(const T* in, T* out, int64_t out_h, int64_t out_w) {
+  const hn::ScalableTag<T> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto take = [](auto v, auto best) { return hn::Or(hn::Gt(v, best), hn::IsNaN(v)); };
+  for (int64_t oy = 0; oy < out_h; ++oy) {
+    const T* r0 = in + 2 * oy * 2 * out_w;
+    const T* r1 = r0 + 2 * out_w;
+    T* dst = out + oy * out_w;
+    int64_t ox = 0;
+    for (; ox + lanes <= out_w; ox += lanes) {
+      hn::Vec<decltype(d)> a, b, c, e;
+      hn::LoadInterleaved2(d, r0 + 2 * ox, a, b);
+      hn::LoadInterleaved2(d, r1 + 2 * ox, c, e);
+      auto best = hn::IfThenElse(take(b, a), b, a);
+      best = hn::IfThenElse(take(c, best), c, best);
+      hn::StoreU(hn::IfThenElse(take(e, best), e, best), d, dst + ox);
+    }
+    for (; ox < out_w; ++ox) {
+      T best = r0[2 * ox];
+      for (const T v : {r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]})
+        best = select_if((v > best) | (v != v), v, best);
+      dst[ox] = best;
+    }
+  }
+}
+
 template <typename T>
 void max_pool_typed(const T* in, T* values, int64_t* indices, const PoolGeometry& g) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (indices == nullptr && g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
+        g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 &&
+        g.in_h == 2 * g.out_h && g.in_w == 2 * g.out_w) {
+#pragma omp parallel for if (parallel_planes(g))
+      for (int64_t p = 0; p < g.planes; ++p)
+        max_pool_2x2_plane(in + p * in_plane, values + p * out_plane, g.out_h, g.out_w);
+      return;
+    }
+  }
 #pragma omp parallel if (parallel_planes(g))
   {
     std::vector<Acc> best(static_cast<size_t>(g.out_w));
