@@ -59,8 +59,8 @@ class RealFashionMNIST : public ::testing::Test {
   }
   void SetUp() override {
     if (!train_) {
-      GTEST_SKIP() << kRoot << " is missing: apt-get install dataset-fashion-mnist "
-                   << "(scripts/install-deps does) to run the tests on the real dataset";
+      FAIL() << kRoot << " is missing: apt-get install dataset-fashion-mnist "
+             << "(scripts/install-deps, which `make test` runs, installs it)";
     }
   }
   static FashionMNIST* train_;
