@@ -47,57 +47,30 @@ void adam_update(std::map<std::string, Tensor>& state, const Tensor& param, cons
   param.addcdiv_(exp_avg, denom, -step_size);
 }
 
-namespace {
-
-std::map<std::string, double> option_map(const AdamOptions& o) {
-  return {{"beta1", o.betas.first},
-          {"beta2", o.betas.second},
-          {"eps", o.eps},
-          {"weight_decay", o.weight_decay},
-          {"amsgrad", o.amsgrad ? 1.0 : 0.0},
-          {"maximize", o.maximize ? 1.0 : 0.0}};
-}
-
-}  // namespace
-
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Adam(single_group(std::move(params)), options) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions defaults)
-    : Optimizer(std::move(groups), defaults.lr, option_map(defaults)) {
+    : Optimizer(std::move(groups), defaults.lr, adam_option_map(defaults)) {
   check_groups();
 }
 
 AdamOptions Adam::group_options(const ParamGroup& group) {
-  return {.lr = group.lr,
-          .betas = {group.option("beta1"), group.option("beta2")},
-          .eps = group.option("eps"),
-          .weight_decay = group.option("weight_decay"),
-          .amsgrad = group.option("amsgrad") != 0,
-          .maximize = group.option("maximize") != 0};
+  return adam_group_options<AdamOptions>(group);
 }
 
 void Adam::check_group(const ParamGroup& group, size_t index) const {
   Optimizer::check_group(group, index);
-  AdamOptions o = group_options(group);
-  check_option(o.betas.first >= 0 && o.betas.first < 1, group, index, "beta1", "in [0, 1)");
-  check_option(o.betas.second >= 0 && o.betas.second < 1, group, index, "beta2", "in [0, 1)");
-  check_option(o.eps >= 0, group, index, "eps", ">= 0");
-  check_option(o.weight_decay >= 0, group, index, "weight_decay", ">= 0");
+  check_adam_options(group_options(group), [&](bool ok, const char* option, const char* need) {
+    check_option(ok, group, index, option, need);
+  });
 }
 
 void Adam::step() {
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
-    const AdamOptions o = group_options(group);
-    const AdamHyperparameters h{.lr = step_lr(group),
-                                .beta1 = o.betas.first,
-                                .beta2 = o.betas.second,
-                                .eps = o.eps,
-                                .weight_decay = o.weight_decay,
-                                .amsgrad = o.amsgrad,
-                                .maximize = o.maximize,
-                                .decoupled_weight_decay = false};
+    const AdamHyperparameters h =
+        adam_hyperparameters(group_options(group), step_lr(group), /*decoupled=*/false);
     for (const Tensor& param : group.params) {
       if (param.grad().defined()) adam_update(state(param), param, param.grad(), h);
     }
