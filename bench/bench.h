@@ -14,7 +14,7 @@ namespace kiln::bench {
 
 struct Result {
   std::string name;
-  std::string unit;     // "ns", "ms", "GB/s", "GFLOP/s"
+  std::string unit;  // "ns", "ms", "GB/s", "GFLOP/s"
   double kiln = 0;
   std::map<std::string, double> refs;  // reference name -> value in the same unit
   bool higher_is_better() const { return unit == "GB/s" || unit == "GFLOP/s"; }
@@ -33,7 +33,8 @@ double median_seconds(F&& f, int reps, int warmup = 3) {
   for (int i = 0; i < reps; ++i) {
     auto start = std::chrono::steady_clock::now();
     f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];

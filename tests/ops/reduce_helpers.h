@@ -16,7 +16,9 @@ struct ReduceSample {
   std::string description;
 };
 
-inline std::vector<int64_t> shape_of(const Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+inline std::vector<int64_t> shape_of(const Tensor& t) {
+  return {t.sizes().begin(), t.sizes().end()};
+}
 
 inline int64_t wrap(int64_t d, int64_t ndim) {
   const int64_t n = ndim == 0 ? 1 : ndim;
@@ -33,8 +35,10 @@ inline uint64_t mask_of(const Tensor& x, IntArrayRef dims) {
 inline std::vector<int64_t> out_shape(const Tensor& x, uint64_t mask, bool keepdim) {
   std::vector<int64_t> s;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (!((mask >> d) & 1)) s.push_back(x.size(d));
-    else if (keepdim) s.push_back(1);
+    if (!((mask >> d) & 1))
+      s.push_back(x.size(d));
+    else if (keepdim)
+      s.push_back(1);
   }
   return s;
 }
@@ -66,7 +70,8 @@ std::vector<std::vector<T>> group(const Tensor& x, uint64_t mask) {
 // (leading dims), middle, interleaved (copied), non-contiguous, expanded, zero-size, and large
 // enough for the parallel paths. `empty_reductions` adds reductions over zero elements.
 inline std::vector<ReduceSample> reduce_samples(ScalarType dt, std::mt19937_64& rng, double low,
-                                                double high, bool empty_reductions, bool single_dim) {
+                                                double high, bool empty_reductions,
+                                                bool single_dim) {
   const bool full = is_unsigned(dt);
   auto mk = [&](std::vector<int64_t> shape, Layout layout = Layout::Contiguous) {
     return make_tensor(shape, dt, rng, low, high, layout, full);
@@ -82,7 +87,8 @@ inline std::vector<ReduceSample> reduce_samples(ScalarType dt, std::mt19937_64& 
   s.push_back({x2, {-1}, true, "[33, 65] dim -1 keepdim"});
   s.push_back({x3, {1}, false, "[4, 5, 6] middle dim 1"});
   s.push_back({mk({5, 6}, Layout::NonContiguous), {1}, false, "non-contiguous [5, 6] dim 1"});
-  s.push_back({mk({5, 6}, Layout::NonContiguous), {0}, true, "non-contiguous [5, 6] dim 0 keepdim"});
+  s.push_back(
+      {mk({5, 6}, Layout::NonContiguous), {0}, true, "non-contiguous [5, 6] dim 0 keepdim"});
   s.push_back({mk({4, 3}, Layout::Expanded), {0}, false, "expanded [4, 3] dim 0"});
   s.push_back({mk({6, 4}).t(), {-1}, false, "transposed [4, 6] dim -1"});
   s.push_back({big, {0}, false, "large [300, 200] dim 0 (parallel)"});

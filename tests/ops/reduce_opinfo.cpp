@@ -21,7 +21,8 @@ Tensor accumulate_ref(const Stack& a, bool prod, bool mean) {
   const Tensor& x = X(a);
   const uint64_t mask = mask_of(x, a[1].int_list());
   const std::vector<int64_t> shape = out_shape(x, mask, a[2].to_bool());
-  const ScalarType out = mean ? (a[3].is_none() ? x.dtype() : a[3].dtype()) : sum_out(x.dtype(), a[3]);
+  const ScalarType out =
+      mean ? (a[3].is_none() ? x.dtype() : a[3].dtype()) : sum_out(x.dtype(), a[3]);
   if (is_floating(out)) {
     std::vector<double> r;
     for (const auto& g : group<double>(x, mask)) {
@@ -61,7 +62,8 @@ std::pair<T, int64_t> extremum(const std::vector<T>& g, bool is_max) {
 }
 
 // values and indices of max/min over `mask` of x.
-std::vector<Tensor> extremum_ref(const Tensor& x, uint64_t mask, std::vector<int64_t> shape, bool is_max) {
+std::vector<Tensor> extremum_ref(const Tensor& x, uint64_t mask, std::vector<int64_t> shape,
+                                 bool is_max) {
   return visit_dtype(x.dtype(), [&]<typename T>() {
     std::vector<T> vals;
     std::vector<int64_t> idx;
@@ -75,7 +77,8 @@ std::vector<Tensor> extremum_ref(const Tensor& x, uint64_t mask, std::vector<int
 }
 
 // Samples as (x, dims, keepdim) stacks, plus `extra` arguments appended.
-std::vector<SampleInput> stacks(const std::vector<ReduceSample>& samples, const std::function<void(Stack&, size_t)>& extra) {
+std::vector<SampleInput> stacks(const std::vector<ReduceSample>& samples,
+                                const std::function<void(Stack&, size_t)>& extra) {
   std::vector<SampleInput> out;
   for (size_t i = 0; i < samples.size(); ++i) {
     const ReduceSample& s = samples[i];
@@ -86,7 +89,9 @@ std::vector<SampleInput> stacks(const std::vector<ReduceSample>& samples, const 
   return out;
 }
 
-ErrorCase dim_out_of_range(Stack args) { return {std::move(args), ErrorKind::Index, "dim out of range"}; }
+ErrorCase dim_out_of_range(Stack args) {
+  return {std::move(args), ErrorKind::Index, "dim out of range"};
+}
 
 void register_accumulate(const std::string& name, bool prod, bool mean) {
   register_op_info(
@@ -101,13 +106,21 @@ void register_accumulate(const std::string& name, bool prod, bool mean) {
              out.push_back({{x, std::vector<int64_t>{1}, false, kFloat64}, "dtype=float64"});
              return out;
            },
-       .reference = [prod, mean](const Stack& a) { return std::vector<Tensor>{accumulate_ref(a, prod, mean)}; },
+       .reference =
+           [prod, mean](const Stack& a) {
+             return std::vector<Tensor>{accumulate_ref(a, prod, mean)};
+           },
        .error_cases =
            [name, mean] {
              std::vector<ErrorCase> e{
                  dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{2}, false, IValue()}),
-                 {{zeros({2, 3}), std::vector<int64_t>{0, -2}, false, IValue()}, ErrorKind::Value, "repeated dim"}};
-             if (mean) e.push_back({{zeros({2}, kInt64), std::vector<int64_t>{}, false, IValue()}, ErrorKind::DType, "int64 without dtype"});
+                 {{zeros({2, 3}), std::vector<int64_t>{0, -2}, false, IValue()},
+                  ErrorKind::Value,
+                  "repeated dim"}};
+             if (mean)
+               e.push_back({{zeros({2}, kInt64), std::vector<int64_t>{}, false, IValue()},
+                            ErrorKind::DType,
+                            "int64 without dtype"});
              return e;
            },
        .tolerance = tolerance});
@@ -116,28 +129,38 @@ void register_accumulate(const std::string& name, bool prod, bool mean) {
 void register_amax(const std::string& name, bool is_max) {
   register_op_info(
       {.name = name,
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         auto out = stacks(reduce_samples(dt, rng, -5, 5, false, false), nullptr);
-         if (is_floating(dt)) {
-           Tensor x = from_vector(std::vector<double>{1, NAN, 3, 2, 5, 4}, std::vector<int64_t>{2, 3}).to(dt);
-           out.push_back({{x, std::vector<int64_t>{1}, false}, "NaN propagates"});
-         }
-         return out;
-       },
-       .reference = [is_max](const Stack& a) {
-         const Tensor& x = X(a);
-         const uint64_t mask = mask_of(x, a[1].int_list());
-         return std::vector<Tensor>{extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max)[0]};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{
-             {{zeros({0, 3}), std::vector<int64_t>{0}, false}, ErrorKind::Index, "empty reduced dim"},
-             {{zeros({0}), std::vector<int64_t>{}, false}, ErrorKind::Index, "empty tensor"},
-             dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{-3}, false})};
-       },
-       .grad_samples = [](std::mt19937_64& rng) {
-         return without_ties(stacks(reduce_samples(kFloat64, rng, -5, 5, false, false), nullptr));
-       }});
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             auto out = stacks(reduce_samples(dt, rng, -5, 5, false, false), nullptr);
+             if (is_floating(dt)) {
+               Tensor x =
+                   from_vector(std::vector<double>{1, NAN, 3, 2, 5, 4}, std::vector<int64_t>{2, 3})
+                       .to(dt);
+               out.push_back({{x, std::vector<int64_t>{1}, false}, "NaN propagates"});
+             }
+             return out;
+           },
+       .reference =
+           [is_max](const Stack& a) {
+             const Tensor& x = X(a);
+             const uint64_t mask = mask_of(x, a[1].int_list());
+             return std::vector<Tensor>{
+                 extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max)[0]};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({0, 3}), std::vector<int64_t>{0}, false},
+                  ErrorKind::Index,
+                  "empty reduced dim"},
+                 {{zeros({0}), std::vector<int64_t>{}, false}, ErrorKind::Index, "empty tensor"},
+                 dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{-3}, false})};
+           },
+       .grad_samples =
+           [](std::mt19937_64& rng) {
+             return without_ties(
+                 stacks(reduce_samples(kFloat64, rng, -5, 5, false, false), nullptr));
+           }});
 }
 
 std::vector<SampleInput> single_dim_samples(ScalarType dt, std::mt19937_64& rng) {
@@ -145,10 +168,12 @@ std::vector<SampleInput> single_dim_samples(ScalarType dt, std::mt19937_64& rng)
   for (const ReduceSample& s : reduce_samples(dt, rng, -5, 5, false, true))
     out.push_back({{s.x, s.dims[0], s.keepdim}, s.description});
   if (is_floating(dt)) {
-    Tensor x = from_vector(std::vector<double>{1, NAN, 3, NAN, 5, 4}, std::vector<int64_t>{2, 3}).to(dt);
+    Tensor x =
+        from_vector(std::vector<double>{1, NAN, 3, NAN, 5, 4}, std::vector<int64_t>{2, 3}).to(dt);
     out.push_back({{x, int64_t{1}, false}, "NaN wins, first NaN's index"});
   }
-  Tensor ties = from_vector(std::vector<double>{2, 1, 2, 0, 0, 1}, std::vector<int64_t>{2, 3}).to(dt);
+  Tensor ties =
+      from_vector(std::vector<double>{2, 1, 2, 0, 0, 1}, std::vector<int64_t>{2, 3}).to(dt);
   out.push_back({{ties, int64_t{1}, false}, "ties: first occurrence"});
   return out;
 }
@@ -157,43 +182,55 @@ void register_max_dim(const std::string& name, bool is_max) {
   register_op_info(
       {.name = name,
        .samples = single_dim_samples,
-       .reference = [is_max](const Stack& a) {
-         const Tensor& x = X(a);
-         const uint64_t mask = uint64_t{1} << wrap(a[1].to_int(), x.dim());
-         return extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max);
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{{{zeros({3, 0}), int64_t{1}, false}, ErrorKind::Index, "empty dim"},
-                                       dim_out_of_range({zeros({2, 3}), int64_t{2}, false})};
-       },
-       .grad_samples = [](std::mt19937_64& rng) { return without_ties(single_dim_samples(kFloat64, rng)); }});
+       .reference =
+           [is_max](const Stack& a) {
+             const Tensor& x = X(a);
+             const uint64_t mask = uint64_t{1} << wrap(a[1].to_int(), x.dim());
+             return extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max);
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({3, 0}), int64_t{1}, false}, ErrorKind::Index, "empty dim"},
+                 dim_out_of_range({zeros({2, 3}), int64_t{2}, false})};
+           },
+       .grad_samples =
+           [](std::mt19937_64& rng) { return without_ties(single_dim_samples(kFloat64, rng)); }});
 }
 
 void register_argmax(const std::string& name, bool is_max) {
   register_op_info(
       {.name = name,
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         std::vector<SampleInput> out = single_dim_samples(dt, rng);
-         out.push_back({{make_tensor({4, 5}, dt, rng), IValue(), false}, "no dim: flattened index"});
-         out.push_back({{make_tensor({4, 5}, dt, rng, -5, 5, Layout::NonContiguous), IValue(), true},
-                        "no dim keepdim, non-contiguous"});
-         return out;
-       },
-       .reference = [is_max](const Stack& a) {
-         const Tensor& x = X(a);
-         if (a[1].is_none()) {
-           Tensor flat = x.reshape({x.numel()});
-           std::vector<int64_t> shape = a[2].to_bool() ? std::vector<int64_t>(x.dim(), 1) : std::vector<int64_t>{};
-           return std::vector<Tensor>{extremum_ref(flat, 1, shape, is_max)[1]};
-         }
-         const uint64_t mask = uint64_t{1} << wrap(a[1].to_int(), x.dim());
-         return std::vector<Tensor>{extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max)[1]};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{{{zeros({0}), IValue(), false}, ErrorKind::Index, "empty, no dim"},
-                                       {{zeros({2, 0}), int64_t{1}, false}, ErrorKind::Index, "empty dim"},
-                                       dim_out_of_range({zeros({2, 3}), int64_t{-3}, false})};
-       }});
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> out = single_dim_samples(dt, rng);
+             out.push_back(
+                 {{make_tensor({4, 5}, dt, rng), IValue(), false}, "no dim: flattened index"});
+             out.push_back(
+                 {{make_tensor({4, 5}, dt, rng, -5, 5, Layout::NonContiguous), IValue(), true},
+                  "no dim keepdim, non-contiguous"});
+             return out;
+           },
+       .reference =
+           [is_max](const Stack& a) {
+             const Tensor& x = X(a);
+             if (a[1].is_none()) {
+               Tensor flat = x.reshape({x.numel()});
+               std::vector<int64_t> shape =
+                   a[2].to_bool() ? std::vector<int64_t>(x.dim(), 1) : std::vector<int64_t>{};
+               return std::vector<Tensor>{extremum_ref(flat, 1, shape, is_max)[1]};
+             }
+             const uint64_t mask = uint64_t{1} << wrap(a[1].to_int(), x.dim());
+             return std::vector<Tensor>{
+                 extremum_ref(x, mask, out_shape(x, mask, a[2].to_bool()), is_max)[1]};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({0}), IValue(), false}, ErrorKind::Index, "empty, no dim"},
+                 {{zeros({2, 0}), int64_t{1}, false}, ErrorKind::Index, "empty dim"},
+                 dim_out_of_range({zeros({2, 3}), int64_t{-3}, false})};
+           }});
 }
 
 // Floating reductions in float64: f(group) -> value.
@@ -228,19 +265,25 @@ void register_var(const std::string& name, bool take_sqrt) {
   register_op_info(
       {.name = name,
        .samples = var_samples,
-       .reference = [take_sqrt](const Stack& a) {
-         return std::vector<Tensor>{float_ref(a, 1, 3, [take_sqrt](const std::vector<double>& g, const Stack& s) {
-           const double v = variance(g, s[2].to_double());
-           return take_sqrt ? std::sqrt(v) : v;
-         })};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{
-             {{zeros({3}, kInt64), std::vector<int64_t>{}, 1.0, false}, ErrorKind::DType, "integer input"},
-             dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{5}, 1.0, false})};
-       },
+       .reference =
+           [take_sqrt](const Stack& a) {
+             return std::vector<Tensor>{
+                 float_ref(a, 1, 3, [take_sqrt](const std::vector<double>& g, const Stack& s) {
+                   const double v = variance(g, s[2].to_double());
+                   return take_sqrt ? std::sqrt(v) : v;
+                 })};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({3}, kInt64), std::vector<int64_t>{}, 1.0, false},
+                  ErrorKind::DType,
+                  "integer input"},
+                 dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{5}, 1.0, false})};
+           },
        // std of a constant line (an expanded sample's columns) is 0, where sqrt has no slope.
-       .grad_samples = [](std::mt19937_64& rng) { return without_ties(var_samples(kFloat64, rng)); }});
+       .grad_samples =
+           [](std::mt19937_64& rng) { return without_ties(var_samples(kFloat64, rng)); }});
 }
 
 const bool registered = [] {
@@ -257,72 +300,90 @@ const bool registered = [] {
   register_var("std", true);
   register_op_info(
       {.name = "logsumexp",
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         auto out = stacks(reduce_samples(dt, rng, -5, 5, true, false), nullptr);
-         Tensor inf = from_vector(std::vector<double>{-INFINITY, -INFINITY, 1, INFINITY}, std::vector<int64_t>{2, 2}).to(dt);
-         out.push_back({{inf, std::vector<int64_t>{1}, false}, "all -inf row and +inf row"});
-         return out;
-       },
-       .reference = [](const Stack& a) {
-         return std::vector<Tensor>{float_ref(a, 1, 2, [](const std::vector<double>& g, const Stack&) {
-           double m = -INFINITY;
-           for (double v : g) m = std::max(m, v);
-           if (std::isinf(m)) return m;
-           double s = 0;
-           for (double v : g) s += std::exp(v - m);
-           return m + std::log(s);
-         })};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{3}, false})};
-       }});
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             auto out = stacks(reduce_samples(dt, rng, -5, 5, true, false), nullptr);
+             Tensor inf = from_vector(std::vector<double>{-INFINITY, -INFINITY, 1, INFINITY},
+                                      std::vector<int64_t>{2, 2})
+                              .to(dt);
+             out.push_back({{inf, std::vector<int64_t>{1}, false}, "all -inf row and +inf row"});
+             return out;
+           },
+       .reference =
+           [](const Stack& a) {
+             return std::vector<Tensor>{
+                 float_ref(a, 1, 2, [](const std::vector<double>& g, const Stack&) {
+                   double m = -INFINITY;
+                   for (double v : g) m = std::max(m, v);
+                   if (std::isinf(m)) return m;
+                   double s = 0;
+                   for (double v : g) s += std::exp(v - m);
+                   return m + std::log(s);
+                 })};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{3}, false})};
+           }});
   register_op_info(
       {.name = "norm",
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         return stacks(reduce_samples(dt, rng, -5, 5, true, false), [](Stack& a, size_t i) {
-           const double ps[] = {2, 1, INFINITY, 0, 3, -INFINITY, 0.5};
-           Stack b{a[0], Scalar(ps[i % 7]), a[1], a[2]};
-           a = b;
-         });
-       },
-       .reference = [](const Stack& a) {
-         return std::vector<Tensor>{float_ref(a, 2, 3, [](const std::vector<double>& g, const Stack& s) {
-           const double p = s[1].scalar().to_double();
-           if (std::isinf(p)) {
-             double r = p > 0 ? 0 : INFINITY;
-             for (double v : g) r = p > 0 ? std::max(r, std::fabs(v)) : std::min(r, std::fabs(v));
-             return r;
-           }
-           double acc = 0;
-           for (double v : g) acc += p == 0 ? (v != 0) : std::pow(std::fabs(v), p);
-           return p == 0 ? acc : std::pow(acc, 1 / p);
-         })};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{
-             {{zeros({3}, kInt32), Scalar(2), std::vector<int64_t>{}, false}, ErrorKind::DType, "integer input"}};
-       },
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             return stacks(reduce_samples(dt, rng, -5, 5, true, false), [](Stack& a, size_t i) {
+               const double ps[] = {2, 1, INFINITY, 0, 3, -INFINITY, 0.5};
+               Stack b{a[0], Scalar(ps[i % 7]), a[1], a[2]};
+               a = b;
+             });
+           },
+       .reference =
+           [](const Stack& a) {
+             return std::vector<Tensor>{
+                 float_ref(a, 2, 3, [](const std::vector<double>& g, const Stack& s) {
+                   const double p = s[1].scalar().to_double();
+                   if (std::isinf(p)) {
+                     double r = p > 0 ? 0 : INFINITY;
+                     for (double v : g)
+                       r = p > 0 ? std::max(r, std::fabs(v)) : std::min(r, std::fabs(v));
+                     return r;
+                   }
+                   double acc = 0;
+                   for (double v : g) acc += p == 0 ? (v != 0) : std::pow(std::fabs(v), p);
+                   return p == 0 ? acc : std::pow(acc, 1 / p);
+                 })};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({3}, kInt32), Scalar(2), std::vector<int64_t>{}, false},
+                  ErrorKind::DType,
+                  "integer input"}};
+           },
        .tolerance = tolerance});
   for (bool is_all : {true, false}) {
-    register_op_info(
-        {.name = is_all ? "all" : "any",
-         .samples = [](ScalarType dt, std::mt19937_64& rng) {
-           return stacks(reduce_samples(dt, rng, 0, 1.2, true, false), nullptr);
-         },
-         .reference = [is_all](const Stack& a) {
-           const Tensor& x = X(a);
-           const uint64_t mask = mask_of(x, a[1].int_list());
-           std::vector<uint8_t> r;
-           for (const auto& g : group<double>(x, mask)) {
-             bool acc = is_all;
-             for (double v : g) acc = is_all ? (acc && v != 0) : (acc || v != 0);
-             r.push_back(acc);
-           }
-           return std::vector<Tensor>{from_vector(r, out_shape(x, mask, a[2].to_bool())).to(kBool)};
-         },
-         .error_cases = [] {
-           return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{2}, false})};
-         }});
+    register_op_info({.name = is_all ? "all" : "any",
+                      .samples =
+                          [](ScalarType dt, std::mt19937_64& rng) {
+                            return stacks(reduce_samples(dt, rng, 0, 1.2, true, false), nullptr);
+                          },
+                      .reference =
+                          [is_all](const Stack& a) {
+                            const Tensor& x = X(a);
+                            const uint64_t mask = mask_of(x, a[1].int_list());
+                            std::vector<uint8_t> r;
+                            for (const auto& g : group<double>(x, mask)) {
+                              bool acc = is_all;
+                              for (double v : g) acc = is_all ? (acc && v != 0) : (acc || v != 0);
+                              r.push_back(acc);
+                            }
+                            return std::vector<Tensor>{
+                                from_vector(r, out_shape(x, mask, a[2].to_bool())).to(kBool)};
+                          },
+                      .error_cases =
+                          [] {
+                            return std::vector<ErrorCase>{
+                                dim_out_of_range({zeros({2, 3}), std::vector<int64_t>{2}, false})};
+                          }});
   }
   return true;
 }();

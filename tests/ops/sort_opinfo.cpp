@@ -13,7 +13,8 @@ using namespace reduce_ref;
 // Writes lines[o][r] (o: index over the kept dims, r: position along dim) into a tensor of x's
 // shape with size k along dim.
 template <typename T>
-Tensor from_lines(const Tensor& x, int64_t dim, int64_t k, const std::vector<std::vector<T>>& lines) {
+Tensor from_lines(const Tensor& x, int64_t dim, int64_t k,
+                  const std::vector<std::vector<T>>& lines) {
   std::vector<int64_t> shape = shape_of(x);
   if (x.dim() > 0) shape[dim] = k;
   int64_t n = 1;
@@ -34,8 +35,9 @@ Tensor from_lines(const Tensor& x, int64_t dim, int64_t k, const std::vector<std
 }
 
 // Samples (x, dim) along one dim: every layout of reduce_samples plus ties and NaN.
-std::vector<std::pair<Tensor, int64_t>> line_samples(ScalarType dt, std::mt19937_64& rng, double low,
-                                                     double high, std::vector<std::string>& names) {
+std::vector<std::pair<Tensor, int64_t>> line_samples(ScalarType dt, std::mt19937_64& rng,
+                                                     double low, double high,
+                                                     std::vector<std::string>& names) {
   std::vector<std::pair<Tensor, int64_t>> s;
   for (const ReduceSample& r : reduce_samples(dt, rng, low, high, true, true)) {
     s.push_back({r.x, r.dims[0]});
@@ -44,7 +46,8 @@ std::vector<std::pair<Tensor, int64_t>> line_samples(ScalarType dt, std::mt19937
   s.push_back({make_tensor({3, 9}, dt, rng, -2, 2), 1});
   names.push_back("[3, 9] many ties");
   if (is_floating(dt)) {
-    s.push_back({from_vector(std::vector<double>{3, NAN, -1, INFINITY, NAN, -INFINITY, 0, 3}).to(dt), 0});
+    s.push_back(
+        {from_vector(std::vector<double>{3, NAN, -1, INFINITY, NAN, -INFINITY, 0, 3}).to(dt), 0});
     names.push_back("NaN and inf");
   }
   return s;
@@ -64,7 +67,8 @@ std::vector<int64_t> sorted_order(const std::vector<T>& line, bool descending) {
       return x < y;
     }
   };
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); });
   return order;
 }
 
@@ -86,7 +90,9 @@ std::vector<Tensor> sort_ref(const Tensor& x, int64_t dim, bool descending, int6
 
 int64_t line_length(const Tensor& x, int64_t dim) { return x.dim() == 0 ? 1 : x.size(dim); }
 
-ErrorCase dim_out_of_range(Stack args) { return {std::move(args), ErrorKind::Index, "dim out of range"}; }
+ErrorCase dim_out_of_range(Stack args) {
+  return {std::move(args), ErrorKind::Index, "dim out of range"};
+}
 
 // Scans and softmax: f(line of doubles) -> line of doubles, or exact uint64 for integer scans.
 std::vector<SampleInput> dtype_samples(ScalarType dt, std::mt19937_64& rng, double low, double high,
@@ -101,60 +107,76 @@ std::vector<SampleInput> dtype_samples(ScalarType dt, std::mt19937_64& rng, doub
 void register_scan(const std::string& name, bool is_prod) {
   register_op_info(
       {.name = name,
-       .samples = [is_prod](ScalarType dt, std::mt19937_64& rng) {
-         auto out = dtype_samples(dt, rng, is_prod ? 0.5 : -5, is_prod ? 1.5 : 5, IValue());
-         out.push_back({{make_tensor({3, 4}, dt, rng), int64_t{-1}, kFloat64}, "dtype=float64"});
-         return out;
-       },
-       .reference = [is_prod](const Stack& a) {
-         const Tensor& x = a[0].tensor();
-         const int64_t dim = wrap(a[1].to_int(), x.dim());
-         ScalarType out = !a[2].is_none() ? a[2].dtype()
-                          : is_unsigned(x.dtype()) ? kUInt64
-                          : is_floating(x.dtype()) ? x.dtype() : kInt64;
-         const uint64_t mask = x.dim() == 0 ? 0 : uint64_t{1} << dim;
-         auto scan = [&]<typename V>() {
-           std::vector<std::vector<V>> lines = group<V>(x, mask);
-           for (auto& l : lines)
-             for (size_t i = 1; i < l.size(); ++i) l[i] = is_prod ? l[i - 1] * l[i] : l[i - 1] + l[i];
-           return from_lines(x, dim, line_length(x, dim), lines).to(out);
-         };
-         if (is_floating(out)) return std::vector<Tensor>{scan.template operator()<double>()};
-         return std::vector<Tensor>{scan.template operator()<uint64_t>()};
-       },
-       .error_cases = [] { return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), int64_t{2}, IValue()})}; },
+       .samples =
+           [is_prod](ScalarType dt, std::mt19937_64& rng) {
+             auto out = dtype_samples(dt, rng, is_prod ? 0.5 : -5, is_prod ? 1.5 : 5, IValue());
+             out.push_back(
+                 {{make_tensor({3, 4}, dt, rng), int64_t{-1}, kFloat64}, "dtype=float64"});
+             return out;
+           },
+       .reference =
+           [is_prod](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const int64_t dim = wrap(a[1].to_int(), x.dim());
+             ScalarType out = !a[2].is_none()          ? a[2].dtype()
+                              : is_unsigned(x.dtype()) ? kUInt64
+                              : is_floating(x.dtype()) ? x.dtype()
+                                                       : kInt64;
+             const uint64_t mask = x.dim() == 0 ? 0 : uint64_t{1} << dim;
+             auto scan = [&]<typename V>() {
+               std::vector<std::vector<V>> lines = group<V>(x, mask);
+               for (auto& l : lines)
+                 for (size_t i = 1; i < l.size(); ++i)
+                   l[i] = is_prod ? l[i - 1] * l[i] : l[i - 1] + l[i];
+               return from_lines(x, dim, line_length(x, dim), lines).to(out);
+             };
+             if (is_floating(out)) return std::vector<Tensor>{scan.template operator()<double>()};
+             return std::vector<Tensor>{scan.template operator()<uint64_t>()};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), int64_t{2}, IValue()})};
+           },
        .tolerance = tolerance});
 }
 
 void register_softmax(const std::string& name, bool log) {
   register_op_info(
       {.name = name,
-       .samples = [](ScalarType dt, std::mt19937_64& rng) {
-         auto out = dtype_samples(dt, rng, -5, 5, is_floating(dt) ? IValue() : IValue(kFloat32));
-         out.push_back({{make_tensor({64, 1000}, dt, rng), int64_t{-1}, is_floating(dt) ? IValue() : IValue(kFloat32)},
-                        "[64, 1000] last dim (fused rows, parallel)"});
-         out.push_back({{make_tensor({3, 4}, dt, rng), int64_t{0}, kFloat64}, "dtype=float64"});
-         return out;
-       },
-       .reference = [log](const Stack& a) {
-         const Tensor& x = a[0].tensor();
-         const int64_t dim = wrap(a[1].to_int(), x.dim());
-         const ScalarType out = a[2].is_none() ? x.dtype() : a[2].dtype();
-         std::vector<std::vector<double>> lines = group<double>(x.to(out), x.dim() == 0 ? 0 : uint64_t{1} << dim);
-         for (auto& l : lines) {
-           double m = -INFINITY, s = 0;
-           for (double v : l) m = std::max(m, v);
-           for (double v : l) s += std::exp(v - m);
-           for (double& v : l) v = log ? v - m - std::log(s) : std::exp(v - m) / s;
-         }
-         return std::vector<Tensor>{from_lines(x, dim, line_length(x, dim), lines).to(out)};
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{
-             {{zeros({2, 3}, kInt64), int64_t{1}, IValue()}, ErrorKind::DType, "int64 without dtype"},
-             {{zeros({2, 3}), int64_t{1}, kInt32}, ErrorKind::DType, "integer dtype="},
-             dim_out_of_range({zeros({2, 3}), int64_t{-3}, IValue()})};
-       },
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             auto out =
+                 dtype_samples(dt, rng, -5, 5, is_floating(dt) ? IValue() : IValue(kFloat32));
+             out.push_back({{make_tensor({64, 1000}, dt, rng), int64_t{-1},
+                             is_floating(dt) ? IValue() : IValue(kFloat32)},
+                            "[64, 1000] last dim (fused rows, parallel)"});
+             out.push_back({{make_tensor({3, 4}, dt, rng), int64_t{0}, kFloat64}, "dtype=float64"});
+             return out;
+           },
+       .reference =
+           [log](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const int64_t dim = wrap(a[1].to_int(), x.dim());
+             const ScalarType out = a[2].is_none() ? x.dtype() : a[2].dtype();
+             std::vector<std::vector<double>> lines =
+                 group<double>(x.to(out), x.dim() == 0 ? 0 : uint64_t{1} << dim);
+             for (auto& l : lines) {
+               double m = -INFINITY, s = 0;
+               for (double v : l) m = std::max(m, v);
+               for (double v : l) s += std::exp(v - m);
+               for (double& v : l) v = log ? v - m - std::log(s) : std::exp(v - m) / s;
+             }
+             return std::vector<Tensor>{from_lines(x, dim, line_length(x, dim), lines).to(out)};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({2, 3}, kInt64), int64_t{1}, IValue()},
+                  ErrorKind::DType,
+                  "int64 without dtype"},
+                 {{zeros({2, 3}), int64_t{1}, kInt32}, ErrorKind::DType, "integer dtype="},
+                 dim_out_of_range({zeros({2, 3}), int64_t{-3}, IValue()})};
+           },
        .tolerance = tolerance});
 }
 
@@ -165,8 +187,8 @@ const bool registered = [] {
     auto s = line_samples(dt, rng, -5, 5, names);
     for (size_t i = 0; i < s.size(); ++i)
       for (bool desc : {false, true})
-        out.push_back({{s[i].first, s[i].second, desc, i % 2 == 0},
-                       names[i] + (desc ? " descending" : "")});
+        out.push_back(
+            {{s[i].first, s[i].second, desc, i % 2 == 0}, names[i] + (desc ? " descending" : "")});
     return out;
   };
   auto topk_samples = [](ScalarType dt, std::mt19937_64& rng) {
@@ -185,31 +207,42 @@ const bool registered = [] {
   register_op_info(
       {.name = "sort",
        .samples = sort_samples,
-       .reference = [](const Stack& a) {
-         const Tensor& x = a[0].tensor();
-         const int64_t dim = wrap(a[1].to_int(), x.dim());
-         return sort_ref(x, dim, a[2].to_bool(), line_length(x, dim));
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{dim_out_of_range({zeros({2, 3}), int64_t{2}, false, false})};
-       },
-       .grad_samples = [=](std::mt19937_64& rng) { return without_ties(sort_samples(kFloat64, rng)); }});
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const int64_t dim = wrap(a[1].to_int(), x.dim());
+             return sort_ref(x, dim, a[2].to_bool(), line_length(x, dim));
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 dim_out_of_range({zeros({2, 3}), int64_t{2}, false, false})};
+           },
+       .grad_samples =
+           [=](std::mt19937_64& rng) { return without_ties(sort_samples(kFloat64, rng)); }});
   register_op_info(
       {.name = "topk",
        .samples = topk_samples,
-       .reference = [](const Stack& a) {
-         const Tensor& x = a[0].tensor();
-         const int64_t dim = wrap(a[2].to_int(), x.dim());
-         return sort_ref(x, dim, a[3].to_bool(), a[1].to_int());
-       },
-       .error_cases = [] {
-         return std::vector<ErrorCase>{
-             {{zeros({2, 3}), int64_t{4}, int64_t{1}, true, true}, ErrorKind::Index, "k > size"},
-             {{zeros({2, 3}), int64_t{-1}, int64_t{1}, true, true}, ErrorKind::Index, "k < 0"},
-             {{zeros({}), int64_t{0}, int64_t{0}, true, true}, ErrorKind::Index, "k = 0 on a 0-dim tensor"},
-             dim_out_of_range({zeros({2, 3}), int64_t{1}, int64_t{2}, true, true})};
-       },
-       .grad_samples = [=](std::mt19937_64& rng) { return without_ties(topk_samples(kFloat64, rng)); }});
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const int64_t dim = wrap(a[2].to_int(), x.dim());
+             return sort_ref(x, dim, a[3].to_bool(), a[1].to_int());
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({2, 3}), int64_t{4}, int64_t{1}, true, true},
+                  ErrorKind::Index,
+                  "k > size"},
+                 {{zeros({2, 3}), int64_t{-1}, int64_t{1}, true, true}, ErrorKind::Index, "k < 0"},
+                 {{zeros({}), int64_t{0}, int64_t{0}, true, true},
+                  ErrorKind::Index,
+                  "k = 0 on a 0-dim tensor"},
+                 dim_out_of_range({zeros({2, 3}), int64_t{1}, int64_t{2}, true, true})};
+           },
+       .grad_samples =
+           [=](std::mt19937_64& rng) { return without_ties(topk_samples(kFloat64, rng)); }});
   register_scan("cumsum", false);
   register_scan("cumprod", true);
   register_softmax("softmax", false);

@@ -20,8 +20,9 @@ Tensor map3(const Tensor& a, const Tensor& b, const Tensor& c, ScalarType out, c
   for (const Tensor* t : {&b, &c})
     if (t->defined()) shape = broadcast_shapes("reference", shape, t->sizes());
   auto values = [&](const Tensor& t) {
-    return t.defined() ? t.expand(shape).to_vector<double>()
-                       : std::vector<double>(static_cast<size_t>(checked_numel("reference", shape)), 0.0);
+    return t.defined()
+               ? t.expand(shape).to_vector<double>()
+               : std::vector<double>(static_cast<size_t>(checked_numel("reference", shape)), 0.0);
   };
   std::vector<double> va = values(a), vb = values(b), vc = values(c);
   for (size_t i = 0; i < va.size(); ++i) va[i] = f(va[i], vb[i], vc[i]);
@@ -72,12 +73,15 @@ Scalar small_scalar(ScalarType dt, bool second = false) {
 }
 
 std::vector<ErrorCase> where_errors() {
-  return {{{tensor({1.0, 0.0}), tensor({1.0, 2.0}), tensor({3.0, 4.0})}, ErrorKind::DType,
+  return {{{tensor({1.0, 0.0}), tensor({1.0, 2.0}), tensor({3.0, 4.0})},
+           ErrorKind::DType,
            "float condition"},
           {{tensor({1, 0}).to(kBool), tensor({1.0, 2.0, 3.0}), tensor({3.0, 4.0})},
-           ErrorKind::Shape, "shapes [3] and [2]"},
+           ErrorKind::Shape,
+           "shapes [3] and [2]"},
           {{tensor({1, 0}).to(kBool), tensor({1, 2}, kUInt64), tensor({3, 4}, kInt64)},
-           ErrorKind::DType, "uint64 with int64"}};
+           ErrorKind::DType,
+           "uint64 with int64"}};
 }
 
 double clamp_ref(double x, bool has_lo, double lo, bool has_hi, double hi) {
@@ -90,8 +94,10 @@ double clamp_ref(double x, bool has_lo, double lo, bool has_hi, double hi) {
 
 std::vector<SampleInput> clamp_samples(ScalarType dt, std::mt19937_64& rng, bool in_place) {
   using OS = std::optional<Scalar>;
-  std::vector<std::pair<OS, OS>> bounds = {{Scalar(1), Scalar(3)}, {std::nullopt, Scalar(2)},
-                                           {Scalar(1), std::nullopt}, {Scalar(4), Scalar(1)}};
+  std::vector<std::pair<OS, OS>> bounds = {{Scalar(1), Scalar(3)},
+                                           {std::nullopt, Scalar(2)},
+                                           {Scalar(1), std::nullopt},
+                                           {Scalar(4), Scalar(1)}};
   if (is_floating(dt)) {
     bounds.push_back({Scalar(-1.5), Scalar(2.5)});
     bounds.push_back({Scalar(std::nan("")), std::nullopt});
@@ -103,7 +109,8 @@ std::vector<SampleInput> clamp_samples(ScalarType dt, std::mt19937_64& rng, bool
     if (in_place && skip_for_inplace(x.description)) continue;
     for (const auto& [lo, hi] : bounds) {
       s.push_back({{x.args[0], lo, hi},
-                   x.description + " min=" + (lo ? lo->str() : "None") + " max=" + (hi ? hi->str() : "None")});
+                   x.description + " min=" + (lo ? lo->str() : "None") +
+                       " max=" + (hi ? hi->str() : "None")});
     }
   }
   return s;
@@ -125,7 +132,8 @@ std::vector<Tensor> clamp_reference(const Stack& a) {
   if (lo) r.add(*lo);
   if (hi) r.add(*hi);
   const double l = lo ? lo->to_double() : 0, h = hi ? hi->to_double() : 0;
-  return {map_unary_f64(x, r.result(), [&](double v) { return clamp_ref(v, lo.has_value(), l, hi.has_value(), h); })};
+  return {map_unary_f64(
+      x, r.result(), [&](double v) { return clamp_ref(v, lo.has_value(), l, hi.has_value(), h); })};
 }
 
 std::pair<double, double> float_result_tolerance(ScalarType dt) {
@@ -156,15 +164,19 @@ std::vector<Tensor> lerp_ref(const Stack& a) {
 }
 
 std::vector<ErrorCase> lerp_errors() {
-  return {{{tensor({1.0}, kFloat32), tensor({1.0}, kFloat64), Scalar(0.5)}, ErrorKind::DType,
+  return {{{tensor({1.0}, kFloat32), tensor({1.0}, kFloat64), Scalar(0.5)},
+           ErrorKind::DType,
            "end float64 with start float32"},
           {{tensor({1, 2}), tensor({1, 2}), Scalar(0.5)}, ErrorKind::DType, "int64 start"},
-          {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), Scalar(0.5)}, ErrorKind::Shape,
+          {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), Scalar(0.5)},
+           ErrorKind::Shape,
            "shapes [2] and [3]"}};
 }
 
-// addcmul/addcdiv: self [5, 7], tensor1 [7], tensor2 [5, 1] and friends. addcdiv's divisors avoid 0.
-std::vector<SampleInput> addc_samples(ScalarType dt, std::mt19937_64& rng, bool div, bool in_place) {
+// addcmul/addcdiv: self [5, 7], tensor1 [7], tensor2 [5, 1] and friends. addcdiv's divisors avoid
+// 0.
+std::vector<SampleInput> addc_samples(ScalarType dt, std::mt19937_64& rng, bool div,
+                                      bool in_place) {
   const ScalarType tdt = div && !is_floating(dt) ? kFloat32 : dt;
   auto divisor = [&](IntArrayRef shape) {
     return div ? make_tensor(shape, tdt, rng, 1, 4) : make_tensor(shape, tdt, rng);
@@ -178,8 +190,9 @@ std::vector<SampleInput> addc_samples(ScalarType dt, std::mt19937_64& rng, bool 
                "non-contiguous"});
   s.push_back({{make_tensor({0, 3}, dt, rng), make_tensor({3}, tdt, rng), divisor({3}), value},
                "zero-size"});
-  s.push_back({{make_tensor({200, 200}, dt, rng), make_tensor({200}, tdt, rng), divisor({200, 1}), value},
-               "large [200, 200]"});
+  s.push_back(
+      {{make_tensor({200, 200}, dt, rng), make_tensor({200}, tdt, rng), divisor({200, 1}), value},
+       "large [200, 200]"});
   if (!in_place) {
     s.push_back({{make_tensor({}, dt, rng), make_tensor({2, 3}, tdt, rng), divisor({3}), value},
                  "0-dim self broadcast"});
@@ -191,9 +204,8 @@ std::vector<Tensor> addc_ref(const Stack& a, bool div) {
   const Tensor &x = a[0].tensor(), &t1 = a[1].tensor(), &t2 = a[2].tensor();
   const double v = a[3].scalar().to_double();
   const ScalarType out = ResultTypeBuilder("reference").add(x).add(t1).add(t2).result();
-  return {map3(x, t1, t2, out, [=](double s, double p, double q) {
-    return div ? s + v * p / q : s + v * p * q;
-  })};
+  return {map3(x, t1, t2, out,
+               [=](double s, double p, double q) { return div ? s + v * p / q : s + v * p * q; })};
 }
 
 const bool registered = [] {
@@ -201,174 +213,234 @@ const bool registered = [] {
                     .samples = where_samples,
                     .reference = where_ref,
                     .error_cases = where_errors});
-  register_op_info({.name = "where.ScalarSelf",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s;
-                      for (const SampleInput& x : unary_samples(dt, rng))
-                        s.push_back({{boolean(x.args[0].tensor().sizes(), rng), small_scalar(dt), x.args[0]}, x.description});
-                      s.push_back({{boolean({3}, rng), Scalar(2.5), make_tensor({3}, dt, rng)}, "float scalar"});
-                      return s;
-                    },
-                    .reference = where_ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{{{tensor({1, 0}), Scalar(1), tensor({1, 2})},
-                                                     ErrorKind::DType, "int64 condition"}};
-                    }});
+  register_op_info(
+      {.name = "where.ScalarSelf",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> s;
+             for (const SampleInput& x : unary_samples(dt, rng))
+               s.push_back({{boolean(x.args[0].tensor().sizes(), rng), small_scalar(dt), x.args[0]},
+                            x.description});
+             s.push_back(
+                 {{boolean({3}, rng), Scalar(2.5), make_tensor({3}, dt, rng)}, "float scalar"});
+             return s;
+           },
+       .reference = where_ref,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{{{tensor({1, 0}), Scalar(1), tensor({1, 2})},
+                                            ErrorKind::DType,
+                                            "int64 condition"}};
+           }});
   register_op_info({.name = "where.ScalarOther",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s;
-                      for (const SampleInput& x : unary_samples(dt, rng))
-                        s.push_back({{boolean(x.args[0].tensor().sizes(), rng), x.args[0], small_scalar(dt, true)}, x.description});
-                      return s;
-                    },
+                    .samples =
+                        [](ScalarType dt, std::mt19937_64& rng) {
+                          std::vector<SampleInput> s;
+                          for (const SampleInput& x : unary_samples(dt, rng))
+                            s.push_back({{boolean(x.args[0].tensor().sizes(), rng), x.args[0],
+                                          small_scalar(dt, true)},
+                                         x.description});
+                          return s;
+                        },
                     .reference = where_ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{{{tensor({1, 0}).to(kBool), tensor({1, 2, 3}), Scalar(1)},
-                                                     ErrorKind::Shape, "shapes [2] and [3]"}};
-                    }});
-  register_op_info({.name = "where.Scalar",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s;
-                      if (dt != kBool) return s;  // the only tensor is the condition
-                      s.push_back({{boolean({3, 4}, rng), Scalar(1), Scalar(-2)}, "int scalars -> int64"});
-                      s.push_back({{boolean({5}, rng), Scalar(1.5), Scalar(0)}, "float and int -> float32"});
-                      s.push_back({{boolean({}, rng), Scalar(true), Scalar(false)}, "bool scalars, 0-dim"});
-                      return s;
-                    },
-                    .reference = where_ref});
+                    .error_cases =
+                        [] {
+                          return std::vector<ErrorCase>{
+                              {{tensor({1, 0}).to(kBool), tensor({1, 2, 3}), Scalar(1)},
+                               ErrorKind::Shape,
+                               "shapes [2] and [3]"}};
+                        }});
+  register_op_info(
+      {.name = "where.Scalar",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> s;
+             if (dt != kBool) return s;  // the only tensor is the condition
+             s.push_back({{boolean({3, 4}, rng), Scalar(1), Scalar(-2)}, "int scalars -> int64"});
+             s.push_back({{boolean({5}, rng), Scalar(1.5), Scalar(0)}, "float and int -> float32"});
+             s.push_back({{boolean({}, rng), Scalar(true), Scalar(false)}, "bool scalars, 0-dim"});
+             return s;
+           },
+       .reference = where_ref});
 
-  register_op_info({.name = "clamp",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return clamp_samples(dt, rng, false); },
-                    .reference = clamp_reference,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1.0}), std::nullopt, std::nullopt}, ErrorKind::Value, "no bounds"},
-                          {{tensor({1, 2}, kUInt8), Scalar(-1), std::nullopt}, ErrorKind::Value,
-                           "uint8 with min -1"},
-                          {{tensor({1, 0}).to(kBool), Scalar(0), Scalar(1)}, ErrorKind::DType, "bool"}};
-                    },
-                    .tolerance = float_result_tolerance,
-                    .grad_samples = [](std::mt19937_64& rng) { return clamp_grad_samples(rng, false); }});
-  register_op_info({.name = "clamp_",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return clamp_samples(dt, rng, true); },
-                    .reference = clamp_reference,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1, 2}), Scalar(0.5), std::nullopt}, ErrorKind::DType,
-                           "int64 clamped in place to a float bound"},
-                          {{tensor({1.0, 2.0}).expand({3, 2}), Scalar(0), Scalar(1)}, ErrorKind::Value,
-                           "expanded self"}};
-                    },
-                    .grad_samples = [](std::mt19937_64& rng) { return clamp_grad_samples(rng, true); }});
+  register_op_info(
+      {.name = "clamp",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return clamp_samples(dt, rng, false); },
+       .reference = clamp_reference,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{tensor({1.0}), std::nullopt, std::nullopt}, ErrorKind::Value, "no bounds"},
+                 {{tensor({1, 2}, kUInt8), Scalar(-1), std::nullopt},
+                  ErrorKind::Value,
+                  "uint8 with min -1"},
+                 {{tensor({1, 0}).to(kBool), Scalar(0), Scalar(1)}, ErrorKind::DType, "bool"}};
+           },
+       .tolerance = float_result_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return clamp_grad_samples(rng, false); }});
+  register_op_info(
+      {.name = "clamp_",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return clamp_samples(dt, rng, true); },
+       .reference = clamp_reference,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{tensor({1, 2}), Scalar(0.5), std::nullopt},
+                  ErrorKind::DType,
+                  "int64 clamped in place to a float bound"},
+                 {{tensor({1.0, 2.0}).expand({3, 2}), Scalar(0), Scalar(1)},
+                  ErrorKind::Value,
+                  "expanded self"}};
+           },
+       .grad_samples = [](std::mt19937_64& rng) { return clamp_grad_samples(rng, true); }});
   register_op_info({.name = "clamp.Tensor",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s;
-                      const Tensor x = make_tensor({5, 7}, dt, rng);
-                      const Tensor lo = make_tensor({7}, dt, rng, -3, 0), hi = make_tensor({5, 1}, dt, rng, 0, 3);
-                      s.push_back({{x, lo, hi}, "[5, 7] min [7] max [5, 1]"});
-                      s.push_back({{x, lo, IValue()}, "min only"});
-                      s.push_back({{make_tensor({4, 6}, dt, rng, -5, 5, Layout::NonContiguous), IValue(),
-                                    make_tensor({6, 4}, dt, rng, 0, 3).t()}, "max only, non-contiguous"});
-                      s.push_back({{make_tensor({0, 3}, dt, rng), lo.slice(0, 0, 3), IValue()}, "zero-size"});
-                      s.push_back({{make_tensor({}, dt, rng), lo, hi}, "0-dim self"});
-                      return s;
-                    },
-                    .reference = [](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      const Tensor lo = a[1].is_none() ? Tensor() : a[1].tensor();
-                      const Tensor hi = a[2].is_none() ? Tensor() : a[2].tensor();
-                      ResultTypeBuilder r("reference");
-                      r.add(x);
-                      if (lo.defined()) r.add(lo);
-                      if (hi.defined()) r.add(hi);
-                      const bool has_lo = lo.defined(), has_hi = hi.defined();
-                      return std::vector<Tensor>{map3(x, lo, hi, r.result(), [=](double v, double l, double h) {
-                        return clamp_ref(v, has_lo, l, has_hi, h);
-                      })};
-                    },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1.0}), IValue(), IValue()}, ErrorKind::Value, "no bounds"},
-                          {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), IValue()}, ErrorKind::Shape,
-                           "min [3] with self [2]"}};
-                    }});
+                    .samples =
+                        [](ScalarType dt, std::mt19937_64& rng) {
+                          std::vector<SampleInput> s;
+                          const Tensor x = make_tensor({5, 7}, dt, rng);
+                          const Tensor lo = make_tensor({7}, dt, rng, -3, 0),
+                                       hi = make_tensor({5, 1}, dt, rng, 0, 3);
+                          s.push_back({{x, lo, hi}, "[5, 7] min [7] max [5, 1]"});
+                          s.push_back({{x, lo, IValue()}, "min only"});
+                          s.push_back({{make_tensor({4, 6}, dt, rng, -5, 5, Layout::NonContiguous),
+                                        IValue(), make_tensor({6, 4}, dt, rng, 0, 3).t()},
+                                       "max only, non-contiguous"});
+                          s.push_back({{make_tensor({0, 3}, dt, rng), lo.slice(0, 0, 3), IValue()},
+                                       "zero-size"});
+                          s.push_back({{make_tensor({}, dt, rng), lo, hi}, "0-dim self"});
+                          return s;
+                        },
+                    .reference =
+                        [](const Stack& a) {
+                          const Tensor& x = a[0].tensor();
+                          const Tensor lo = a[1].is_none() ? Tensor() : a[1].tensor();
+                          const Tensor hi = a[2].is_none() ? Tensor() : a[2].tensor();
+                          ResultTypeBuilder r("reference");
+                          r.add(x);
+                          if (lo.defined()) r.add(lo);
+                          if (hi.defined()) r.add(hi);
+                          const bool has_lo = lo.defined(), has_hi = hi.defined();
+                          return std::vector<Tensor>{
+                              map3(x, lo, hi, r.result(), [=](double v, double l, double h) {
+                                return clamp_ref(v, has_lo, l, has_hi, h);
+                              })};
+                        },
+                    .error_cases =
+                        [] {
+                          return std::vector<ErrorCase>{
+                              {{tensor({1.0}), IValue(), IValue()}, ErrorKind::Value, "no bounds"},
+                              {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), IValue()},
+                               ErrorKind::Shape,
+                               "min [3] with self [2]"}};
+                        }});
 
-  register_op_info({.name = "lerp",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return lerp_samples(dt, rng, false, false); },
-                    .reference = lerp_ref,
-                    .error_cases = lerp_errors});
-  register_op_info({.name = "lerp.Tensor",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return lerp_samples(dt, rng, true, false); },
-                    .reference = lerp_ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{{{tensor({1.0}), tensor({2.0}), tensor({0.5}, kFloat64)},
-                                                     ErrorKind::DType, "float64 weight"}};
-                    }});
-  register_op_info({.name = "lerp_",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return lerp_samples(dt, rng, false, true); },
-                    .reference = lerp_ref,
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{{{tensor({1.0, 2.0}), tensor({3, 2}, kFloat32).expand({3, 2}), Scalar(0.5)},
-                                                     ErrorKind::Shape, "end [3, 2] into self [2]"}};
-                    }});
+  register_op_info(
+      {.name = "lerp",
+       .samples = [](ScalarType dt,
+                     std::mt19937_64& rng) { return lerp_samples(dt, rng, false, false); },
+       .reference = lerp_ref,
+       .error_cases = lerp_errors});
+  register_op_info(
+      {.name = "lerp.Tensor",
+       .samples = [](ScalarType dt,
+                     std::mt19937_64& rng) { return lerp_samples(dt, rng, true, false); },
+       .reference = lerp_ref,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{{{tensor({1.0}), tensor({2.0}), tensor({0.5}, kFloat64)},
+                                            ErrorKind::DType,
+                                            "float64 weight"}};
+           }});
+  register_op_info(
+      {.name = "lerp_",
+       .samples = [](ScalarType dt,
+                     std::mt19937_64& rng) { return lerp_samples(dt, rng, false, true); },
+       .reference = lerp_ref,
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{tensor({1.0, 2.0}), tensor({3, 2}, kFloat32).expand({3, 2}), Scalar(0.5)},
+                  ErrorKind::Shape,
+                  "end [3, 2] into self [2]"}};
+           }});
 
   for (bool div : {false, true}) {
     for (bool in_place : {false, true}) {
       const std::string name = std::string(div ? "addcdiv" : "addcmul") + (in_place ? "_" : "");
-      register_op_info({.name = name,
-                        .samples = [=](ScalarType dt, std::mt19937_64& rng) { return addc_samples(dt, rng, div, in_place); },
-                        .reference = [=](const Stack& a) { return addc_ref(a, div); },
-                        .error_cases = [=] {
-                          std::vector<ErrorCase> e = {
-                              {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), tensor({1.0}), Scalar(1)},
-                               ErrorKind::Shape, "shapes [2] and [3]"}};
-                          if (div) {
-                            e.push_back({{tensor({1.0}), tensor({1}), tensor({2}), Scalar(1)}, ErrorKind::DType,
-                                         "integer tensor1 / tensor2"});
-                          } else {
-                            e.push_back({{tensor({1}), tensor({1}), tensor({2}), Scalar(0.5)}, ErrorKind::DType,
-                                         "floating value with integer tensors"});
-                          }
-                          return e;
-                        },
-                        .tolerance = float_result_tolerance});
+      register_op_info(
+          {.name = name,
+           .samples = [=](ScalarType dt,
+                          std::mt19937_64& rng) { return addc_samples(dt, rng, div, in_place); },
+           .reference = [=](const Stack& a) { return addc_ref(a, div); },
+           .error_cases =
+               [=] {
+                 std::vector<ErrorCase> e = {
+                     {{tensor({1.0, 2.0}), tensor({1.0, 2.0, 3.0}), tensor({1.0}), Scalar(1)},
+                      ErrorKind::Shape,
+                      "shapes [2] and [3]"}};
+                 if (div) {
+                   e.push_back({{tensor({1.0}), tensor({1}), tensor({2}), Scalar(1)},
+                                ErrorKind::DType,
+                                "integer tensor1 / tensor2"});
+                 } else {
+                   e.push_back({{tensor({1}), tensor({1}), tensor({2}), Scalar(0.5)},
+                                ErrorKind::DType,
+                                "floating value with integer tensors"});
+                 }
+                 return e;
+               },
+           .tolerance = float_result_tolerance});
     }
   }
 
   for (bool in_place : {false, true}) {
-    register_op_info({.name = in_place ? "masked_fill_" : "masked_fill",
-                      .samples = [=](ScalarType dt, std::mt19937_64& rng) {
-                        std::vector<SampleInput> s;
-                        const Scalar v = small_scalar(dt);
-                        s.push_back({{make_tensor({5, 7}, dt, rng), boolean({7}, rng), v}, "[5, 7] mask [7]"});
-                        s.push_back({{make_tensor({4, 6}, dt, rng, -5, 5, Layout::NonContiguous), boolean({4, 6}, rng), v},
-                                     "non-contiguous"});
-                        s.push_back({{make_tensor({0, 3}, dt, rng), boolean({3}, rng), v}, "zero-size"});
-                        s.push_back({{make_tensor({300, 200}, dt, rng), boolean({300, 200}, rng), v}, "large"});
-                        if (!in_place) {
-                          s.push_back({{make_tensor({3, 1}, dt, rng), boolean({1, 4}, rng), v}, "broadcast to [3, 4]"});
-                          s.push_back({{make_tensor({4, 3}, dt, rng, -5, 5, Layout::Expanded), boolean({}, rng), v},
-                                       "expanded self, 0-dim mask"});
-                        }
-                        return s;
-                      },
-                      .reference = [](const Stack& a) {
-                        const Tensor& x = a[0].tensor();
-                        const double v = a[2].scalar().to_double();
-                        return std::vector<Tensor>{map3(x, a[1].tensor(), Tensor(), x.dtype(),
-                                                        [=](double e, double m, double) { return m != 0 ? v : e; })};
-                      },
-                      .error_cases = [=] {
-                        std::vector<ErrorCase> e = {
-                            {{tensor({1.0, 2.0}), tensor({1, 0}), Scalar(0)}, ErrorKind::DType, "int64 mask"},
-                            {{tensor({1.0, 2.0}), tensor({1, 0, 1}).to(kBool), Scalar(0)}, ErrorKind::Shape,
-                             "mask [3] with self [2]"}};
-                        if (in_place) {
-                          e.push_back({{tensor({1.0, 2.0}), zeros({3, 2}, kBool), Scalar(0)}, ErrorKind::Shape,
-                                       "mask [3, 2] larger than self [2]"});
-                        }
-                        return e;
-                      }});
+    register_op_info(
+        {.name = in_place ? "masked_fill_" : "masked_fill",
+         .samples =
+             [=](ScalarType dt, std::mt19937_64& rng) {
+               std::vector<SampleInput> s;
+               const Scalar v = small_scalar(dt);
+               s.push_back(
+                   {{make_tensor({5, 7}, dt, rng), boolean({7}, rng), v}, "[5, 7] mask [7]"});
+               s.push_back({{make_tensor({4, 6}, dt, rng, -5, 5, Layout::NonContiguous),
+                             boolean({4, 6}, rng), v},
+                            "non-contiguous"});
+               s.push_back({{make_tensor({0, 3}, dt, rng), boolean({3}, rng), v}, "zero-size"});
+               s.push_back(
+                   {{make_tensor({300, 200}, dt, rng), boolean({300, 200}, rng), v}, "large"});
+               if (!in_place) {
+                 s.push_back({{make_tensor({3, 1}, dt, rng), boolean({1, 4}, rng), v},
+                              "broadcast to [3, 4]"});
+                 s.push_back(
+                     {{make_tensor({4, 3}, dt, rng, -5, 5, Layout::Expanded), boolean({}, rng), v},
+                      "expanded self, 0-dim mask"});
+               }
+               return s;
+             },
+         .reference =
+             [](const Stack& a) {
+               const Tensor& x = a[0].tensor();
+               const double v = a[2].scalar().to_double();
+               return std::vector<Tensor>{
+                   map3(x, a[1].tensor(), Tensor(), x.dtype(),
+                        [=](double e, double m, double) { return m != 0 ? v : e; })};
+             },
+         .error_cases =
+             [=] {
+               std::vector<ErrorCase> e = {
+                   {{tensor({1.0, 2.0}), tensor({1, 0}), Scalar(0)},
+                    ErrorKind::DType,
+                    "int64 mask"},
+                   {{tensor({1.0, 2.0}), tensor({1, 0, 1}).to(kBool), Scalar(0)},
+                    ErrorKind::Shape,
+                    "mask [3] with self [2]"}};
+               if (in_place) {
+                 e.push_back({{tensor({1.0, 2.0}), zeros({3, 2}, kBool), Scalar(0)},
+                              ErrorKind::Shape,
+                              "mask [3, 2] larger than self [2]"});
+               }
+               return e;
+             }});
   }
   return true;
 }();

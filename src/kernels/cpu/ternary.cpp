@@ -115,9 +115,8 @@ void clamp_scalar_kernel(const Tensor& out, const Tensor& self, const std::optio
     const bool has_lo = min.has_value(), has_hi = max.has_value();
     const M lo = has_lo ? M(min->to<T>()) : M(0);
     const M hi = has_hi ? M(max->to<T>()) : M(0);
-    cpu_kernel<T, T>(iter, [=](T v) {
-      return static_cast<T>(clamp_value<M>(M(v), has_lo, lo, has_hi, hi));
-    });
+    cpu_kernel<T, T>(
+        iter, [=](T v) { return static_cast<T>(clamp_value<M>(M(v), has_lo, lo, has_hi, hi)); });
   });
 }
 
@@ -135,9 +134,8 @@ void lerp_kernel(const Tensor& out, const Tensor& start, const Tensor& end, cons
   TensorIter iter("lerp", {out}, {converted(start, dt), converted(end, dt), converted(weight, dt)});
   visit_dtype_in<dtypes::kFloating>(dt, "lerp", [&]<typename T>() {
     using M = opmath_t<T>;
-    cpu_kernel<T, T, T, T>(iter, [](T s, T e, T w) {
-      return static_cast<T>(lerp_value<M>(M(s), M(e), M(w)));
-    });
+    cpu_kernel<T, T, T, T>(
+        iter, [](T s, T e, T w) { return static_cast<T>(lerp_value<M>(M(s), M(e), M(w))); });
   });
 }
 
@@ -149,7 +147,8 @@ void lerp_scalar_kernel(const Tensor& out, const Tensor& start, const Tensor& en
   visit_dtype_in<dtypes::kFloating>(dt, "lerp", [&]<typename T>() {
     using M = opmath_t<T>;
     const M w = weight.to<M>();
-    cpu_kernel<T, T, T>(iter, [w](T s, T e) { return static_cast<T>(lerp_value<M>(M(s), M(e), w)); });
+    cpu_kernel<T, T, T>(iter,
+                        [w](T s, T e) { return static_cast<T>(lerp_value<M>(M(s), M(e), w)); });
   });
 }
 
@@ -175,7 +174,8 @@ void addcdiv_kernel(const Tensor& out, const Tensor& self, const Tensor& t1, con
   visit_dtype_in<dtypes::kFloating>(dt, "addcdiv", [&]<typename T>() {
     using M = opmath_t<T>;
     const M v = value.to<M>();
-    cpu_kernel<T, T, T, T>(iter, [v](T s, T a, T b) { return static_cast<T>(M(s) + v * M(a) / M(b)); });
+    cpu_kernel<T, T, T, T>(iter,
+                           [v](T s, T a, T b) { return static_cast<T>(M(s) + v * M(a) / M(b)); });
   });
 }
 

@@ -1,5 +1,6 @@
-// Highway vector loops for exp, log, tanh, sigmoid, silu, gelu(tanh), sqrt and rsqrt (static dispatch: the
-// library is built with -march=native, so HWY_NAMESPACE is the build machine's best target).
+// Highway vector loops for exp, log, tanh, sigmoid, silu, gelu(tanh), sqrt and rsqrt (static
+// dispatch: the library is built with -march=native, so HWY_NAMESPACE is the build machine's best
+// target).
 //
 // Note [Vector math accuracy]
 // Highway's contrib math documents these maximum errors: Exp 1 ulp, Log 1 ulp, Expm1 and Tanh
@@ -12,8 +13,8 @@
 // vector code on a padded buffer, so a value's result does not depend on where it sits.
 #include "src/kernels/cpu/vec_math.h"
 
-#include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
 
 #include <algorithm>
 #include <limits>
@@ -93,16 +94,21 @@ void vec_loop(const T* in, T* out, int64_t n, const F& f) {
 template <typename T>
 void vec_unary_impl(UnaryOp op, const T* in, T* out, int64_t n) {
   switch (op) {
-    case UnaryOp::Exp: return vec_loop(in, out, n, [](auto d, auto v) { return exp_v(d, v); });
-    case UnaryOp::Log: return vec_loop(in, out, n, [](auto d, auto v) { return log_v(d, v); });
-    case UnaryOp::Tanh: return vec_loop(in, out, n, [](auto d, auto v) { return tanh_v(d, v); });
+    case UnaryOp::Exp:
+      return vec_loop(in, out, n, [](auto d, auto v) { return exp_v(d, v); });
+    case UnaryOp::Log:
+      return vec_loop(in, out, n, [](auto d, auto v) { return log_v(d, v); });
+    case UnaryOp::Tanh:
+      return vec_loop(in, out, n, [](auto d, auto v) { return tanh_v(d, v); });
     case UnaryOp::Sigmoid:
       return vec_loop(in, out, n, [](auto d, auto v) { return sigmoid_v(d, v); });
-    case UnaryOp::Silu: return vec_loop(in, out, n, [](auto d, auto v) { return silu_v(d, v); });
+    case UnaryOp::Silu:
+      return vec_loop(in, out, n, [](auto d, auto v) { return silu_v(d, v); });
     case UnaryOp::GeluTanh:
       return vec_loop(in, out, n, [](auto d, auto v) { return gelu_tanh_v(d, v); });
     // IEEE square root (correctly rounded; NaN for negatives), as std::sqrt.
-    case UnaryOp::Sqrt: return vec_loop(in, out, n, [](auto d, auto v) { return hn::Sqrt(v); });
+    case UnaryOp::Sqrt:
+      return vec_loop(in, out, n, [](auto d, auto v) { return hn::Sqrt(v); });
     case UnaryOp::Rsqrt:
       return vec_loop(in, out, n, [](auto d, auto v) {
         return hn::Div(hn::Set(d, hn::TFromD<decltype(d)>(1)), hn::Sqrt(v));
@@ -131,7 +137,9 @@ bool has_vec_path(UnaryOp op, ScalarType dtype) {
   }
 }
 
-void vec_unary(UnaryOp op, const float* in, float* out, int64_t n) { vec_unary_impl(op, in, out, n); }
+void vec_unary(UnaryOp op, const float* in, float* out, int64_t n) {
+  vec_unary_impl(op, in, out, n);
+}
 void vec_unary(UnaryOp op, const double* in, double* out, int64_t n) {
   vec_unary_impl(op, in, out, n);
 }
