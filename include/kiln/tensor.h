@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <optional>
 #include <ostream>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -65,13 +66,14 @@ class Tensor {
   template <typename T>
   T* data_ptr() const;
 
-  // The single value of a one-element tensor (ValueError otherwise), converted to T.
+  // The single value of a one-element tensor (ValueError otherwise), converted to T. Inside
+  // kiln::compile these read data the trace does not have: a graph break (Note [Trace tree]).
   template <typename T>
-  T item() const;
-  Scalar item() const;
-  // All values, row-major, converted to T.
+  T item(std::source_location loc = std::source_location::current()) const;
+  Scalar item(std::source_location loc = std::source_location::current()) const;
+  // All values, row-major, converted to T (PyTorch's tolist()).
   template <typename T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
 
   std::string str() const;  // the PyTorch-like printout
 

@@ -53,6 +53,10 @@ class TensorImpl : public RefCounted {
   AutogradMetaInterface* autograd_meta() const { return autograd_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) { autograd_ = std::move(meta); }
 
+  // Dims that kiln::mark_dynamic marked (bit d): the next compile gives them a symbol.
+  uint32_t marked_dynamic_dims() const { return marked_dynamic_; }
+  void mark_dynamic_dim(int64_t d) { marked_dynamic_ |= 1u << d; }
+
   // Changes the metadata in place (used by as_strided_ style ops and resize). Recomputes caches.
   void set_sizes_and_strides(SymDimVector sizes, SymDimVector strides, SymInt offset);
 
@@ -64,6 +68,7 @@ class TensorImpl : public RefCounted {
   bool wrapped_number_ = false;
   bool is_contiguous_ = true;
   bool has_symbolic_ = false;
+  uint32_t marked_dynamic_ = 0;
   DispatchKeySet keys_;
   SymDimVector sizes_;
   SymDimVector strides_;

@@ -8,6 +8,7 @@
 
 #include "src/core/cast.h"
 #include "src/core/tensor_factory.h"
+#include "src/core/tracing_hooks.h"
 
 namespace kiln {
 
@@ -49,22 +50,40 @@ T read_element(const Tensor& t, int64_t linear) {
 }
 }  // namespace
 
+TracingHooks*& current_tracing_hooks() {
+  thread_local TracingHooks* hooks = nullptr;
+  return hooks;
+}
+
+namespace {
+// A fake tensor read inside a trace is replaced by its real value (src/core/tracing_hooks.h).
+Tensor with_data(const Tensor& t, const char* what, const std::source_location& loc) {
+  if (t.defined() && t.device() == Device::Meta) {
+    if (TracingHooks* hooks = current_tracing_hooks()) return hooks->materialize(t, what, loc);
+  }
+  return t;
+}
+}  // namespace
+
 template <typename T>
-T Tensor::item() const {
-  check_has_data(*this, "item");
-  KILN_CHECK(numel() == 1, ValueError,
+T Tensor::item(std::source_location loc) const {
+  const Tensor self = with_data(*this, "item()", loc);
+  check_has_data(self, "item");
+  KILN_CHECK(self.numel() == 1, ValueError,
              "item: a tensor with {} elements (shape {}) cannot be converted to a scalar; only "
              "one-element tensors can",
-             numel(), shape_str(sizes()));
-  return visit_dtype(dtype(), [&]<typename From>() { return read_element<T, From>(*this, 0); });
+             self.numel(), shape_str(self.sizes()));
+  return visit_dtype(dtype(), [&]<typename From>() { return read_element<T, From>(self, 0); });
 }
 
-Scalar Tensor::item() const {
-  return visit_dtype(dtype(), [&]<typename T>() { return Scalar(item<T>()); });
+Scalar Tensor::item(std::source_location loc) const {
+  return visit_dtype(dtype(), [&]<typename T>() { return Scalar(item<T>(loc)); });
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
+std::vector<T> Tensor::to_vector(std::source_location loc) const {
+  const Tensor self_data = with_data(*this, "to_vector()", loc);
+  if (!self_data.is_same(*this)) return self_data.to_vector<T>(loc);
   check_has_data(*this, "to_vector");
   std::vector<T> out(static_cast<size_t>(numel()));
   visit_dtype(dtype(), [&]<typename From>() {
@@ -81,8 +100,8 @@ std::vector<T> Tensor::to_vector() const {
 
 #define KILN_INSTANTIATE(T)                        \
   template T* Tensor::data_ptr<T>() const;         \
-  template T Tensor::item<T>() const;              \
-  template std::vector<T> Tensor::to_vector<T>() const;
+  template T Tensor::item<T>(std::source_location) const; \
+  template std::vector<T> Tensor::to_vector<T>(std::source_location) const;
 KILN_INSTANTIATE(bool)
 KILN_INSTANTIATE(uint8_t)
 KILN_INSTANTIATE(uint16_t)

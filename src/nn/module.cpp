@@ -158,6 +158,13 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
   return unique_tensors(slots);
 }
 
+std::vector<std::pair<std::string, const Tensor*>> Module::named_tensor_slots() const {
+  std::vector<std::pair<std::string, const Tensor*>> slots;
+  collect_slots(*this, SlotKind::Parameter, true, false, "", slots);
+  collect_slots(*this, SlotKind::Buffer, true, false, "", slots);
+  return slots;
+}
+
 std::vector<Tensor> Module::buffers(bool recurse) const {
   return tensors_of(named_buffers(recurse));
 }

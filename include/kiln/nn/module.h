@@ -82,6 +82,9 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  // Every parameter and buffer slot (non-persistent buffers too), by dotted name. The slots'
+  // addresses are stable (Note [Parameter slots]); kiln::compile reads them on every call.
+  std::vector<std::pair<std::string, const Tensor*>> named_tensor_slots() const;
   std::vector<std::shared_ptr<Module>> children() const;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   // This module first (name ""), then every descendant, depth first. The pointers do not own.

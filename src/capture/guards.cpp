@@ -1,0 +1,204 @@
+#include "src/capture/guards.h"
+
+#include <fmt/format.h>
+
+#include "kiln/autograd.h"
+
+namespace kiln::capture {
+namespace {
+
+std::string arg_value_str(const ArgValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  return "?";
+}
+
+bool same_scalar(const ArgValue& a, const ArgValue& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* i = std::get_if<int64_t>(&a)) return *i == std::get<int64_t>(b);
+  if (const auto* d = std::get_if<double>(&a)) {
+    // Bitwise: a guard on 0.0 must fail for -0.0, and NaN must equal NaN.
+    const double x = *d, y = std::get<double>(b);
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  if (const auto* bb = std::get_if<bool>(&a)) return *bb == std::get<bool>(b);
+  return false;
+}
+
+std::string range_str(int64_t lo, int64_t hi) {
+  return fmt::format("[{}, {}]", lo, hi == INT64_MAX ? std::string("inf") : std::to_string(hi));
+}
+
+// Checks one tensor guard; on failure writes the reason when `why` is set.
+bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& t,
+                  std::vector<int64_t>& values, std::string* why) {
+  const std::string& src = g.where.source;
+  auto fail = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
+  if (!t.defined()) return fail(fmt::format("{} is now an undefined tensor", src));
+  if (g.identity != nullptr && t.impl() != g.identity)
+    return fail(fmt::format("{} is a different tensor than when traced", src));
+  if (t.dtype() != g.dtype)
+    return fail(fmt::format("dtype of {} changed from {} to {}", src, dtype_name(g.dtype),
+                            dtype_name(t.dtype())));
+  if (t.dim() != static_cast<int64_t>(g.sizes.size()))
+    return fail(fmt::format("rank of {} changed from {} to {}", src, g.sizes.size(), t.dim()));
+  if (t.requires_grad() != g.requires_grad)
+    return fail(fmt::format("requires_grad of {} changed from {} to {}", src, g.requires_grad,
+                            t.requires_grad()));
+  const IntArrayRef sizes = t.sizes();
+  for (size_t d = 0; d < g.sizes.size(); ++d) {
+    const TensorGuard::Dim& dim = g.sizes[d];
+    const int64_t actual = sizes[d];
+    switch (dim.kind) {
+      case TensorGuard::Dim::Kind::Static:
+        if (actual != dim.value)
+          return fail(fmt::format("size of {} dim {} changed from {} to {}", src, d, dim.value,
+                                  actual));
+        break;
+      case TensorGuard::Dim::Kind::Bind:
+        values[dim.value] = actual;
+        break;
+      case TensorGuard::Dim::Kind::Same:
+        if (actual != values[dim.value])
+          return fail(fmt::format(
+              "size of {} dim {} is {} but {} is {}; they shared the symbol {} when traced "
+              "(duck sizing)",
+              src, d, actual, table.sources[dim.value], values[dim.value],
+              sym::to_string(table.symbols[dim.value])));
+        break;
+    }
+  }
+  if (g.contiguous) {
+    if (!t.is_contiguous()) return fail(fmt::format("{} is no longer contiguous", src));
+  } else {
+    const IntArrayRef strides = t.strides();
+    for (size_t d = 0; d < g.strides.size(); ++d)
+      if (strides[d] != g.strides[d])
+        return fail(fmt::format("stride of {} dim {} changed from {} to {}", src, d,
+                                g.strides[d], strides[d]));
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t GuardSet::size() const {
+  size_t n = scalars.size() + training.size() + ranges.size() + shape_guards.size() +
+             (grad_mode ? 1 : 0);
+  for (const TensorGuard& t : tensors) n += 4 + t.sizes.size();
+  return n;
+}
+
+int SymbolTable::index_of(sym::ExprPtr s) const {
+  for (size_t i = 0; i < symbols.size(); ++i)
+    if (symbols[i] == s) return static_cast<int>(i);
+  return -1;
+}
+
+int SymbolTable::add(sym::ExprPtr s, std::string source) {
+  symbols.push_back(s);
+  sources.push_back(std::move(source));
+  return static_cast<int>(symbols.size()) - 1;
+}
+
+const Tensor& resolve(const InputRef& ref, const std::vector<ArgValue>& args) {
+  switch (ref.kind) {
+    case InputRef::Kind::Arg: return std::get<Tensor>(args[ref.index]);
+    case InputRef::Kind::Slot: return *ref.slot;
+    case InputRef::Kind::Constant: return ref.constant;
+    case InputRef::Kind::Prior: break;
+  }
+  throw Error("internal: resolve() called on a segment output reference");
+}
+
+bool check_guards(const GuardSet& guards, const SymbolTable& table,
+                  const std::vector<ArgValue>& args, std::vector<int64_t>& values,
+                  std::string* why) {
+  auto fail = [&](std::string reason) {
+    if (why != nullptr) *why = std::move(reason);
+    return false;
+  };
+  if (guards.grad_mode && *guards.grad_mode != GradMode::is_enabled())
+    return fail(fmt::format("grad mode changed from {} to {}",
+                            *guards.grad_mode ? "enabled" : "disabled",
+                            *guards.grad_mode ? "disabled" : "enabled"));
+  for (const ScalarGuard& s : guards.scalars)
+    if (!same_scalar(s.value, args[s.arg]))
+      return fail(fmt::format("arg{} changed from {} to {}", s.arg, arg_value_str(s.value),
+                              arg_value_str(args[s.arg])));
+  for (const auto& [module, training] : guards.training)
+    if (module->is_training() != training)
+      return fail(fmt::format("a module's training mode changed from {} to {}", training,
+                              module->is_training()));
+  for (const TensorGuard& g : guards.tensors)
+    if (!check_tensor(g, table, resolve(g.where, args), values, why)) return false;
+  for (const SymbolRange& r : guards.ranges) {
+    const int64_t v = values[r.symbol];
+    if (v < r.lower || v > r.upper)
+      return fail(fmt::format("{} = {} is outside the range {} of {} (sizes 0 and 1 are "
+                              "specialized)",
+                              table.sources[r.symbol], v, range_str(r.lower, r.upper),
+                              sym::to_string(table.symbols[r.symbol])));
+  }
+  if (!guards.shape_guards.empty()) {
+    auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
+      const int i = table.index_of(s);
+      if (i < 0) return std::nullopt;
+      return values[i];
+    };
+    for (const ShapeGuardRef& g : guards.shape_guards) {
+      const std::optional<int64_t> ok = sym::evaluate(g.condition, lookup);
+      if (!ok || *ok == 0) {
+        std::string values_text;
+        for (sym::ExprPtr s : sym::free_symbols(g.condition)) {
+          const auto v = lookup(s);
+          values_text += fmt::format("{}{} = {}", values_text.empty() ? "" : ", ",
+                                     sym::to_string(s), v ? std::to_string(*v) : "?");
+        }
+        return fail(fmt::format("guard {} (from {}) is false: {}", sym::to_string(g.condition),
+                                g.origin, values_text));
+      }
+    }
+  }
+  return true;
+}
+
+std::string describe(const GuardSet& guards, const SymbolTable& table) {
+  std::string out;
+  if (guards.grad_mode)
+    out += fmt::format("grad mode is {}\n", *guards.grad_mode ? "enabled" : "disabled");
+  for (const ScalarGuard& s : guards.scalars)
+    out += fmt::format("arg{} == {}\n", s.arg, arg_value_str(s.value));
+  for (const auto& [module, training] : guards.training)
+    out += fmt::format("{} module is in {} mode\n", module->name(), training ? "train" : "eval");
+  for (const TensorGuard& g : guards.tensors) {
+    std::string dims;
+    for (const TensorGuard::Dim& d : g.sizes) {
+      if (!dims.empty()) dims += ", ";
+      dims += d.kind == TensorGuard::Dim::Kind::Static ? std::to_string(d.value)
+                                                       : sym::to_string(table.symbols[d.value]);
+    }
+    std::string layout = "contiguous";
+    if (!g.contiguous) {
+      layout = "strides (";
+      for (size_t i = 0; i < g.strides.size(); ++i)
+        layout += (i ? ", " : "") + std::to_string(g.strides[i]);
+      layout += ")";
+    }
+    out += fmt::format("{}: {}[{}] {}, requires_grad={}{}\n", g.where.source, dtype_name(g.dtype),
+                       dims, layout, g.requires_grad,
+                       g.identity != nullptr ? ", same tensor object" : "");
+  }
+  for (const SymbolRange& r : guards.ranges)
+    out += fmt::format("{} ({}) in {}\n", sym::to_string(table.symbols[r.symbol]),
+                       table.sources[r.symbol], range_str(r.lower, r.upper));
+  for (const ShapeGuardRef& g : guards.shape_guards)
+    out += fmt::format("{}  # {}\n", sym::to_string(g.condition), g.origin);
+  return out;
+}
+
+}  // namespace kiln::capture

@@ -1,0 +1,95 @@
+// Guards: the conditions under which a cache entry's graphs are valid (DESIGN.md section 4).
+//
+// Note [Guard evaluation]
+// A guard set is a flat list built once per compile: per lifted tensor its dtype, rank,
+// requires_grad, each size (a constant, or the first sighting of a symbol, which binds the
+// symbol's value, or a later sighting, which must equal it), its layout (contiguous, or exact
+// strides); per scalar argument its value; the grad mode; each module's training flag; the
+// identity of each parameter; then the ShapeEnv's guards over the bound symbols. Checking walks
+// the list with no allocation. Only after a failure is it walked again to say, in words, what
+// changed (the recompile reason).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/compile.h"
+#include "kiln/small_vector.h"
+#include "src/sym/expr.h"
+
+namespace kiln::capture {
+
+// Where a graph input comes from when the graph runs.
+struct InputRef {
+  enum class Kind : uint8_t { Arg, Slot, Constant, Prior };
+  Kind kind = Kind::Arg;
+  int index = -1;             // Arg: argument position; Prior: output index of that segment
+  int segment = -1;           // Prior: depth of the segment along the trace path
+  const Tensor* slot = nullptr;  // Slot: the module's parameter/buffer slot
+  Tensor constant;            // Constant: a tensor the function captured (not an argument)
+  std::string source;         // "arg0", "model.fc1.weight", "constant0", "segment0[2]"
+};
+
+struct TensorGuard {
+  InputRef where;  // Arg or Slot
+  const TensorImpl* identity = nullptr;  // Slot: the tensor the slot held when traced
+  ScalarType dtype = ScalarType::Float32;
+  bool requires_grad = false;
+  struct Dim {
+    enum class Kind : uint8_t { Static, Bind, Same };
+    Kind kind = Kind::Static;
+    int64_t value = 0;  // Static: the size; Bind/Same: the symbol's index
+  };
+  SmallVector<Dim, 5> sizes;
+  bool contiguous = false;          // layout guard: contiguous ...
+  SmallVector<int64_t, 5> strides;  // ... or exactly these strides
+};
+
+struct ScalarGuard {
+  int arg = 0;
+  ArgValue value;
+};
+
+struct SymbolRange {
+  int symbol = 0;
+  int64_t lower = 0, upper = INT64_MAX;
+};
+
+struct ShapeGuardRef {
+  sym::ExprPtr condition;
+  std::string origin;
+};
+
+struct GuardSet {
+  std::vector<TensorGuard> tensors;
+  std::vector<ScalarGuard> scalars;
+  std::vector<std::pair<const nn::Module*, bool>> training;  // module, is_training when traced
+  std::optional<bool> grad_mode;
+  std::vector<SymbolRange> ranges;
+  std::vector<ShapeGuardRef> shape_guards;
+  size_t size() const;  // number of checks (for logs)
+};
+
+// The symbols of one trace, by index; their values are bound while checking guards.
+struct SymbolTable {
+  std::vector<sym::ExprPtr> symbols;
+  std::vector<std::string> sources;  // "arg0.size(0)"
+  int index_of(sym::ExprPtr s) const;  // -1 if absent
+  int add(sym::ExprPtr s, std::string source);
+};
+
+// The tensor an InputRef names for this call (not Prior/Constant-aware: those come from the
+// segment runner).
+const Tensor& resolve(const InputRef& ref, const std::vector<ArgValue>& args);
+
+// True when every guard holds; binds symbol values into `values` (sized to the table). When
+// `why` is given and a guard fails, it receives the reason in words.
+bool check_guards(const GuardSet& guards, const SymbolTable& table,
+                  const std::vector<ArgValue>& args, std::vector<int64_t>& values,
+                  std::string* why = nullptr);
+
+// Readable listing of a guard set (KILN_LOGS=guards and the structured trace).
+std::string describe(const GuardSet& guards, const SymbolTable& table);
+
+}  // namespace kiln::capture

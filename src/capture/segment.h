@@ -1,0 +1,60 @@
+// The compile cache's trace tree (DESIGN.md section 4).
+//
+// Note [Trace tree]
+// A graph break splits one trace into segments: the graph up to the break runs, the value the
+// C++ code needed (an item(), a condition on a data-dependent size) is read from its outputs, and
+// tracing continues in a new graph whose inputs include the earlier graph's outputs. The break's
+// value is the edge to the next segment, so a cache entry is a tree: a later call that reads a
+// different value (takes the other branch) traces the function again, replays the shared prefix
+// without running it twice (the prefix already ran for this call), and adds a sibling. Segments
+// after the first carry their own guards: the parameters they lift and the shape guards recorded
+// while they were traced.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/capture/backend.h"
+#include "src/capture/guards.h"
+#include "src/graph/graph.h"
+
+namespace kiln::capture {
+
+// Where a result of the compiled function comes from.
+struct OutputRef {
+  int segment = 0;  // depth along the path
+  int index = 0;    // output index of that segment's graph
+};
+
+// An unbacked symbol's value is a size of a segment output.
+struct UnbackedBinding {
+  sym::ExprPtr symbol = nullptr;
+  OutputRef output;
+  int dim = 0;
+};
+
+struct BreakPoint {
+  enum class Kind : uint8_t { Item, Bool };
+  Kind kind = Kind::Item;
+  OutputRef tensor;                     // Item: the tensor whose value the code read
+  sym::ExprPtr condition = nullptr;     // Bool: a condition over unbacked (and backed) symbols
+  std::vector<UnbackedBinding> bindings;  // Bool: how to bind its unbacked symbols
+  std::string reason;                   // "item() on a tensor computed in the graph"
+  std::string where;                    // the user's file:line
+};
+
+struct Segment {
+  graph::Graph graph;
+  std::vector<InputRef> inputs;  // one per placeholder
+  CompiledGraph compiled;
+  GuardSet guards;               // segments after the first (Note [Trace tree])
+  std::vector<ShapeGuardRef> runtime_asserts;
+  std::optional<BreakPoint> brk;  // none: the last segment of its path
+  std::map<std::string, std::vector<std::unique_ptr<Segment>>> children;  // by break value
+  std::vector<OutputRef> results;  // last segment: the function's results
+};
+
+}  // namespace kiln::capture

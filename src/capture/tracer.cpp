@@ -1,0 +1,553 @@
+#include "src/capture/tracer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "kiln/autograd.h"
+#include "src/core/tracing_hooks.h"
+#include "src/dispatch/dispatcher.h"
+#include "src/graph/printer.h"
+
+namespace kiln::capture {
+namespace {
+
+std::string location_str(const std::source_location& loc) {
+  return fmt::format("{}:{}", loc.file_name(), loc.line());
+}
+
+// The exact value of a (real) tensor as a key: dtype, shape and bytes.
+std::string value_key(const Tensor& real) {
+  const Tensor c = real.contiguous();
+  std::string key = fmt::format("{}{}:", dtype_name(c.dtype()), shape_str(c.sizes()));
+  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+  const int64_t n = c.numel() * c.element_size();
+  for (int64_t i = 0; i < n; ++i) key += fmt::format("{:02x}", bytes[i]);
+  return key;
+}
+
+class Tracer;
+thread_local Tracer* g_current_tracer = nullptr;
+std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs);
+
+class Tracer final : public TracingHooks {
+ public:
+  explicit Tracer(const TraceRequest& req)
+      : req_(req),
+        env_(sym::ShapeEnvOptions{.specialize_zero_one = req.options->specialize_zero_one,
+                                  .duck_shape = req.options->duck_shape}) {}
+
+  TraceResult run();
+  void handle_op(const OpDef& op, Stack& args, Stack& outputs);
+  Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) override;
+  bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
+
+ private:
+  bool replaying() const { return depth_ < static_cast<int>(req_.replay_path.size()); }
+  GuardSet& guards() {
+    if (replaying()) return scratch_guards_;
+    if (depth_ == 0) return result_.guards;
+    return seg_->guards;
+  }
+  void start_inputs();
+  Tensor make_fake(const Tensor& real, const std::string& source, const std::vector<bool>* dynamic,
+                   TensorGuard& guard);
+  graph::Value* value_of(const Tensor& t);
+  Tensor fake_of(const Tensor& t);
+  graph::Value* lift(const InputRef& ref, const Tensor& fake);
+  graph::TensorMeta meta_of(const Tensor& fake) const;
+  void finish_segment(std::optional<BreakPoint> brk, const std::vector<Tensor>& needed);
+  void start_segment(const std::string& key);
+  [[noreturn]] void graph_break_error(const std::string& reason, const std::source_location& loc);
+  std::vector<int64_t> symbol_hints() const;
+
+  const TraceRequest& req_;
+  sym::ShapeEnv env_;
+  TraceResult result_;
+  GuardSet scratch_guards_;
+  Segment* seg_ = nullptr;
+  std::vector<Tensor> fake_args_;  // per argument: its fake (undefined for non-tensors)
+  int depth_ = 0;
+  std::vector<std::vector<Tensor>> outputs_by_depth_;
+  std::unique_ptr<Segment> replay_scratch_;
+
+  std::unordered_map<const TensorImpl*, graph::Value*> values_;  // fake -> value, this segment
+  std::unordered_map<const TensorImpl*, OutputRef> prior_;       // fake -> earlier output
+  std::unordered_map<const TensorImpl*, InputRef> inputs_;       // fake -> where it comes from
+  std::unordered_map<const TensorImpl*, Tensor> twins_;          // real -> its fake
+  std::unordered_map<const TensorImpl*, std::pair<std::string, const Tensor*>> slots_;
+  std::unordered_map<sym::ExprPtr, std::pair<Tensor, int>> unbacked_defs_;  // u -> (fake, dim)
+  std::vector<Tensor> keep_;  // every mapped fake stays alive, so impl pointers stay unique
+  size_t shape_guard_mark_ = 0;
+  size_t runtime_assert_mark_ = 0;
+  int constants_ = 0;
+};
+
+graph::TensorMeta Tracer::meta_of(const Tensor& fake) const {
+  graph::TensorMeta m;
+  m.dtype = fake.dtype();
+  m.sizes = SymDimVector(fake.sym_sizes().begin(), fake.sym_sizes().end());
+  m.strides = SymDimVector(fake.sym_strides().begin(), fake.sym_strides().end());
+  m.offset = fake.impl()->sym_offset();
+  return m;
+}
+
+Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
+                         const std::vector<bool>* dynamic, TensorGuard& guard) {
+  guard.dtype = real.dtype();
+  guard.requires_grad = real.requires_grad();
+  const int64_t nd = real.dim();
+  SymDimVector sizes(nd);
+  for (int64_t d = 0; d < nd; ++d) {
+    const int64_t hint = real.sizes()[d];
+    const bool dyn = dynamic != nullptr && (*dynamic)[d];
+    sizes[d] = env_.create_size_symbol(hint, fmt::format("{}.size({})", source, d), dyn);
+    TensorGuard::Dim dim;
+    if (!sizes[d].is_symbolic()) {
+      dim = {TensorGuard::Dim::Kind::Static, hint};
+    } else {
+      int index = result_.symbols.index_of(sizes[d].expr());
+      if (index < 0) {
+        index = result_.symbols.add(sizes[d].expr(), fmt::format("{}.size({})", source, d));
+        dim = {TensorGuard::Dim::Kind::Bind, index};
+      } else {
+        dim = {TensorGuard::Dim::Kind::Same, index};
+      }
+    }
+    guard.sizes.push_back(dim);
+  }
+  SymDimVector strides;
+  if (real.is_contiguous()) {
+    guard.contiguous = true;
+    strides = contiguous_strides(SymIntArrayRef(sizes));
+  } else {
+    guard.contiguous = false;
+    guard.strides.assign(real.strides().begin(), real.strides().end());
+    strides.assign(real.strides().begin(), real.strides().end());
+  }
+  auto storage = make_intrusive<StorageImpl>(real.impl()->storage()->nbytes(), Device::Meta);
+  Tensor fake(make_intrusive<TensorImpl>(std::move(storage), real.dtype(), std::move(sizes),
+                                         std::move(strides), SymInt(0)));
+  keep_.push_back(fake);
+  return fake;
+}
+
+graph::Value* Tracer::lift(const InputRef& ref, const Tensor& fake) {
+  graph::Value* v = seg_->graph.add_placeholder(ref.source, meta_of(fake));
+  seg_->inputs.push_back(ref);
+  values_[fake.impl()] = v;
+  return v;
+}
+
+void Tracer::start_inputs() {
+  const std::vector<ArgValue>& args = *req_.args;
+  int module_count = 0;
+  for (const ArgValue& a : args) module_count += std::holds_alternative<nn::Module*>(a) ? 1 : 0;
+  int module_index = 0, tensor_index = 0;
+  result_.guards.grad_mode = GradMode::is_enabled();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgValue& a = args[i];
+    if (const Tensor* t = std::get_if<Tensor>(&a)) {
+      KILN_CHECK(t->defined(), ValueError, "{}: argument {} is an undefined tensor",
+                 req_.function_name, i);
+      KILN_CHECK(t->device() != Device::Meta, ValueError,
+                 "{}: argument {} is a Meta tensor; compiled functions take CPU tensors",
+                 req_.function_name, i);
+      const std::string source = fmt::format("arg{}", i);
+      TensorGuard guard;
+      guard.where = InputRef{.kind = InputRef::Kind::Arg, .index = static_cast<int>(i),
+                             .source = source};
+      Tensor fake = make_fake(*t, source, &req_.dynamic_dims[tensor_index++], guard);
+      inputs_[fake.impl()] = guard.where;
+      lift(guard.where, fake);
+      result_.guards.tensors.push_back(std::move(guard));
+      fake_args_.push_back(fake);
+    } else if (nn::Module* const* m = std::get_if<nn::Module*>(&a)) {
+      const std::string prefix =
+          module_count == 1 ? std::string("model") : fmt::format("model{}", module_index);
+      ++module_index;
+      for (auto& [name, slot] : (*m)->named_tensor_slots())
+        slots_[slot->impl()] = {prefix + "." + name, slot};
+      for (nn::Module* sub : (*m)->modules())
+        result_.guards.training.emplace_back(sub, sub->is_training());
+      fake_args_.push_back(Tensor());
+    } else {
+      result_.guards.scalars.push_back({static_cast<int>(i), a});
+      fake_args_.push_back(Tensor());
+    }
+  }
+}
+
+Tensor Tracer::fake_of(const Tensor& t) {
+  auto it = twins_.find(t.impl());
+  return it != twins_.end() ? it->second : t;
+}
+
+graph::Value* Tracer::value_of(const Tensor& t) {
+  const Tensor fake = fake_of(t);
+  const TensorImpl* impl = fake.impl();
+  if (auto it = values_.find(impl); it != values_.end()) return it->second;
+  if (auto it = prior_.find(impl); it != prior_.end()) {
+    InputRef ref{.kind = InputRef::Kind::Prior, .index = it->second.index,
+                 .segment = it->second.segment,
+                 .source = fmt::format("segment{}[{}]", it->second.segment, it->second.index)};
+    return lift(ref, fake);
+  }
+  if (auto it = inputs_.find(impl); it != inputs_.end()) return lift(it->second, fake);
+  KILN_CHECK(t.device() != Device::Meta, ValueError,
+             "{}: a Meta tensor that this trace did not create was used (a fake tensor that "
+             "escaped an earlier trace?); compiled functions must not keep tensors across calls",
+             req_.function_name);
+  // A real tensor seen for the first time: a module parameter/buffer, or a captured constant.
+  InputRef ref;
+  TensorGuard guard;
+  if (auto slot = slots_.find(t.impl()); slot != slots_.end()) {
+    ref = InputRef{.kind = InputRef::Kind::Slot, .slot = slot->second.second,
+                   .source = slot->second.first};
+    guard.identity = t.impl();
+  } else {
+    ref = InputRef{.kind = InputRef::Kind::Constant, .constant = t,
+                   .source = fmt::format("constant{}", constants_++)};
+  }
+  guard.where = ref;
+  Tensor twin = make_fake(t, ref.source, nullptr, guard);  // parameters are static
+  if (ref.kind == InputRef::Kind::Slot) guards().tensors.push_back(std::move(guard));
+  twins_[t.impl()] = twin;
+  inputs_[twin.impl()] = ref;
+  return lift(ref, twin);
+}
+
+void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
+  // Map every tensor first: real tensors get their fake twins, so the meta function below never
+  // sees (or bumps the version of) a real tensor.
+  Stack fake_args = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const IValue& v = args[i];
+    if (v.is_tensor() && v.tensor().defined()) {
+      value_of(v.tensor());
+      fake_args[i] = fake_of(v.tensor());
+    } else if (v.is_tensor_list()) {
+      std::vector<Tensor> fakes;
+      for (const Tensor& t : v.tensor_list()) {
+        value_of(t);
+        fakes.push_back(fake_of(t));
+      }
+      fake_args[i] = IValue(std::move(fakes));
+    }
+  }
+  if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
+      args[op.device_arg].is_device())
+    fake_args[op.device_arg] = IValue(Device::Meta);
+  {
+    dispatch::ExcludeKeysGuard exclude(
+        {DispatchKey::Trace, DispatchKey::Autograd, DispatchKey::Vmap, DispatchKey::Subclass});
+    dispatch::redispatch(op, fake_args, outputs, DispatchKeySet(DispatchKey::Meta));
+  }
+  // The arguments' values, looked up after the meta function: a data-dependent condition in it
+  // may have started a new segment (Note [Trace tree]).
+  std::vector<graph::Arg> gargs;
+  gargs.reserve(args.size());
+  for (const IValue& v : args) {
+    if (v.is_tensor() && v.tensor().defined()) {
+      gargs.push_back(graph::Arg::value(value_of(v.tensor())));
+    } else if (v.is_tensor()) {
+      gargs.push_back(graph::Arg::constant(IValue()));
+    } else if (v.is_tensor_list()) {
+      std::vector<graph::Value*> values;
+      for (const Tensor& t : v.tensor_list()) values.push_back(value_of(t));
+      gargs.push_back(graph::Arg::list(std::move(values)));
+    } else {
+      gargs.push_back(graph::Arg::constant(v));
+    }
+  }
+  std::vector<graph::TensorMeta> metas;
+  for (const IValue& out : outputs) {
+    KILN_CHECK(out.is_tensor() && out.tensor().defined(), NotImplementedError,
+               "compile: op {} returns a {}; only ops returning tensors can be traced yet", op.name,
+               out.type_name());
+    metas.push_back(meta_of(out.tensor()));
+  }
+  std::vector<graph::Value*> values = seg_->graph.add_call(op.id, std::move(gargs), metas);
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const Tensor& fake = outputs[j].tensor();
+    values_[fake.impl()] = values[j];
+    keep_.push_back(fake);
+    // Sizes that are fresh unbacked symbols are defined by this output (nonzero's length).
+    for (int64_t d = 0; d < fake.dim(); ++d) {
+      const SymInt s = fake.sym_sizes()[d];
+      if (!s.is_symbolic() || !s.expr()->is_symbol()) continue;
+      const sym::SymbolInfo* info = env_.info(s.expr());
+      if (info != nullptr && info->unbacked && !unbacked_defs_.contains(s.expr()))
+        unbacked_defs_[s.expr()] = {fake, static_cast<int>(d)};
+    }
+  }
+}
+
+void Tracer::graph_break_error(const std::string& reason, const std::source_location& loc) {
+  throw GraphBreakError(fmt::format(
+      "{}: graph break at {} ({}) while compiling with fullgraph=true: {}. Move the data-dependent "
+      "code out of the compiled function, use kiln::check() to assert facts about the value, or "
+      "compile with fullgraph=false to split the graph there",
+      req_.function_name, location_str(loc), loc.function_name(), reason));
+}
+
+std::vector<int64_t> Tracer::symbol_hints() const {
+  std::vector<int64_t> hints;
+  for (sym::ExprPtr s : result_.symbols.symbols) hints.push_back(env_.hint(s).value_or(0));
+  return hints;
+}
+
+void Tracer::finish_segment(std::optional<BreakPoint> brk, const std::vector<Tensor>& needed) {
+  // Outputs: what the code still holds (Note [Trace tree]) plus what the break reads.
+  std::vector<graph::Value*> outs;
+  std::vector<const TensorImpl*> out_fakes;
+  std::set<graph::Value*> seen;
+  auto add = [&](const TensorImpl* impl, graph::Value* v) {
+    if (seen.insert(v).second) {
+      outs.push_back(v);
+      out_fakes.push_back(impl);
+    }
+  };
+  for (const Tensor& t : needed) add(fake_of(t).impl(), value_of(t));
+  if (brk) {
+    std::vector<std::pair<int, const TensorImpl*>> live;
+    for (const auto& [impl, v] : values_) {
+      // keep_ holds one reference; more means the user's code holds the tensor.
+      if (v->producer() != nullptr && v->producer()->kind() == graph::NodeKind::Call &&
+          impl->use_count() > 1)
+        live.emplace_back(v->id(), impl);
+    }
+    std::sort(live.begin(), live.end());
+    for (const auto& [id, impl] : live) add(impl, values_[impl]);
+  }
+  seg_->graph.set_outputs(outs);
+  for (size_t j = 0; j < out_fakes.size(); ++j)
+    prior_[out_fakes[j]] = OutputRef{depth_, static_cast<int>(j)};
+  // Shape guards and runtime asserts recorded while this segment was traced.
+  const auto& shape_guards = env_.guards();
+  for (size_t i = shape_guard_mark_; i < shape_guards.size(); ++i)
+    guards().shape_guards.push_back({shape_guards[i].condition, shape_guards[i].origin});
+  shape_guard_mark_ = shape_guards.size();
+  const auto& asserts = env_.runtime_asserts();
+  for (size_t i = runtime_assert_mark_; i < asserts.size(); ++i)
+    seg_->runtime_asserts.push_back({asserts[i].condition, asserts[i].origin});
+  runtime_assert_mark_ = asserts.size();
+  seg_->brk = std::move(brk);
+
+  if (replaying()) {
+    const Segment& old = *req_.replay_path[depth_];
+    KILN_CHECK(graph::to_string(old.graph) == graph::to_string(seg_->graph), Error,
+               "{}: tracing the function again (for a new branch) recorded a different graph "
+               "before the graph break at depth {}; compiled functions must trace "
+               "deterministically",
+               req_.function_name, depth_);
+    outputs_by_depth_.push_back(req_.replay_outputs[depth_]);
+    return;
+  }
+  std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
+  seg_->compiled = lookup_backend(req_.options->backend)(seg_->graph, inputs);
+  result_.graphs += 1;
+  result_.graph_text += graph::to_string(seg_->graph);
+  outputs_by_depth_.push_back(run_paused(*seg_, inputs));
+}
+
+void Tracer::start_segment(const std::string& key) {
+  Segment* parent = replaying() ? req_.replay_path[depth_] : seg_;
+  ++depth_;
+  values_.clear();
+  auto next = std::make_unique<Segment>();
+  Segment* raw = next.get();
+  if (replaying()) {
+    replay_scratch_ = std::move(next);
+  } else if (depth_ == static_cast<int>(req_.replay_path.size())) {
+    result_.root = std::move(next);  // the caller links a new branch under branch_key
+    result_.branch_key = key;
+  } else {
+    parent->children[key].push_back(std::move(next));
+  }
+  seg_ = raw;
+}
+
+Tensor Tracer::materialize(const Tensor& t, const char* what, const std::source_location& loc) {
+  const std::string reason = fmt::format("{} reads the value of a tensor", what);
+  if (req_.options->fullgraph) graph_break_error(reason, loc);
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Item, .reason = reason,
+                            .where = location_str(loc)},
+                 {t});
+  const OutputRef ref = prior_.at(fake_of(t).impl());
+  seg_->brk->tensor = ref;
+  Tensor real = outputs_by_depth_[ref.segment][ref.index];
+  result_.breaks += 1;
+  start_segment(value_key(real));
+  return real;
+}
+
+bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& loc) {
+  const std::string reason = fmt::format(
+      "the condition {} depends on data (a size or value the graph computes)",
+      sym::to_string(condition));
+  if (req_.options->fullgraph) graph_break_error(reason, loc);
+  std::vector<Tensor> needed;
+  std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
+  for (sym::ExprPtr s : sym::free_symbols(condition)) {
+    const sym::SymbolInfo* info = env_.info(s);
+    if (info == nullptr || !info->unbacked) continue;
+    auto it = unbacked_defs_.find(s);
+    KILN_CHECK(it != unbacked_defs_.end(), NotImplementedError,
+               "{}: the condition {} at {} uses {}, which no traced tensor's size defines; a "
+               "graph break cannot materialize it",
+               req_.function_name, sym::to_string(condition), location_str(loc),
+               sym::to_string(s));
+    needed.push_back(it->second.first);
+    defs.emplace_back(s, it->second);
+  }
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Bool, .condition = condition,
+                            .reason = reason, .where = location_str(loc)},
+                 needed);
+  for (const auto& [symbol, def] : defs)
+    seg_->brk->bindings.push_back({symbol, prior_.at(fake_of(def.first).impl()), def.second});
+  const std::string key =
+      branch_key(*seg_->brk, outputs_by_depth_, result_.symbols, symbol_hints());
+  result_.breaks += 1;
+  start_segment(key);
+  return key == "true";
+}
+
+// Installs the tracer on this thread for the duration of a trace (Note [Fake tensors]).
+class TraceScope {
+ public:
+  TraceScope(Tracer* tracer, sym::ShapeEnv* env)
+      : include_(DispatchKeySet(DispatchKey::Trace)),
+        env_scope_(env),
+        saved_tracer_(g_current_tracer),
+        saved_hooks_(current_tracing_hooks()) {
+    g_current_tracer = tracer;
+    current_tracing_hooks() = tracer;
+  }
+  ~TraceScope() {
+    g_current_tracer = saved_tracer_;
+    current_tracing_hooks() = saved_hooks_;
+  }
+
+ private:
+  dispatch::IncludeKeysGuard include_;
+  sym::ShapeEnv::Scope env_scope_;
+  Tracer* saved_tracer_;
+  TracingHooks* saved_hooks_;
+};
+
+// Runs real computation in the middle of a trace (a segment at a graph break).
+class PauseScope {
+ public:
+  PauseScope()
+      : exclude_(DispatchKeySet(DispatchKey::Trace)),
+        env_scope_(nullptr),
+        saved_tracer_(g_current_tracer),
+        saved_hooks_(current_tracing_hooks()) {
+    g_current_tracer = nullptr;
+    current_tracing_hooks() = nullptr;
+  }
+  ~PauseScope() {
+    g_current_tracer = saved_tracer_;
+    current_tracing_hooks() = saved_hooks_;
+  }
+
+ private:
+  dispatch::ExcludeKeysGuard exclude_;
+  sym::ShapeEnv::Scope env_scope_;
+  Tracer* saved_tracer_;
+  TracingHooks* saved_hooks_;
+};
+
+std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs) {
+  PauseScope pause;
+  return segment.compiled(inputs);
+}
+
+TraceResult Tracer::run() {
+  auto first = std::make_unique<Segment>();
+  seg_ = first.get();
+  if (replaying())
+    replay_scratch_ = std::move(first);
+  else
+    result_.root = std::move(first);
+  env_.set_data_dependent_handler(
+      [this](sym::ExprPtr c, std::source_location loc) { return data_dependent(c, loc); });
+  std::vector<Tensor> fake_results;
+  {
+    TraceScope scope(this, &env_);
+    start_inputs();
+    std::vector<ArgValue> traced = *req_.args;
+    for (size_t i = 0; i < traced.size(); ++i)
+      if (fake_args_[i].defined()) traced[i] = fake_args_[i];
+    fake_results = (*req_.body)(traced);
+    for (size_t i = 0; i < fake_results.size(); ++i)
+      KILN_CHECK(fake_results[i].defined(), ValueError,
+                 "{}: result {} of the compiled function is an undefined tensor",
+                 req_.function_name, i);
+    finish_segment(std::nullopt, fake_results);
+    for (const Tensor& r : fake_results) seg_->results.push_back(prior_.at(fake_of(r).impl()));
+  }
+  for (const OutputRef& ref : seg_->results)
+    result_.results.push_back(outputs_by_depth_[ref.segment][ref.index]);
+  for (size_t i = 0; i < result_.symbols.symbols.size(); ++i) {
+    const sym::SymbolInfo* info = env_.info(result_.symbols.symbols[i]);
+    if (info == nullptr) continue;
+    result_.guards.ranges.push_back({static_cast<int>(i), std::max<int64_t>(info->range.lower, 0),
+                                     info->range.upper});
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgValue>& args,
+                                  const std::vector<std::vector<Tensor>>& outputs_by_depth) {
+  std::vector<Tensor> inputs;
+  inputs.reserve(segment.inputs.size());
+  for (const InputRef& ref : segment.inputs) {
+    if (ref.kind == InputRef::Kind::Prior)
+      inputs.push_back(outputs_by_depth[ref.segment][ref.index]);
+    else
+      inputs.push_back(resolve(ref, args));
+  }
+  return inputs;
+}
+
+std::string branch_key(const BreakPoint& brk,
+                       const std::vector<std::vector<Tensor>>& outputs_by_depth,
+                       const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
+  if (brk.kind == BreakPoint::Kind::Item)
+    return value_key(outputs_by_depth[brk.tensor.segment][brk.tensor.index]);
+  auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
+    for (const UnbackedBinding& b : brk.bindings)
+      if (b.symbol == s)
+        return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
+    const int i = symbols.index_of(s);
+    if (i < 0) return std::nullopt;
+    return symbol_values[i];
+  };
+  const std::optional<int64_t> value = sym::evaluate(brk.condition, lookup);
+  KILN_CHECK(value.has_value(), Error,
+             "internal: the graph-break condition {} (at {}) could not be evaluated",
+             sym::to_string(brk.condition), brk.where);
+  return *value != 0 ? "true" : "false";
+}
+
+TraceResult trace(const TraceRequest& request) {
+  Tracer tracer(request);
+  return tracer.run();
+}
+
+void handle_trace_key(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys) {
+  if (g_current_tracer != nullptr) {
+    g_current_tracer->handle_op(op, args, outputs);
+    return;
+  }
+  dispatch::redispatch(op, args, outputs, keys.remove(DispatchKey::Trace));
+}
+
+}  // namespace
+}  // namespace kiln::capture
