@@ -541,6 +541,8 @@ TraceResult trace(const TraceRequest& request) {
   return tracer.run();
 }
 
+namespace {
+// The Trace key's handler (Note [Fake tensors]); outside a trace the key falls through.
 void handle_trace_key(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys) {
   if (g_current_tracer != nullptr) {
     g_current_tracer->handle_op(op, args, outputs);
@@ -548,6 +550,11 @@ void handle_trace_key(const OpDef& op, Stack& args, Stack& outputs, DispatchKeyS
   }
   dispatch::redispatch(op, args, outputs, keys.remove(DispatchKey::Trace));
 }
+const bool g_trace_key_registered = [] {
+  dispatch::set_fallback(DispatchKey::Trace, handle_trace_key);
+  return true;
+}();
+}  // namespace
 
 }  // namespace
 }  // namespace kiln::capture

@@ -1,0 +1,127 @@
+// Graph breaks: item(), to_vector(), branching on data-dependent sizes; the trace tree and
+// fullgraph errors (Note [Trace tree]).
+#include <gtest/gtest.h>
+
+#include "kiln/compile.h"
+#include "kiln/kiln.h"
+#include "src/capture/backend.h"
+#include "tests/capture/compare.h"
+
+namespace kiln {
+namespace {
+
+using testing::expect_equal;
+
+Tensor branchy(const Tensor& x) {
+  Tensor s = x.sum();
+  if (s.item<double>() > 0) return (x * 2).exp();
+  return x.abs() - 1;
+}
+
+TEST(GraphBreak, ItemSplitsTheGraphAndTheResultMatchesEager) {
+  capture::compile_counter() = {};
+  auto f = compile(branchy, {.backend = "count"});
+  Tensor pos = ones({4}), pos2 = full({4}, 2.0);
+  expect_equal(f(pos), branchy(pos));
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  EXPECT_EQ(capture::compile_counter().graphs, 2);
+  // The value is guarded: the same value reuses both segments, another value traces a branch.
+  expect_equal(f(pos), branchy(pos));
+  EXPECT_EQ(f.stats().compiles, 1);
+  expect_equal(f(pos2), branchy(pos2));
+  EXPECT_EQ(f.stats().compiles, 2);
+  // Only the new branch's segment was compiled: the prefix graph is shared.
+  EXPECT_EQ(capture::compile_counter().graphs, 3);
+  Tensor neg = full({4}, -1.0);
+  expect_equal(f(neg), branchy(neg));
+  EXPECT_EQ(capture::compile_counter().graphs, 4);
+  EXPECT_EQ(f.stats().cache_entries, 1);
+}
+
+TEST(GraphBreak, FullgraphRaisesNamingTheUsersLine) {
+  auto f = compile(
+      [](const Tensor& x) {
+        const double v = x.sum().item<double>();  // the line the error must name
+        return x * v;
+      },
+      {.fullgraph = true});
+  const int line = __LINE__ - 5;
+  try {
+    f(ones({3}));
+    FAIL() << "no GraphBreakError";
+  } catch (const GraphBreakError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(std::string("graph_break_test.cpp:") + std::to_string(line)),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("item()"), std::string::npos) << msg;
+  }
+}
+
+TEST(GraphBreak, ValuesComputedBeforeTheBreakAreUsedAfterIt) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor a = x.matmul(y);
+    Tensor b = a.relu();
+    const int64_t n = static_cast<int64_t>(b.sum().item<double>() > 1.0);
+    return std::make_tuple(a + n, b * 3, x);
+  };
+  auto f = compile(fn);
+  Tensor x = randn({3, 3}), y = randn({3, 3});
+  auto [c1, c2, c3] = f(x, y);
+  auto [e1, e2, e3] = fn(x, y);
+  expect_equal(c1, e1);
+  expect_equal(c2, e2);
+  expect_equal(c3, e3);
+}
+
+TEST(GraphBreak, ToVectorIsABreakToo) {
+  auto fn = [](const Tensor& x) {
+    std::vector<int64_t> k = x.argmax(0).to_vector<int64_t>();
+    return x * static_cast<double>(k[0]);
+  };
+  auto f = compile(fn);
+  Tensor x = tensor({1.0, 5.0, 2.0});
+  expect_equal(f(x), fn(x));
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  Tensor y = tensor({9.0, 5.0, 2.0});
+  expect_equal(f(y), fn(y));
+  EXPECT_EQ(f.stats().compiles, 2);
+}
+
+TEST(GraphBreak, BranchingOnADataDependentSizeBreaks) {
+  auto fn = [](const Tensor& x) {
+    Tensor idx = x.gt(0).nonzero();
+    if (idx.size(0) > 2) return x.sum() * 2;
+    return x.sum() - 1;
+  };
+  auto f = compile(fn);
+  Tensor many = tensor({1.0, 2.0, 3.0, -1.0}), few = tensor({1.0, -2.0, -3.0, -1.0});
+  expect_equal(f(many), fn(many));
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  expect_equal(f(few), fn(few));
+  EXPECT_EQ(f.stats().compiles, 2);
+  expect_equal(f(many), fn(many));
+  expect_equal(f(few), fn(few));
+  EXPECT_EQ(f.stats().compiles, 2);
+
+  auto strict = compile(fn, {.fullgraph = true});
+  EXPECT_THROW(strict(many), GraphBreakError);
+}
+
+TEST(GraphBreak, InPlaceUpdatesBeforeABreakHappenOnce) {
+  auto fn = [](const Tensor& acc, const Tensor& x) {
+    acc.add_(x);
+    if (acc.sum().item<double>() > 10) acc.zero_();
+    return acc * 1;
+  };
+  auto f = compile(fn);
+  Tensor acc_c = zeros({2}), acc_e = zeros({2});
+  for (int i = 0; i < 6; ++i) {
+    Tensor x = full({2}, 2.0);
+    expect_equal(f(acc_c, x), fn(acc_e, x));
+    expect_equal(acc_c, acc_e);
+  }
+}
+
+}  // namespace
+}  // namespace kiln
