@@ -34,6 +34,8 @@ struct FashionMnistOptions {
   int64_t train_limit = 0;  // use only the first n training images (0: all)
   int64_t test_limit = 0;   // evaluate on the first n test images (0: all)
   bool progress = true;     // a progress bar per epoch
+  // Non-empty: the forward pass and loss run through kiln::compile with this backend ("eager").
+  std::string compile_backend;
 };
 
 struct FashionMnistResult {
@@ -42,6 +44,7 @@ struct FashionMnistResult {
   double first_train_loss = 0;  // mean loss of the first epoch
   double seconds = 0;           // wall time of the training epochs
   double images_per_second = 0;
+  int compiles = 0;  // kiln::compile traces (with compile_backend)
 };
 
 // Trains, evaluates on the test set, saves a checkpoint (model, optimizer and scheduler state);
