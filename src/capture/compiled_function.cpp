@@ -2,12 +2,19 @@
 // cache entry's trace tree (DESIGN.md section 4; Note [Guard evaluation], Note [Trace tree]).
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
+#include <atomic>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 
 #include "kiln/compile.h"
 #include "src/capture/tracer.h"
 #include "src/graph/printer.h"
+#include "src/trace/logs.h"
+#include "src/trace/metrics.h"
+#include "src/trace/trace.h"
 
 namespace kiln {
 
@@ -40,9 +47,14 @@ struct FunctionState {
 
   std::vector<Tensor> run_entry(CacheEntry& entry, const std::vector<ArgValue>& args,
                                 const std::vector<int64_t>& values);
-  std::vector<Tensor> compile_new_entry(const std::vector<ArgValue>& args);
+  std::vector<Tensor> compile_new_entry(const std::vector<ArgValue>& args,
+                                        const std::vector<std::string>& reasons);
   std::vector<std::vector<bool>> shape_policy(const std::vector<ArgValue>& args);
-  void log_compile(const TraceResult& result);
+  void log_compile(const TraceResult& result, const GuardSet& guards, const SymbolTable& symbols,
+                   double total_seconds, double guard_seconds,
+                   const std::vector<std::string>& reasons);
+  int frame_id = 0;
+  std::source_location where;
 };
 
 std::vector<std::vector<bool>> FunctionState::shape_policy(const std::vector<ArgValue>& args) {
@@ -76,11 +88,78 @@ std::vector<std::vector<bool>> FunctionState::shape_policy(const std::vector<Arg
   return dynamic;
 }
 
-void FunctionState::log_compile(const TraceResult& result) {
-  (void)result;
+// Structured trace records and KILN_LOGS lines of one compile (DESIGN.md section 6). Nothing
+// below builds text unless tracing or the category is on.
+void FunctionState::log_compile(const TraceResult& result, const GuardSet& guards,
+                                const SymbolTable& symbols, double total_seconds,
+                                double guard_seconds, const std::vector<std::string>& reasons) {
+  const trace::CompileId id{frame_id, stats.compiles - 1, 0};
+  trace::log("dynamo_start", id, [&] {
+    return nlohmann::json{{"stack", nlohmann::json::array({trace::stack_frame(
+                                        where.file_name(), static_cast<int>(where.line()), name)})}};
+  });
+  if (!reasons.empty()) {
+    trace::log_artifact("recompile_reasons", id, [&] { return nlohmann::json(reasons); });
+    trace::log_readable(trace::LogCategory::recompiles, [&] {
+      return fmt::format("recompiling {}: {}", name, fmt::join(reasons, "; "));
+    }, id);
+  }
+  for (size_t k = 0; k < result.graph_texts.size(); ++k) {
+    trace::log(
+        "dynamo_output_graph", id, [&] { return nlohmann::json{{"segment", k}}; },
+        [&] { return result.graph_texts[k]; });
+    trace::log_readable(trace::LogCategory::graph, [&] {
+      return fmt::format("graph {} of {}:\n{}", k, name, result.graph_texts[k]);
+    }, id);
+  }
+  for (const std::string& reason : result.break_reasons) {
+    trace::log_artifact("dynamo_graph_break_reason", id, [&] { return reason; });
+    trace::log_readable(trace::LogCategory::graph_breaks,
+                        [&] { return fmt::format("graph break in {} at {}", name, reason); }, id);
+  }
+  const std::string guard_text = capture::describe(guards, symbols);
+  trace::log("dynamo_guards", id, [] { return nlohmann::json::object(); }, [&] {
+    nlohmann::json list = nlohmann::json::array();
+    std::istringstream lines(guard_text);
+    for (std::string line; std::getline(lines, line);) list.push_back({{"code", line}});
+    return list;
+  });
+  trace::log_readable(trace::LogCategory::guards,
+                      [&] { return fmt::format("guards of {}:\n{}", name, guard_text); }, id);
+  for (const std::string& s : result.symbols_text) {
+    trace::log("create_symbol", id, [&] { return nlohmann::json{{"symbol", s}}; });
+    trace::log_readable(trace::LogCategory::dynamic, [&] { return "created " + s; }, id);
+  }
+  for (const std::string& g : result.shape_guards) {
+    trace::log("guard_added", id, [&] { return nlohmann::json{{"expr", g}}; });
+    trace::log_readable(trace::LogCategory::dynamic, [&] { return "guard added: " + g; }, id);
+  }
+  trace::log_compile_metrics([&] {
+    trace::CompileMetrics m;
+    m.id = id;
+    m.co_name = name;
+    m.co_filename = where.file_name();
+    m.co_firstlineno = static_cast<int>(where.line());
+    m.entire_frame_compile_time_s = total_seconds;
+    m.trace_time_s = result.trace_seconds;
+    m.guard_build_time_s = guard_seconds;
+    m.backend_compile_time_s = result.backend_seconds;
+    m.cache_size = static_cast<int64_t>(entries.size());
+    m.guard_count = static_cast<int64_t>(guards.size());
+    m.shape_env_guard_count = static_cast<int64_t>(result.shape_guards.size());
+    m.graph_count = result.graphs;
+    m.graph_break_count = result.breaks;
+    m.graph_op_count = result.ops;
+    m.graph_node_count = result.nodes;
+    m.graph_input_count = result.placeholders;
+    m.recompile_reasons = reasons;
+    return m;
+  });
 }
 
-std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>& args) {
+std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>& args,
+                                                     const std::vector<std::string>& reasons) {
+  const trace::Stopwatch watch;
   auto entry = std::make_unique<CacheEntry>();
   entry->dynamic_dims = shape_policy(args);
   TraceRequest request{.body = &body, .args = &args, .options = &options, .function_name = name,
@@ -92,7 +171,8 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
   stats.compiles += 1;
   stats.graphs += result.graphs;
   stats.graph_breaks += result.breaks;
-  log_compile(result);
+  log_compile(result, entry->guards, entry->symbols, watch.seconds(), result.guard_seconds,
+              reasons);
   entries.push_back(std::move(entry));
   stats.cache_entries = static_cast<int>(entries.size());
   return std::move(result.results);
@@ -129,13 +209,15 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
       TraceRequest request{.body = &body, .args = &args, .options = &options,
                            .function_name = name, .dynamic_dims = entry.dynamic_dims,
                            .replay_path = path, .replay_outputs = outputs};
+      const trace::Stopwatch watch;
       TraceResult result = trace(request);
       stats.compiles += 1;
       stats.graphs += result.graphs;
       stats.graph_breaks += result.breaks;
-      stats.recompile_reasons.push_back(fmt::format(
-          "graph break at {} took a new branch ({})", segment->brk->where, segment->brk->reason));
-      log_compile(result);
+      const std::string reason = fmt::format("graph break at {} took a new branch ({})",
+                                             segment->brk->where, segment->brk->reason);
+      stats.recompile_reasons.push_back(reason);
+      log_compile(result, result.root->guards, entry.symbols, watch.seconds(), 0, {reason});
       path.back()->children[result.branch_key].push_back(std::move(result.root));
       return std::move(result.results);
     }
@@ -145,6 +227,9 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
 
 CompiledFunction::CompiledFunction(Body body, CompileOptions options, std::source_location where)
     : state_(std::make_shared<FunctionState>()) {
+  static std::atomic<int> next_frame_id{0};
+  state_->frame_id = next_frame_id++;
+  state_->where = where;
   KILN_CHECK(options.recompile_limit >= 1, ValueError,
              "compile: recompile_limit must be at least 1, got {}", options.recompile_limit);
   lookup_backend(options.backend);  // an unknown backend fails here, not at the first call
@@ -177,6 +262,8 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<ArgValue>& args) {
     }
     if (static_cast<int>(s.entries.size()) >= s.options.recompile_limit) {
       s.stats.fell_back_to_eager = true;
+      trace::log_artifact("recompile_limit_hit", trace::CompileId{s.frame_id, s.stats.compiles, 0},
+                          [&] { return reasons; });
       std::cerr << fmt::format(
           "kiln::compile: {} hit the recompile limit ({}); running it eagerly from now on. Last "
           "guard failure: {}. Raise CompileOptions::recompile_limit or make the changing sizes "
@@ -185,8 +272,9 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<ArgValue>& args) {
       return s.body(args);
     }
     s.stats.recompile_reasons.push_back(reasons);
+    return s.compile_new_entry(args, {reasons});
   }
-  return s.compile_new_entry(args);
+  return s.compile_new_entry(args, {});
 }
 
 CompileStats CompiledFunction::stats() const {

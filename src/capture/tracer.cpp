@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 
@@ -83,6 +84,7 @@ class Tracer final : public TracingHooks {
   size_t shape_guard_mark_ = 0;
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
+  std::chrono::steady_clock::time_point trace_start_ = std::chrono::steady_clock::now();
 };
 
 graph::TensorMeta Tracer::meta_of(const Tensor& fake) const {
@@ -347,9 +349,17 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, const std::vector<Ten
     return;
   }
   std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
+  const auto backend_start = std::chrono::steady_clock::now();
   seg_->compiled = lookup_backend(req_.options->backend)(seg_->graph, inputs);
+  result_.backend_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
   result_.graphs += 1;
-  result_.graph_text += graph::to_string(seg_->graph);
+  result_.graph_texts.push_back(graph::to_string(seg_->graph));
+  for (const graph::Node* node : seg_->graph.nodes()) {
+    result_.nodes += 1;
+    if (node->kind() == graph::NodeKind::Call) result_.ops += 1;
+    if (node->kind() == graph::NodeKind::Placeholder) result_.placeholders += 1;
+  }
   outputs_by_depth_.push_back(run_paused(*seg_, inputs));
 }
 
@@ -380,6 +390,7 @@ Tensor Tracer::materialize(const Tensor& t, const char* what, const std::source_
   seg_->brk->tensor = ref;
   Tensor real = outputs_by_depth_[ref.segment][ref.index];
   result_.breaks += 1;
+  result_.break_reasons.push_back(fmt::format("{}: {}", location_str(loc), reason));
   start_segment(value_key(real));
   return real;
 }
@@ -411,6 +422,7 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   const std::string key =
       branch_key(*seg_->brk, outputs_by_depth_, result_.symbols, symbol_hints());
   result_.breaks += 1;
+  result_.break_reasons.push_back(fmt::format("{}: {}", location_str(loc), reason));
   start_segment(key);
   return key == "true";
 }
@@ -492,6 +504,16 @@ TraceResult Tracer::run() {
   }
   for (const OutputRef& ref : seg_->results)
     result_.results.push_back(outputs_by_depth_[ref.segment][ref.index]);
+  for (const sym::ShapeGuard& g : env_.guards())
+    result_.shape_guards.push_back(fmt::format("{}  # {}", sym::to_string(g.condition), g.origin));
+  for (const sym::SymbolInfo& info : env_.symbols())
+    result_.symbols_text.push_back(fmt::format(
+        "{} = {} ({}){}", sym::to_string(info.symbol),
+        info.hint ? std::to_string(*info.hint) : std::string("?"), info.source,
+        info.unbacked ? ", unbacked" : ""));
+  result_.trace_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - trace_start_).count() -
+      result_.backend_seconds;
   for (size_t i = 0; i < result_.symbols.symbols.size(); ++i) {
     const sym::SymbolInfo* info = env_.info(result_.symbols.symbols[i]);
     if (info == nullptr) continue;

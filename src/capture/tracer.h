@@ -41,7 +41,12 @@ struct TraceResult {
   SymbolTable symbols;
   std::vector<Tensor> results;    // this call's results
   int graphs = 0, breaks = 0;
-  std::string graph_text;         // every new segment's graph, printed
+  std::vector<std::string> graph_texts;    // every new segment's graph, printed
+  std::vector<std::string> break_reasons;  // "file:line: reason" of each graph break
+  std::vector<std::string> shape_guards;   // every shape-env guard, printed with its origin
+  std::vector<std::string> symbols_text;   // "s0 = 8 (arg0.size(0))" per symbol created
+  int ops = 0, nodes = 0, placeholders = 0;
+  double trace_seconds = 0, backend_seconds = 0, guard_seconds = 0;
 };
 
 // Traces once. Throws GraphBreakError for a break under fullgraph.
