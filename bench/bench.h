@@ -46,6 +46,7 @@ std::vector<Result> bench_pointwise(const Options& options);  // pointwise.cpp
 std::vector<Result> bench_matmul(const Options& options);     // matmul.cpp
 std::vector<Result> bench_nn(const Options& options);         // nn.cpp
 std::vector<Result> bench_train(const Options& options);      // train.cpp
+std::vector<Result> bench_capture(const Options& options);    // capture.cpp
 
 // machine.cpp: CPU model, cores, threads, compiler, date, BLAS config.
 nlohmann::ordered_json machine_info();

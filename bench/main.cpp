@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   app.add_option("--torch-script", torch_script, "The PyTorch reference script");
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch eager references");
   std::vector<std::string> only;
-  app.add_option("--group", only, "Run only these groups (overhead, pointwise, matmul, nn, train)")
-      ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train"}));
+  app.add_option("--group", only, "Run only these groups (overhead, pointwise, matmul, nn, train, capture)")
+      ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture"}));
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::ordered_json machine = machine_info();
@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
       {"pointwise", bench_pointwise},
       {"matmul", bench_matmul},
       {"nn", bench_nn},
-      {"train", bench_train}};
+      {"train", bench_train},
+      {"capture", bench_capture}};
   for (const auto& [group_name, group] : groups) {
     if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
     for (Result& r : group(options)) {
