@@ -12,8 +12,8 @@
 
 namespace kiln {
 
-int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim())]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
+SymInt Tensor::size(int64_t d) const { return sym_sizes()[wrap_dim("size", d, dim())]; }
+SymInt Tensor::stride(int64_t d) const { return sym_strides()[wrap_dim("stride", d, dim())]; }
 
 bool Tensor::is_alias_of(const Tensor& other) const {
   return impl_->storage() == other.impl()->storage();
@@ -98,8 +98,8 @@ std::vector<T> Tensor::to_vector(std::source_location loc) const {
   return out;
 }
 
-#define KILN_INSTANTIATE(T)                        \
-  template T* Tensor::data_ptr<T>() const;         \
+#define KILN_INSTANTIATE(T)                                 \
+  template T* Tensor::data_ptr<T>() const;                  \
   template T Tensor::item<T>(std::source_location) const; \
   template std::vector<T> Tensor::to_vector<T>(std::source_location) const;
 KILN_INSTANTIATE(bool)
@@ -162,7 +162,7 @@ std::string Tensor::str() const {
   std::ostringstream os;
   os << "tensor(";
   if (is_meta() || numel() > 1000) {
-    os << "..., size=" << shape_str(sizes());
+    os << "..., size=" << shape_str(sym_sizes());  // a symbolic shape prints unguarded
   } else {
     int64_t linear = 0;
     format_dim(os, *this, 0, linear, 7);

@@ -107,7 +107,7 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
     out_size[i] = (padded - span) / stride[i] + 1;
   }
   cpu::ConvGeometry& g = s.geometry;
-  g.batch = s.batched ? input.size(0) : 1;
+  g.batch = s.batched ? int64_t{input.size(0)} : 1;
   g.in_channels = in_channels, g.in_h = in_size[0], g.in_w = in_size[1];
   g.out_channels = out_channels, g.kernel_h = kernel[0], g.kernel_w = kernel[1];
   g.out_h = out_size[0], g.out_w = out_size[1];

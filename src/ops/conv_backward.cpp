@@ -85,7 +85,7 @@ cpu::ConvGeometry backward_geometry(const OpCall& call) {
                shape_str(call.ints(5)), out_size[i], symmetric, one_more);
   }
   cpu::ConvGeometry g;
-  g.batch = batched ? input.size(0) : 1;
+  g.batch = batched ? int64_t{input.size(0)} : 1;
   g.in_channels = in_channels, g.in_h = in_size[0], g.in_w = in_size[1];
   g.out_channels = out_channels, g.kernel_h = kernel[0], g.kernel_w = kernel[1];
   g.out_h = out_size[0], g.out_w = out_size[1];

@@ -27,7 +27,7 @@ void meta_topk(OpCall& call) {
   const Tensor& x = call.tensor(0);
   const int64_t k = call.int_arg(1);
   const int64_t dim = wrap_dim("topk", call.int_arg(2), x.dim());
-  const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+  const int64_t n = x.dim() == 0 ? 1 : int64_t{x.size(dim)};
   KILN_CHECK(k >= 0 && k <= n, IndexError,
              "topk: k = {} is out of range for dim {} of size {} (input of shape {}); k must be in "
              "[0, {}]",
