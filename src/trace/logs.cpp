@@ -44,11 +44,12 @@ const std::vector<std::string_view>& log_category_names() {
   return names;
 }
 
-uint32_t parse_log_spec(std::string_view spec) {
+uint32_t parse_log_spec(const std::string_view spec) {
   uint32_t mask = 0;
+  std::string_view rest = spec;
   while (true) {
-    const size_t comma = spec.find(',');
-    std::string_view entry = trim(spec.substr(0, comma));
+    const size_t comma = rest.find(',');
+    std::string_view entry = trim(rest.substr(0, comma));
     if (entry.starts_with('+')) entry = trim(entry.substr(1));
     if (entry == "all") {
       mask |= kAllCategories;
@@ -62,7 +63,7 @@ uint32_t parse_log_spec(std::string_view spec) {
       mask |= 1u << index;
     }
     if (comma == std::string_view::npos) break;
-    spec.remove_prefix(comma + 1);
+    rest.remove_prefix(comma + 1);
   }
   return mask;
 }
@@ -98,7 +99,8 @@ void write_readable(LogCategory category, std::string_view text, const CompileId
 }  // namespace detail
 
 void set_logs_for_testing(std::optional<std::string_view> spec) {
-  detail::log_mask.store(spec ? parse_log_spec(*spec) : -1);
+  // Both arms int64_t: with a uint32_t arm, -1 would become 0xffffffff (every category on).
+  detail::log_mask.store(spec ? int64_t{parse_log_spec(*spec)} : int64_t{-1});
 }
 
 }  // namespace kiln::trace

@@ -50,8 +50,10 @@ namespace kiln::trace {
 //   string before splitting it, and tlparse checks it by joining the lines back. A '\r' before a
 //   '\n' in a payload would be lost by readers that strip "\r\n" (tlparse does), so payloads use
 //   plain '\n' line ends.
-// - A payload built as JSON is written like PyTorch's json.dumps(payload, indent=0): one element
-//   per line for a list ("[\n" + ",\n".join(items) + "\n]"), indent 0 for anything else.
+// - A payload built as JSON is laid out like PyTorch's: one element per line for a list
+//   ("[\n" + ",\n".join(items) + "\n]"), json.dumps(indent=0) layout for anything else. The
+//   separators are nlohmann's compact ones ("," and ":" where Python writes ", " and ": "), so a
+//   JSON payload's bytes and MD5 differ from PyTorch's for the same value; readers parse it.
 // - Files are named kiln_trace_<pid>.log, or kiln_trace_rank_<r>_<pid>.log when a rank is set
 //   (PyTorch: dedicated_log_torch_trace_[rank_<r>_]<random>.log); a name already taken gets
 //   _1, _2... The file is created at the first record, like PyTorch's LazyTraceHandler.
