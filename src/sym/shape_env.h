@@ -87,8 +87,12 @@ class ShapeEnv {
   // words: "s0 >= 8 (from model.cpp:12) is false: s0 = 4".
   bool check_guards(const std::function<std::optional<int64_t>(ExprPtr symbol)>& value,
                     std::string* failed = nullptr) const;
+  // The same conditions as one expression (an And), to compile into a CompiledExpr for the
+  // cache's fast path; check_guards() then explains a failure.
+  ExprPtr all_guards() const;
 
-  // Replacements (s1 -> s0 after a guard s0 == s1), applied by simplify().
+  // Applies the replacements (s1 -> s0 after a guard s0 == s1), then rewrites what the value
+  // ranges decide (Max(s0, 1) is s0 for a size symbol; `s0 >= 0` is True).
   ExprPtr simplify(ExprPtr e) const;
 
   const std::vector<ShapeGuard>& guards() const { return guards_; }
@@ -122,7 +126,10 @@ class ShapeEnv {
   std::unordered_set<ExprPtr> asserted_;
   DataDependentHandler handler_;
 
+  static ExprPtr range_condition(const SymbolInfo& info);  // "s0 >= 2" for a backed symbol
   ExprPtr apply_replacements(ExprPtr e) const;
+  ExprPtr simplify_with_ranges(ExprPtr e) const;
+  ValueRange range_of(ExprPtr e) const;
   std::optional<bool> decide_by_ranges(ExprPtr condition) const;
   bool uses_unbacked(ExprPtr e) const;
   void add_replacement(ExprPtr equality);
