@@ -18,13 +18,6 @@ namespace {
 
 thread_local ShapeEnv* current_env = nullptr;
 
-std::string origin_of(std::source_location loc) {
-  std::string_view file = loc.file_name();
-  if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
-    file.remove_prefix(slash + 1);
-  return fmt::format("{}:{}", file, loc.line());
-}
-
 // "s0 = 4, s1 = 5" for the symbols of `e`.
 std::string symbol_values(ExprPtr e, const std::function<std::optional<int64_t>(ExprPtr)>& value) {
   std::string out;
@@ -37,6 +30,14 @@ std::string symbol_values(ExprPtr e, const std::function<std::optional<int64_t>(
 }
 
 }  // namespace
+
+std::string origin_of(std::source_location loc) {
+  std::string_view file = loc.file_name();
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) {
+    file.remove_prefix(slash + 1);
+  }
+  return fmt::format("{}:{}", file, loc.line());
+}
 
 ShapeEnv::ShapeEnv(ShapeEnvOptions options) : options_(options) {}
 

@@ -23,10 +23,13 @@ struct ShapeEnvOptions {
   bool duck_shape = true;           // inputs with equal sizes share one symbol
 };
 
+// "model.cpp:12": where a guard or assert came from (the file's name without its directory).
+std::string origin_of(std::source_location loc);
+
 // A condition that held while tracing and must hold for the compiled code to be reused.
 struct ShapeGuard {
   ExprPtr condition;   // boolean, in terms of backed symbols
-  std::string origin;  // "file.cpp:12 (in fn)" of the C++ code that branched
+  std::string origin;  // origin_of() the C++ code that branched
 };
 
 struct RuntimeAssert {
@@ -47,7 +50,7 @@ struct DataDependentError : Error {
   DataDependentError(ExprPtr condition, std::string origin, const std::string& message)
       : Error(message), condition(condition), origin(std::move(origin)) {}
   ExprPtr condition;   // simplified, in terms of the unbacked symbols
-  std::string origin;  // "file.cpp:12" of the code that branched
+  std::string origin;  // origin_of() the code that branched
 };
 
 // Called by guard_bool for a condition on unbacked symbols instead of throwing
