@@ -23,10 +23,18 @@ void check_floating(std::string_view op, ScalarType dtype) {
              "bfloat16)", op, dtype_name(dtype));
 }
 
+// Symbolic sizes (a traced rand_like of a tensor with a symbolic batch) pass through; concrete
+// ones are checked for negative sizes and overflow.
+void check_sizes(std::string_view op, SymIntArrayRef sizes) {
+  for (SymInt s : sizes)
+    if (s.is_symbolic()) return;
+  checked_numel(op, IntArrayRef(reinterpret_cast<const int64_t*>(sizes.data()), sizes.size()));
+}
+
 void meta_rand(OpCall& call) {
   check_floating(call.name(), call.arg(1).dtype());
-  checked_numel(call.name(), call.ints(0));
-  call.set_output(0, call.arg(1).dtype(), call.ints(0));
+  check_sizes(call.name(), call.sym_ints(0));
+  call.set_output(0, call.arg(1).dtype(), call.sym_ints(0));
 }
 void cpu_rand(OpCall& call) { cpu::uniform_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4)); }
 void cpu_randn(OpCall& call) { cpu::normal_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4)); }
@@ -56,8 +64,8 @@ void meta_randint(OpCall& call) {
   const ScalarType dtype = call.arg(3).dtype();
   KILN_CHECK(dtype != kBool, DTypeError, "randint: dtype bool is not supported; use an integer dtype");
   randint_bounds(call.scalar(0), call.scalar(1), dtype);
-  checked_numel("randint", call.ints(2));
-  call.set_output(0, dtype, call.ints(2));
+  check_sizes("randint", call.sym_ints(2));
+  call.set_output(0, dtype, call.sym_ints(2));
 }
 void cpu_randint(OpCall& call) {
   auto [low, high] = randint_bounds(call.scalar(0), call.scalar(1), call.arg(3).dtype());
@@ -72,7 +80,7 @@ void check_dropout_p(double p) {
 void meta_dropout(OpCall& call) {
   const Tensor& x = call.tensor(0);
   check_dropout_p(call.double_arg(1));
-  call.set_output(0, x.dtype(), x.sizes());
+  call.set_output(0, x.dtype(), x.sym_sizes());
 }
 void cpu_dropout(OpCall& call) {
   cpu::dropout(call.output(0), call.tensor(0), call.double_arg(1), seed_arg(call, 2), seed_arg(call, 3));
