@@ -36,7 +36,7 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
   }
   KILN_CHECK(specified <= self.dim(), IndexError,
              "index: too many indices for a tensor of dimension {} (shape {}): {} given",
-             self.dim(), shape_str(self.sizes()), specified);
+             self.dim(), shape_str(self.sym_sizes()), specified);
   Translated out;
   out.view = self;
   int64_t dim = 0;       // the next dim of out.view to index
