@@ -2,12 +2,16 @@
 // read like LibTorch's (`t.view({2, 3})`, `t.sum({0, 1})`). Valid only while the source lives.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <vector>
 
 namespace kiln {
+
+class SymInt;
 
 template <typename T>
 class ArrayRef {
@@ -27,11 +31,21 @@ class ArrayRef {
   ArrayRef(const std::vector<T>& v) : data_(v.data()), size_(v.size()) {}
   constexpr ArrayRef(std::span<const T> s) : data_(s.data()), size_(s.size()) {}
   template <typename Container>
-    requires requires(const Container& c) {
-      { c.data() } -> std::convertible_to<const T*>;
-      { c.size() } -> std::convertible_to<size_t>;
-    }
+  requires requires(const Container& c) {
+    { c.data() } -> std::convertible_to<const T*>;
+    { c.size() } -> std::convertible_to<size_t>;
+  }
   constexpr ArrayRef(const Container& c) : data_(c.data()), size_(c.size()) {}
+  // A list of SymInts views a list of int64 words (an IntArrayRef, std::vector<int64_t>,
+  // DimVector) in place: a concrete SymInt is its integer's word (Note [SymInt representation] in
+  // kiln/sym_int.h), so existing integer shapes pass where a SymIntArrayRef is taken.
+  template <typename Container>
+  requires std::same_as<T, SymInt> && requires(const Container& c) {
+    { c.data() } -> std::convertible_to<const int64_t*>;
+    { c.size() } -> std::convertible_to<size_t>;
+  }
+  ArrayRef(const Container& c)
+      : data_(reinterpret_cast<const T*>(static_cast<const int64_t*>(c.data()))), size_(c.size()) {}
 
   constexpr const T* data() const { return data_; }
   constexpr size_t size() const { return size_; }

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kiln/dtype.h"
+#include "kiln/sym_int.h"
 
 namespace kiln {
 
@@ -20,9 +21,11 @@ class Scalar {
   Scalar(float v) : Scalar(static_cast<double>(v)) {}
   Scalar(Half v) : Scalar(static_cast<double>(static_cast<float>(v))) {}
   Scalar(BFloat16 v) : Scalar(static_cast<double>(static_cast<float>(v))) {}
+  // A size used as a number (`x / x.size(-1)`): a Scalar is concrete, so a symbolic SymInt is
+  // guarded (Note [Guarding a symbolic value]).
+  Scalar(SymInt v) : Scalar(static_cast<int64_t>(v)) {}
   template <typename T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  Scalar(T v) {
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Scalar(T v) {
     if constexpr (std::is_unsigned_v<T>) {
       if (static_cast<uint64_t>(v) > static_cast<uint64_t>(INT64_MAX)) {
         kind_ = Kind::UInt;

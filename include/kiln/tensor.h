@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -46,9 +46,13 @@ class Tensor {
   SymIntArrayRef sym_sizes() const { return impl_->sym_sizes(); }
   SymIntArrayRef sym_strides() const { return impl_->sym_strides(); }
   // size(d) and stride(d) accept negative d (counted from the end); IndexError when out of range.
-  int64_t size(int64_t d) const;
-  int64_t stride(int64_t d) const;
+  // They are SymInts: symbolic while tracing with symbolic shapes, and convert to int64_t
+  // implicitly (guarding, Note [Guarding a symbolic value]); `auto n = x.size(0)` stays symbolic.
+  SymInt size(int64_t d) const;
+  SymInt stride(int64_t d) const;
+  // numel() guards a symbolic element count; sym_numel() keeps it.
   int64_t numel() const { return impl_->numel(); }
+  SymInt sym_numel() const { return impl_->sym_numel(); }
   int64_t storage_offset() const { return impl_->storage_offset(); }
   int64_t element_size() const { return kiln::element_size(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
@@ -115,24 +119,26 @@ class Tensor {
   const Tensor& zero_() const;
 
   // ---- views (src/ops/view.cpp): share storage, never copy ----
-  Tensor view(IntArrayRef sizes) const;
-  Tensor reshape(IntArrayRef sizes) const;
+  // Shapes are SymIntArrayRefs: an int list (braced, std::vector<int64_t>, DimVector, sizes())
+  // passes as is, and sizes read from a symbolic tensor stay symbolic.
+  Tensor view(SymIntArrayRef sizes) const;
+  Tensor reshape(SymIntArrayRef sizes) const;
   Tensor permute(IntArrayRef dims) const;
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;
-  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-               int64_t step = 1) const;
-  Tensor select(int64_t dim, int64_t index) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor expand(IntArrayRef sizes) const;
+  Tensor slice(int64_t dim, std::optional<SymInt> start, std::optional<SymInt> end,
+               SymInt step = 1) const;
+  Tensor select(int64_t dim, SymInt index) const;
+  Tensor narrow(int64_t dim, SymInt start, SymInt length) const;
+  Tensor expand(SymIntArrayRef sizes) const;
   Tensor expand_as(const Tensor& other) const;
   Tensor squeeze() const;
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
-  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides,
-                    std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor unflatten(int64_t dim, SymIntArrayRef sizes) const;
+  Tensor as_strided(SymIntArrayRef sizes, SymIntArrayRef strides,
+                    std::optional<SymInt> storage_offset = std::nullopt) const;
   Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
 
@@ -265,7 +271,8 @@ class Tensor {
   Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
   // (values, indices)
-  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false,
+                                 bool stable = false) const;
   Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
                                  bool sorted = true) const;
@@ -276,12 +283,12 @@ class Tensor {
   Tensor bmm(const Tensor& other) const;
 
   // ---- shape and indexing ops (src/ops/shape.cpp, src/ops/gather_scatter.cpp) ----
-  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> split(SymInt split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(SymIntArrayRef split_sizes, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   Tensor flip(IntArrayRef dims) const;
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
-  Tensor repeat(IntArrayRef repeats) const;
+  Tensor repeat(SymIntArrayRef repeats) const;
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;

@@ -26,7 +26,22 @@ int64_t wrap_dim(std::string_view op, int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
-std::string shape_str(IntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+SymInt sym_checked_numel(std::string_view op, SymIntArrayRef sizes) {
+  bool symbolic = false;
+  for (SymInt s : sizes) symbolic |= s.is_symbolic();
+  if (!symbolic)
+    return checked_numel(op,
+                         IntArrayRef(reinterpret_cast<const int64_t*>(sizes.data()), sizes.size()));
+  SymInt n = 1;
+  for (SymInt s : sizes) {
+    KILN_CHECK(s.is_symbolic() || s.raw() >= 0, ValueError,
+               "{}: negative size {} in shape {}; sizes must be >= 0", op, s, shape_str(sizes));
+    n = n * s;
+  }
+  return n;
+}
+
+std::string shape_str(SymIntArrayRef sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
 
 DimVector broadcast_shapes(std::string_view op, IntArrayRef a, IntArrayRef b) {
   const size_t n = std::max(a.size(), b.size());
@@ -39,6 +54,34 @@ DimVector broadcast_shapes(std::string_view op, IntArrayRef a, IntArrayRef b) {
                "sizes must match or be 1",
                op, shape_str(a), shape_str(b), i, da, db);
     out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Note [Broadcasting symbolic sizes]
+// A dim broadcasts when its size is the constant 1; a symbolic size is never 1 (0/1
+// specialization, src/sym/shape_env.h), so no guard is needed to decide that. Two sizes that are
+// the same expression match without a guard. Otherwise neither side is 1 and they must be equal:
+// the comparison is guarded (Note [Guarding a symbolic value]), which fails with the usual
+// ShapeError when the hints differ and otherwise records `a == b` (the ShapeEnv then treats the two
+// symbols as one). The output takes the first operand's size.
+SymDimVector sym_broadcast_shapes(std::string_view op, SymIntArrayRef a, SymIntArrayRef b) {
+  const size_t n = std::max(a.size(), b.size());
+  SymDimVector out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const SymInt da = i < n - a.size() ? SymInt(1) : a[i - (n - a.size())];
+    const SymInt db = i < n - b.size() ? SymInt(1) : b[i - (n - b.size())];
+    if (same(da, db) || same(db, 1)) {
+      out[i] = da;
+    } else if (same(da, 1)) {
+      out[i] = db;
+    } else {
+      KILN_CHECK(da == db, ShapeError,
+                 "{}: shapes {} and {} cannot be broadcast together (dim {} has sizes {} and {}); "
+                 "sizes must match or be 1",
+                 op, shape_str(a), shape_str(b), i, da, db);
+      out[i] = da;
+    }
   }
   return out;
 }

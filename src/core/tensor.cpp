@@ -11,8 +11,8 @@
 
 namespace kiln {
 
-int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim("size", d, dim())]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
+SymInt Tensor::size(int64_t d) const { return sym_sizes()[wrap_dim("size", d, dim())]; }
+SymInt Tensor::stride(int64_t d) const { return sym_strides()[wrap_dim("stride", d, dim())]; }
 
 bool Tensor::is_alias_of(const Tensor& other) const {
   return impl_->storage() == other.impl()->storage();
@@ -79,9 +79,9 @@ std::vector<T> Tensor::to_vector() const {
   return out;
 }
 
-#define KILN_INSTANTIATE(T)                        \
-  template T* Tensor::data_ptr<T>() const;         \
-  template T Tensor::item<T>() const;              \
+#define KILN_INSTANTIATE(T)                \
+  template T* Tensor::data_ptr<T>() const; \
+  template T Tensor::item<T>() const;      \
   template std::vector<T> Tensor::to_vector<T>() const;
 KILN_INSTANTIATE(bool)
 KILN_INSTANTIATE(uint8_t)
@@ -143,7 +143,7 @@ std::string Tensor::str() const {
   std::ostringstream os;
   os << "tensor(";
   if (is_meta() || numel() > 1000) {
-    os << "..., size=" << shape_str(sizes());
+    os << "..., size=" << shape_str(sym_sizes());  // a symbolic shape prints unguarded
   } else {
     int64_t linear = 0;
     format_dim(os, *this, 0, linear, 7);

@@ -7,7 +7,34 @@
 
 namespace kiln {
 
-Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
+namespace {
+
+// Note [Meta storage of symbolic tensors]
+// A Meta tensor has no data; its storage's nbytes only bounds as_strided views. For a symbolic
+// shape it holds the byte count under the symbols' hints (0 when a size is unbacked), and
+// as_strided skips its bounds check when any size involved is symbolic.
+Tensor empty_symbolic_tensor(SymIntArrayRef sizes, ScalarType dtype, Device device) {
+  KILN_CHECK(device == Device::Meta, ValueError,
+             "empty: symbolic shape {} on {}; tensors with symbolic sizes exist only on the Meta "
+             "device (fake tensors while tracing)",
+             shape_str(sizes), device == Device::CPU ? "cpu" : "meta");
+  const SymInt numel = sym_checked_numel("empty", sizes);
+  int64_t hint_numel = 0;
+  try {
+    hint_numel = numel.hint();
+  } catch (const Error&) {
+    // Unbacked (data-dependent) sizes have no hint: nbytes stays 0.
+  }
+  const int64_t hint_bytes = hint_numel * element_size(dtype);
+  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(hint_bytes), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype,
+                                           SymDimVector(sizes.begin(), sizes.end()),
+                                           contiguous_strides(sizes), SymInt(0)));
+}
+
+}  // namespace
+
+Tensor empty_tensor(SymIntArrayRef sizes, ScalarType dtype, Device device) {
   // The hot path of every op's output: sizes, strides and the element count in one pass.
   const size_t nd = sizes.size();
   SymDimVector sym_sizes(nd), strides(nd);
@@ -15,8 +42,12 @@ Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
   int64_t count = 1;
   bool overflow = false;
   for (size_t i = nd; i-- > 0;) {
-    const int64_t s = sizes[i];
-    if (s < 0) checked_numel("empty", sizes);  // throws, naming the shape
+    if (sizes[i].is_symbolic()) [[unlikely]]
+      return empty_symbolic_tensor(sizes, dtype, device);
+    const int64_t s = sizes[i].raw();
+    if (s < 0)
+      checked_numel("empty", IntArrayRef(reinterpret_cast<const int64_t*>(sizes.data()),
+                                         nd));  // throws, naming the shape
     overflow |= __builtin_mul_overflow(count, s, &count);
     sym_sizes[i] = s;
     strides[i] = stride;
@@ -33,8 +64,8 @@ Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device) {
 
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype,
                             Device device) {
-  KILN_CHECK(sizes.size() == strides.size(), ShapeError,
-             "empty_strided: {} sizes but {} strides", sizes.size(), strides.size());
+  KILN_CHECK(sizes.size() == strides.size(), ShapeError, "empty_strided: {} sizes but {} strides",
+             sizes.size(), strides.size());
   checked_numel("empty_strided", sizes);
   int64_t extent = 1;  // elements needed: 1 + sum (size-1)*stride
   bool any_zero = false;
@@ -46,9 +77,9 @@ Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType d
   if (any_zero) extent = 0;
   auto storage =
       make_intrusive<StorageImpl>(static_cast<size_t>(extent * element_size(dtype)), device);
-  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype,
-                                           SymDimVector(sizes.begin(), sizes.end()),
-                                           SymDimVector(strides.begin(), strides.end()), SymInt(0)));
+  return Tensor(make_intrusive<TensorImpl>(
+      std::move(storage), dtype, SymDimVector(sizes.begin(), sizes.end()),
+      SymDimVector(strides.begin(), strides.end()), SymInt(0)));
 }
 
 Tensor make_view(const Tensor& base, SymDimVector sizes, SymDimVector strides, SymInt offset) {

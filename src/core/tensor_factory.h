@@ -9,8 +9,9 @@
 
 namespace kiln {
 
-// A new contiguous tensor with uninitialized data (no data at all on Meta).
-Tensor empty_tensor(IntArrayRef sizes, ScalarType dtype, Device device = Device::CPU);
+// A new contiguous tensor with uninitialized data (no data at all on Meta). Sizes may be symbolic
+// on Meta (Note [Meta storage of symbolic tensors]); integer shapes pass as is.
+Tensor empty_tensor(SymIntArrayRef sizes, ScalarType dtype, Device device = Device::CPU);
 Tensor empty_strided_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype,
                             Device device = Device::CPU);
 // A view of `base`'s storage with new metadata (shares the version counter).

@@ -137,7 +137,7 @@ class DataLoader::Epoch {
 
   Batch make_batch(int64_t index) const {
     const int64_t start = index * batch_size_;
-    const int64_t length = std::min(batch_size_, order_.size(0) - start);
+    const int64_t length = std::min<int64_t>(batch_size_, order_.size(0) - start);
     return dataset_->get_batch(order_.narrow(0, start, length));
   }
 

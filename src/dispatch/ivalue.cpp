@@ -10,8 +10,15 @@ Scalar IValue::scalar() const {
   throw Error(fmt::format("internal: expected a boxed Scalar but got {}", type_name()));
 }
 
+IntArrayRef IValue::specialize_int_list() const {
+  // The stack owns this IValue (it is never a const object); specializing is a cache fill.
+  auto& list = const_cast<SymDimVector&>(std::get<SymDimVector>(v_));
+  for (SymInt& s : list) s = SymInt(s.guard_int());
+  return IntArrayRef(reinterpret_cast<const int64_t*>(list.data()), list.size());
+}
+
 std::string IValue::type_name() const {
-  static const char* names[] = {"None", "Tensor", "int", "float", "bool", "Scalar",
+  static const char* names[] = {"None",  "Tensor",   "int",        "float",  "bool", "Scalar",
                                 "int[]", "Tensor[]", "ScalarType", "Device", "str"};
   return names[v_.index()];
 }

@@ -15,7 +15,7 @@ Tensor OpCall::optional_tensor(size_t i) const {
   return args_[i].tensor();
 }
 
-const Tensor& OpCall::set_output(size_t i, ScalarType dtype, IntArrayRef sizes) {
+const Tensor& OpCall::set_output(size_t i, ScalarType dtype, SymIntArrayRef sizes) {
   return set_output(i, empty_tensor(sizes, dtype, device_));
 }
 

@@ -21,15 +21,20 @@ class OpCall {
   const Tensor& tensor(size_t i) const { return arg(i).tensor(); }
   // An optional Tensor argument: undefined Tensor when None.
   Tensor optional_tensor(size_t i) const;
+  // int_arg and ints guard symbolic values; sym_int_arg and sym_ints keep them (Note [Boxed
+  // SymInts]).
   int64_t int_arg(size_t i) const { return arg(i).to_int(); }
+  SymInt sym_int_arg(size_t i) const { return arg(i).to_sym_int(); }
   double double_arg(size_t i) const { return arg(i).to_double(); }
   bool bool_arg(size_t i) const { return arg(i).to_bool(); }
   Scalar scalar(size_t i) const { return arg(i).scalar(); }
   IntArrayRef ints(size_t i) const { return arg(i).int_list(); }
+  SymIntArrayRef sym_ints(size_t i) const { return arg(i).sym_int_list(); }
   const std::vector<Tensor>& tensors(size_t i) const { return arg(i).tensor_list(); }
 
-  // Creates output i as a new contiguous tensor on this call's device.
-  const Tensor& set_output(size_t i, ScalarType dtype, IntArrayRef sizes);
+  // Creates output i as a new contiguous tensor on this call's device (sizes may be symbolic on
+  // Meta; an IntArrayRef or DimVector passes as is, Note [SymInt representation]).
+  const Tensor& set_output(size_t i, ScalarType dtype, SymIntArrayRef sizes);
   // Sets output i to an existing tensor (a view, or the mutated input of an in-place op).
   const Tensor& set_output(size_t i, Tensor t);
   void set_output_value(size_t i, IValue v);

@@ -20,7 +20,8 @@ namespace {
 // floating mask is converted to the computation's dtype.
 Tensor additive_mask(const Tensor& mask, ScalarType dtype) {
   if (mask.dtype() == kBool)
-    return zeros(mask.sizes(), dtype).masked_fill(mask, -std::numeric_limits<double>::infinity());
+    return zeros(mask.sym_sizes(), dtype)
+        .masked_fill(mask, -std::numeric_limits<double>::infinity());
   return mask.to(dtype);
 }
 
@@ -74,16 +75,18 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
              ShapeError,
              "{}: query, key and value must all be 3-D (batched) or all 2-D (unbatched), got "
              "shapes {}, {}, {}",
-             who(), shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+             who(), shape_str(query.sym_sizes()), shape_str(key.sym_sizes()),
+             shape_str(value.sym_sizes()));
   KILN_CHECK(
       query.size(-1) == embed_dim && key.size(-1) == embed_dim && value.size(-1) == embed_dim,
       ShapeError,
       "{}: query, key and value must have embed_dim = {} features in their last dim, got "
       "shapes {}, {}, {}",
-      who(), embed_dim, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
-  KILN_CHECK(key.sizes() == value.sizes(), ShapeError,
+      who(), embed_dim, shape_str(query.sym_sizes()), shape_str(key.sym_sizes()),
+      shape_str(value.sym_sizes()));
+  KILN_CHECK(shapes_equal(key.sym_sizes(), value.sym_sizes()), ShapeError,
              "{}: key and value must have the same shape, got {} and {}", who(),
-             shape_str(key.sizes()), shape_str(value.sizes()));
+             shape_str(key.sym_sizes()), shape_str(value.sym_sizes()));
   // Work in (N, L, E) whatever the layout; unbatched inputs get N = 1.
   auto to_batch_first = [&](const Tensor& t) {
     if (!batched) return t.unsqueeze(0);
@@ -91,10 +94,12 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   };
   const Tensor q_in = to_batch_first(query), k_in = to_batch_first(key),
                v_in = to_batch_first(value);
-  const int64_t N = q_in.size(0), L = q_in.size(1), S = k_in.size(1), H = num_heads;
-  KILN_CHECK(k_in.size(0) == N, ShapeError,
+  // Sizes stay SymInts, so a traced call keeps the batch and sequence lengths symbolic.
+  const SymInt N = q_in.size(0), L = q_in.size(1), S = k_in.size(1);
+  const int64_t H = num_heads;
+  KILN_CHECK(sizes_equal(k_in.size(0), N), ShapeError,
              "{}: query and key must have the same batch size, got shapes {} and {}", who(),
-             shape_str(query.sizes()), shape_str(key.sizes()));
+             shape_str(query.sym_sizes()), shape_str(key.sym_sizes()));
 
   // ---- masks, merged into one additive mask broadcasting to (N, H, L, S) ----
   const ScalarType dtype = query.dtype();
@@ -104,17 +109,17 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                "{}: attn_mask must be bool or floating, got {}", who(),
                dtype_name(attn_mask.dtype()));
     if (attn_mask.dim() == 2) {
-      KILN_CHECK(attn_mask.sizes() == IntArrayRef({L, S}), ShapeError,
+      KILN_CHECK(shapes_equal(attn_mask.sym_sizes(), {L, S}), ShapeError,
                  "{}: a 2-D attn_mask must have shape [{}, {}] (target length, source length), "
                  "got {}",
-                 who(), L, S, shape_str(attn_mask.sizes()));
+                 who(), L, S, shape_str(attn_mask.sym_sizes()));
       mask = additive_mask(attn_mask, dtype);
     } else {
-      KILN_CHECK(attn_mask.dim() == 3 && attn_mask.sizes() == IntArrayRef({N * H, L, S}),
+      KILN_CHECK(attn_mask.dim() == 3 && shapes_equal(attn_mask.sym_sizes(), {N * H, L, S}),
                  ShapeError,
                  "{}: a 3-D attn_mask must have shape [{}, {}, {}] (batch * num_heads, target "
                  "length, source length), got {}",
-                 who(), N * H, L, S, shape_str(attn_mask.sizes()));
+                 who(), N * H, L, S, shape_str(attn_mask.sym_sizes()));
       mask = additive_mask(attn_mask, dtype).view({N, H, L, S});
     }
   }
@@ -122,10 +127,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     KILN_CHECK(key_padding_mask.dtype() == kBool || key_padding_mask.is_floating_point(),
                DTypeError, "{}: key_padding_mask must be bool or floating, got {}", who(),
                dtype_name(key_padding_mask.dtype()));
-    const DimVector expected = batched ? DimVector{N, S} : DimVector{S};
-    KILN_CHECK(key_padding_mask.sizes() == IntArrayRef(expected), ShapeError,
+    const SymDimVector expected = batched ? SymDimVector{N, S} : SymDimVector{S};
+    KILN_CHECK(shapes_equal(key_padding_mask.sym_sizes(), expected), ShapeError,
                "{}: key_padding_mask must have shape {} (batch, source length), got {}", who(),
-               shape_str(expected), shape_str(key_padding_mask.sizes()));
+               shape_str(expected), shape_str(key_padding_mask.sym_sizes()));
     Tensor padding = additive_mask(key_padding_mask, dtype).view({N, 1, 1, S});
     mask = mask.defined() ? mask + padding : padding;
   }
@@ -133,7 +138,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   return with_context(*this, [&]() -> std::pair<Tensor, Tensor> {
     // ---- projections into heads: (N, L, E) -> (N, H, L, head_dim) ----
     const int64_t E = embed_dim;
-    auto project = [&](const Tensor& x, int64_t which, int64_t len) {
+    auto project = [&](const Tensor& x, int64_t which, SymInt len) {
       const Tensor w = in_proj_weight.slice(0, which * E, (which + 1) * E);
       const Tensor b =
           in_proj_bias.defined() ? in_proj_bias.slice(0, which * E, (which + 1) * E) : Tensor();

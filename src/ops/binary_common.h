@@ -37,8 +37,8 @@ ScalarType promoted_dtype(std::string_view name, const Tensor& a, const cpu::Ope
 ScalarType compute_dtype(std::string_view name, cpu::BinaryOp op, const Tensor& a,
                          const cpu::Operand& b);
 
-// The broadcast shape of a and b (ShapeError naming the op).
-DimVector result_shape(std::string_view name, const Tensor& a, const cpu::Operand& b);
+// The broadcast shape of a and b (ShapeError naming the op); symbolic when either is.
+SymDimVector result_shape(std::string_view name, const Tensor& a, const cpu::Operand& b);
 
 // "" -> Div, "floor" -> DivFloor, "trunc" -> DivTrunc; ValueError otherwise.
 cpu::BinaryOp div_op(std::string_view name, std::string_view rounding_mode);
@@ -63,7 +63,7 @@ void meta_binary(OpCall& call) {
                call.name(), dtype_name(c));
   }
   if (b.is_scalar()) {
-    call.set_output(0, c, a.sizes());
+    call.set_output(0, c, a.sym_sizes());
   } else {
     call.set_output(0, c, result_shape(call.name(), a, b));
   }
@@ -97,7 +97,8 @@ void cpu_binary_(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const cpu::Operand other = operand(call, 1);
   const bool has_alpha = Op == cpu::BinaryOp::Add || Op == cpu::BinaryOp::Sub;
-  cpu::binary_kernel(call.name(), Op, self, self, other, compute_dtype(call.name(), Op, self, other),
+  cpu::binary_kernel(call.name(), Op, self, self, other,
+                     compute_dtype(call.name(), Op, self, other),
                      has_alpha ? alpha_arg(call) : Scalar(1));
 }
 

@@ -36,7 +36,8 @@ std::string operand_dtypes(const Tensor& a, const cpu::Operand& b) {
 }
 }  // namespace
 
-ScalarType compute_dtype(std::string_view name, BinaryOp op, const Tensor& a, const cpu::Operand& b) {
+ScalarType compute_dtype(std::string_view name, BinaryOp op, const Tensor& a,
+                         const cpu::Operand& b) {
   const ScalarType c = promoted_dtype(name, a, b);
   switch (op) {
     case BinaryOp::Add:
@@ -83,10 +84,14 @@ ScalarType compute_dtype(std::string_view name, BinaryOp op, const Tensor& a, co
   return c;
 }
 
-DimVector result_shape(std::string_view name, const Tensor& a, const cpu::Operand& b) {
-  if (b.is_scalar() || a.sizes() == b.tensor().sizes())
-    return DimVector(a.sizes().begin(), a.sizes().end());
-  return broadcast_shapes(name, a.sizes(), b.tensor().sizes());
+SymDimVector result_shape(std::string_view name, const Tensor& a, const cpu::Operand& b) {
+  // Equal words are equal sizes, concrete or symbolic (Note [SymInt representation]).
+  if (b.is_scalar() || same_shape(a.sym_sizes(), b.tensor().sym_sizes()))
+    return SymDimVector(a.sym_sizes().begin(), a.sym_sizes().end());
+  if (a.impl()->has_symbolic_metadata() || b.tensor().impl()->has_symbolic_metadata())
+    return sym_broadcast_shapes(name, a.sym_sizes(), b.tensor().sym_sizes());
+  const DimVector shape = broadcast_shapes(name, a.sizes(), b.tensor().sizes());
+  return SymDimVector(shape.begin(), shape.end());
 }
 
 BinaryOp div_op(std::string_view name, std::string_view rounding_mode) {
@@ -104,18 +109,25 @@ void check_inplace(std::string_view name, const Tensor& self, const cpu::Operand
              "{}: the result dtype {} cannot be written into self of dtype {} in place (operands: "
              "{}); use the out-of-place op, or convert self first",
              name, dtype_name(compute), dtype_name(self.dtype()), operand_dtypes(self, other));
-  if (!other.is_scalar() && !(self.sizes() == other.tensor().sizes())) {
-    DimVector shape = broadcast_shapes(name, self.sizes(), other.tensor().sizes());
-    KILN_CHECK(IntArrayRef(shape) == self.sizes(), ShapeError,
+  if (!other.is_scalar() && !same_shape(self.sym_sizes(), other.tensor().sym_sizes())) {
+    const SymDimVector shape = result_shape(name, self, other);
+    bool fits = shape.size() == static_cast<size_t>(self.dim());
+    for (size_t d = 0; fits && d < shape.size(); ++d)
+      fits = same(shape[d], self.sym_sizes()[d]) || static_cast<bool>(shape[d] == self.size(d));
+    KILN_CHECK(fits, ShapeError,
                "{}: the result of shape {} does not fit self of shape {} in place (other has "
                "shape {}); use the out-of-place op",
-               name, shape_str(shape), shape_str(self.sizes()), shape_str(other.tensor().sizes()));
+               name, shape_str(shape), shape_str(self.sym_sizes()),
+               shape_str(other.tensor().sym_sizes()));
   }
   for (int64_t d = 0; d < self.dim(); ++d) {
-    KILN_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, ValueError,
+    // A symbolic size is never 0 or 1 (0/1 specialization); a symbolic stride is never 0.
+    const SymInt size = self.sym_sizes()[d], stride = self.sym_strides()[d];
+    const bool shares = size.is_symbolic() ? same(stride, 0) : size.raw() > 1 && same(stride, 0);
+    KILN_CHECK(!shares, ValueError,
                "{}: self of shape {} and strides {} has elements that share memory (an expanded "
                "tensor), so writing into it in place is ambiguous; call .clone() first",
-               name, shape_str(self.sizes()), shape_str(self.strides()));
+               name, shape_str(self.sym_sizes()), shape_str(self.sym_strides()));
   }
 }
 

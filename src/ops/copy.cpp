@@ -8,21 +8,21 @@ namespace {
 void meta_copy_(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const Tensor& src = call.tensor(1);
-  DimVector shape = broadcast_shapes("copy_", self.sizes(), src.sizes());
-  KILN_CHECK(IntArrayRef(shape) == self.sizes(), ShapeError,
+  const SymDimVector shape = sym_broadcast_shapes("copy_", self.sym_sizes(), src.sym_sizes());
+  KILN_CHECK(same_shape(shape, self.sym_sizes()), ShapeError,
              "copy_: source of shape {} cannot be broadcast to the destination's shape {}",
-             shape_str(src.sizes()), shape_str(self.sizes()));
+             shape_str(src.sym_sizes()), shape_str(self.sym_sizes()));
   call.set_output(0, self);
 }
 void cpu_copy_(OpCall& call) { cpu::copy_into(call.tensor(0), call.tensor(1)); }
 
 void meta_to_copy(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  call.set_output(0, call.arg(1).dtype(), self.sizes());
+  call.set_output(0, call.arg(1).dtype(), self.sym_sizes());
 }
 void meta_clone(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  call.set_output(0, self.dtype(), self.sizes());
+  call.set_output(0, self.dtype(), self.sym_sizes());
 }
 void cpu_copy_from_arg0(OpCall& call) { cpu::copy_into(call.output(0), call.tensor(0)); }
 
@@ -66,7 +66,7 @@ Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
   KILN_CHECK(device == Device::Meta, NotImplementedError,
              "to: a Meta tensor has no data to move to CPU; create the tensor on CPU instead");
-  return empty_tensor(sizes(), dtype(), Device::Meta);
+  return empty_tensor(sym_sizes(), dtype(), Device::Meta);
 }
 
 Tensor Tensor::clone() const {

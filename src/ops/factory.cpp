@@ -9,11 +9,11 @@
 namespace kiln {
 namespace {
 
-void meta_empty(OpCall& call) { call.set_output(0, call.arg(1).dtype(), call.ints(0)); }
+void meta_empty(OpCall& call) { call.set_output(0, call.arg(1).dtype(), call.sym_ints(0)); }
 
 void meta_full(OpCall& call) {
-  checked_numel("full", call.ints(0));
-  call.set_output(0, call.arg(2).dtype(), call.ints(0));
+  sym_checked_numel("full", call.sym_ints(0));
+  call.set_output(0, call.arg(2).dtype(), call.sym_ints(0));
 }
 void cpu_full(OpCall& call) { cpu::fill(call.output(0), call.scalar(1)); }
 
@@ -31,11 +31,36 @@ int64_t arange_length(const Scalar& start, const Scalar& end, const Scalar& step
              "arange: bounds must be finite, got start {} and end {}", s, e);
   KILN_CHECK(st != 0, ValueError, "arange: step must be nonzero");
   KILN_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError,
-             "arange: upper bound {} and lower bound {} are inconsistent with step sign {}", e, s, st);
+             "arange: upper bound {} and lower bound {} are inconsistent with step sign {}", e, s,
+             st);
   return static_cast<int64_t>(std::ceil((e - s) / st));
 }
 
+// The length of an integer arange whose bounds may be symbolic (arange(x.size(0)) while tracing,
+// boxed as ints, not Scalars: Note [Boxed SymInts]). The step must be concrete; the length is the
+// expression ceil((end - start) / step), with the sign check guarded.
+SymInt sym_arange_length(SymInt start, SymInt end, int64_t step) {
+  KILN_CHECK(step != 0, ValueError, "arange: step must be nonzero");
+  KILN_CHECK(step > 0 ? end >= start : end <= start, ValueError,
+             "arange: upper bound {} and lower bound {} are inconsistent with step sign {}", end,
+             start, step);
+  if (step == 1) return end - start;
+  return step > 0 ? (end - start + step - 1) / step : (start - end - step - 1) / -step;
+}
+
 void meta_arange(OpCall& call) {
+  const bool symbolic = [&] {
+    for (size_t i = 0; i < 3; ++i)
+      if (call.arg(i).is_int() && call.sym_int_arg(i).is_symbolic()) return true;
+    return false;
+  }();
+  if (symbolic) {
+    KILN_CHECK(call.arg(0).is_int() && call.arg(1).is_int() && call.arg(2).is_int(), ValueError,
+               "arange: symbolic bounds need integer start, end and step");
+    const SymInt n = sym_arange_length(call.sym_int_arg(0), call.sym_int_arg(1), call.int_arg(2));
+    call.set_output(0, call.arg(3).dtype(), {n});
+    return;
+  }
   const int64_t n = arange_length(call.scalar(0), call.scalar(1), call.scalar(2));
   call.set_output(0, call.arg(3).dtype(), {n});
 }
@@ -47,8 +72,9 @@ void cpu_arange(OpCall& call) {
   visit_dtype(out.dtype(), [&]<typename T>() {
     T* p = static_cast<T*>(out.data_ptr());
     for (int64_t i = 0; i < out.numel(); ++i) {
-      p[i] = integral ? Scalar(start.to_int64() + i * step.to_int64()).to<T>()
-                      : Scalar(start.to_double() + static_cast<double>(i) * step.to_double()).to<T>();
+      p[i] = integral
+                 ? Scalar(start.to_int64() + i * step.to_int64()).to<T>()
+                 : Scalar(start.to_double() + static_cast<double>(i) * step.to_double()).to<T>();
     }
   });
 }
@@ -63,14 +89,16 @@ void register_factory_ops(OpRegistry& r) {
          .tags = kTagFactory,
          .device_arg = 2});
   r.add({.name = "full",
-         .schema = "full(SymInt[] size, Scalar fill_value, ScalarType dtype, Device device) -> Tensor",
+         .schema =
+             "full(SymInt[] size, Scalar fill_value, ScalarType dtype, Device device) -> Tensor",
          .family = "factory",
          .meta = meta_full,
          .cpu = cpu_full,
          .tags = kTagFactory,
          .device_arg = 3});
   r.add({.name = "arange",
-         .schema = "arange(Scalar start, Scalar end, Scalar step, ScalarType dtype, Device device) -> Tensor",
+         .schema = "arange(Scalar start, Scalar end, Scalar step, ScalarType dtype, Device device) "
+                   "-> Tensor",
          .family = "factory",
          .meta = meta_arange,
          .cpu = cpu_arange,
@@ -79,16 +107,16 @@ void register_factory_ops(OpRegistry& r) {
          .device_arg = 4});
 }
 
-Tensor empty(IntArrayRef sizes, TensorOptions options) {
+Tensor empty(SymIntArrayRef sizes, TensorOptions options) {
   static const OpId id = op_id("empty");
   return dispatch::call_tensor(id, sizes, options.dtype_, options.device_);
 }
-Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+Tensor full(SymIntArrayRef sizes, const Scalar& value, TensorOptions options) {
   static const OpId id = op_id("full");
   return dispatch::call_tensor(id, sizes, value, options.dtype_, options.device_);
 }
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
+Tensor zeros(SymIntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
+Tensor ones(SymIntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
 
 Tensor arange(const Scalar& end, std::optional<TensorOptions> options) {
   return arange(0, end, 1, options);
@@ -101,18 +129,29 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
   return dispatch::call_tensor(id, start, end, step, o.dtype_, o.device_);
 }
 
-Tensor empty_like(const Tensor& t, std::optional<ScalarType> dtype) {
-  return empty(t.sizes(), TensorOptions(dtype.value_or(t.dtype())).device(t.device()));
+Tensor sym_arange(SymInt start, SymInt end, SymInt step, std::optional<TensorOptions> options) {
+  static const OpId id = op_id("arange");
+  TensorOptions o = options.value_or(TensorOptions(kInt64));
+  return dispatch::call_tensor(id, start, end, step, o.dtype_, o.device_);
 }
-Tensor zeros_like(const Tensor& t, std::optional<ScalarType> dtype) { return full_like(t, 0, dtype); }
-Tensor ones_like(const Tensor& t, std::optional<ScalarType> dtype) { return full_like(t, 1, dtype); }
+
+Tensor empty_like(const Tensor& t, std::optional<ScalarType> dtype) {
+  return empty(t.sym_sizes(), TensorOptions(dtype.value_or(t.dtype())).device(t.device()));
+}
+Tensor zeros_like(const Tensor& t, std::optional<ScalarType> dtype) {
+  return full_like(t, 0, dtype);
+}
+Tensor ones_like(const Tensor& t, std::optional<ScalarType> dtype) {
+  return full_like(t, 1, dtype);
+}
 Tensor full_like(const Tensor& t, const Scalar& value, std::optional<ScalarType> dtype) {
-  return full(t.sizes(), value, TensorOptions(dtype.value_or(t.dtype())).device(t.device()));
+  return full(t.sym_sizes(), value, TensorOptions(dtype.value_or(t.dtype())).device(t.device()));
 }
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, std::optional<std::vector<int64_t>> sizes) {
-  std::vector<int64_t> shape = sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(values.size())});
+  std::vector<int64_t> shape =
+      sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(values.size())});
   const int64_t n = checked_numel("from_vector", shape);
   KILN_CHECK(n == static_cast<int64_t>(values.size()), ShapeError,
              "from_vector: {} values do not fill shape {} ({} elements)", values.size(),

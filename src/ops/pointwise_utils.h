@@ -16,14 +16,15 @@
 
 namespace kiln {
 
-// The broadcast shape of all defined tensors in `ts` (ShapeError naming `op` on mismatch).
-inline DimVector broadcast_all(std::string_view op, std::initializer_list<const Tensor*> ts) {
-  DimVector shape;
+// The broadcast shape of all defined tensors in `ts` (ShapeError naming `op` on mismatch),
+// symbolic when any of them is (Note [Broadcasting symbolic sizes] in src/core/shape.cpp).
+inline SymDimVector broadcast_all(std::string_view op, std::initializer_list<const Tensor*> ts) {
+  SymDimVector shape;
   bool first = true;
   for (const Tensor* t : ts) {
     if (t == nullptr || !t->defined()) continue;
-    shape = first ? DimVector(t->sizes().begin(), t->sizes().end())
-                  : broadcast_shapes(op, shape, t->sizes());
+    shape = first ? SymDimVector(t->sym_sizes().begin(), t->sym_sizes().end())
+                  : sym_broadcast_shapes(op, shape, t->sym_sizes());
     first = false;
   }
   return shape;

@@ -26,7 +26,7 @@ void meta_mean(OpCall& call) {
   KILN_CHECK(is_floating(out), DTypeError,
              "mean: could not infer the output dtype: the input is {} (shape {}) and dtype= is {}; "
              "mean needs a floating input or a floating dtype= (e.g. dtype=float32)",
-             dtype_name(x.dtype()), shape_str(x.sizes()), dtype_name(out));
+             dtype_name(x.dtype()), shape_str(x.sym_sizes()), dtype_name(out));
   const uint64_t mask = dim_mask("mean", x, call.ints(1));
   call.set_output(0, out, reduced_shape(x, mask, call.bool_arg(2)));
 }
@@ -36,7 +36,8 @@ void cpu_accumulate(OpCall& call) {
   const Tensor& out = call.output(0);
   const Tensor& x = call.tensor(0);
   const uint64_t mask = dim_mask(call.name(), x, call.ints(1));
-  const double scale = call.name() == "mean" ? 1.0 / static_cast<double>(reduced_count(x, mask)) : 1.0;
+  const double scale =
+      call.name() == "mean" ? 1.0 / static_cast<double>(reduced_count(x, mask)) : 1.0;
   cpu::reduce(K, out, x.to(out.dtype()), mask, scale);
 }
 
@@ -61,7 +62,7 @@ void meta_max_dim(OpCall& call) {
   const int64_t dim = wrap_dim(call.name(), call.int_arg(1), x.dim());
   const uint64_t mask = uint64_t{1} << dim;
   check_nonempty(call.name(), x, mask);
-  DimVector shape = reduced_shape(x, mask, call.bool_arg(2));
+  const SymDimVector shape = reduced_shape(x, mask, call.bool_arg(2));
   call.set_output(0, x.dtype(), shape);
   call.set_output(1, kInt64, shape);
 }
@@ -78,10 +79,10 @@ void meta_argmax(OpCall& call) {
   const std::optional<int64_t> dim = call.arg(1).optional_int();
   const bool keepdim = call.bool_arg(2);
   if (!dim) {
-    KILN_CHECK(x.numel() != 0, IndexError,
+    KILN_CHECK(!same(x.sym_numel(), 0), IndexError,
                "{}: Expected reduction dim to have non-zero size: the input (shape {}) is empty; "
                "pass a dim or check for empty tensors first",
-               call.name(), shape_str(x.sizes()));
+               call.name(), shape_str(x.sym_sizes()));
     call.set_output(0, kInt64, keepdim ? DimVector(static_cast<size_t>(x.dim()), 1) : DimVector{});
     return;
   }
@@ -201,7 +202,9 @@ namespace {
 std::vector<int64_t> dim_list(std::optional<int64_t> dim) {
   return dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{};
 }
-std::pair<Tensor, Tensor> two(Stack s) { return {std::move(s[0].tensor()), std::move(s[1].tensor())}; }
+std::pair<Tensor, Tensor> two(Stack s) {
+  return {std::move(s[0].tensor()), std::move(s[1].tensor())};
+}
 }  // namespace
 
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
@@ -212,7 +215,8 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Scala
   static const OpId id = op_id("mean");
   return dispatch::call_tensor(id, x, dims, keepdim, dtype);
 }
-Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<ScalarType> dtype) {
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim,
+            std::optional<ScalarType> dtype) {
   static const OpId id = op_id("prod");
   return dispatch::call_tensor(id, x, dim_list(dim), keepdim, dtype);
 }
@@ -267,11 +271,15 @@ Tensor any(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return dispatch::call_tensor(id, x, dim_list(dim), keepdim);
 }
 
-Tensor Tensor::sum(std::optional<ScalarType> dtype) const { return kiln::sum(*this, {}, false, dtype); }
+Tensor Tensor::sum(std::optional<ScalarType> dtype) const {
+  return kiln::sum(*this, {}, false, dtype);
+}
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
   return kiln::sum(*this, dims, keepdim, dtype);
 }
-Tensor Tensor::mean(std::optional<ScalarType> dtype) const { return kiln::mean(*this, {}, false, dtype); }
+Tensor Tensor::mean(std::optional<ScalarType> dtype) const {
+  return kiln::mean(*this, {}, false, dtype);
+}
 Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
   return kiln::mean(*this, dims, keepdim, dtype);
 }
@@ -283,10 +291,18 @@ Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) 
 }
 Tensor Tensor::max() const { return kiln::max(*this); }
 Tensor Tensor::min() const { return kiln::min(*this); }
-std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const { return kiln::max(*this, dim, keepdim); }
-std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const { return kiln::min(*this, dim, keepdim); }
-Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return kiln::amax(*this, dims, keepdim); }
-Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return kiln::amin(*this, dims, keepdim); }
+std::pair<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return kiln::max(*this, dim, keepdim);
+}
+std::pair<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return kiln::min(*this, dim, keepdim);
+}
+Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const {
+  return kiln::amax(*this, dims, keepdim);
+}
+Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const {
+  return kiln::amin(*this, dims, keepdim);
+}
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return kiln::argmax(*this, dim, keepdim);
 }
@@ -299,7 +315,9 @@ Tensor Tensor::var(IntArrayRef dims, double correction, bool keepdim) const {
 Tensor Tensor::std(IntArrayRef dims, double correction, bool keepdim) const {
   return kiln::std(*this, dims, correction, keepdim);
 }
-Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return kiln::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const {
+  return kiln::logsumexp(*this, dims, keepdim);
+}
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
   return kiln::norm(*this, p, dims, keepdim);
 }

@@ -9,24 +9,28 @@ namespace kiln::reduce_utils {
 // Bit d set for every reduced dim; an empty list means every dim. IndexError on a dim out of
 // range, ValueError on a repeated dim (both naming `op`).
 inline uint64_t dim_mask(std::string_view op, const Tensor& x, IntArrayRef dims) {
-  KILN_CHECK(x.dim() <= 64, ValueError, "{}: tensors of more than 64 dims are not supported (got {})",
-             op, x.dim());
-  if (dims.empty()) return x.dim() == 0 ? 1 : (x.dim() == 64 ? ~uint64_t{0} : (uint64_t{1} << x.dim()) - 1);
+  KILN_CHECK(x.dim() <= 64, ValueError,
+             "{}: tensors of more than 64 dims are not supported (got {})", op, x.dim());
+  if (dims.empty())
+    return x.dim() == 0 ? 1 : (x.dim() == 64 ? ~uint64_t{0} : (uint64_t{1} << x.dim()) - 1);
   uint64_t mask = 0;
   for (int64_t d : dims) {
     const int64_t w = wrap_dim(op, d, x.dim());
-    KILN_CHECK(!((mask >> w) & 1), ValueError, "{}: dim {} appears multiple times in the list of dims",
-               op, w);
+    KILN_CHECK(!((mask >> w) & 1), ValueError,
+               "{}: dim {} appears multiple times in the list of dims", op, w);
     mask |= uint64_t{1} << w;
   }
   return mask;
 }
 
-inline DimVector reduced_shape(const Tensor& x, uint64_t mask, bool keepdim) {
-  DimVector shape;
+// Symbolic when x's sizes are (the kept sizes are x's expressions).
+inline SymDimVector reduced_shape(const Tensor& x, uint64_t mask, bool keepdim) {
+  SymDimVector shape;
   for (int64_t d = 0; d < x.dim(); ++d) {
-    if (!((mask >> d) & 1)) shape.push_back(x.size(d));
-    else if (keepdim) shape.push_back(1);
+    if (!((mask >> d) & 1))
+      shape.push_back(x.size(d));
+    else if (keepdim)
+      shape.push_back(1);
   }
   return shape;
 }
@@ -42,10 +46,11 @@ inline int64_t reduced_count(const Tensor& x, uint64_t mask) {
 // max/min/argmax...: a reduced dim of size zero has no answer (IndexError, as PyTorch).
 inline void check_nonempty(std::string_view op, const Tensor& x, uint64_t mask) {
   for (int64_t d = 0; d < x.dim(); ++d) {
-    KILN_CHECK(!((mask >> d) & 1) || x.size(d) != 0, IndexError,
+    // Structural: a symbolic size is never 0 (0/1 specialization), so no guard.
+    KILN_CHECK(!((mask >> d) & 1) || !same(x.size(d), 0), IndexError,
                "{}: Expected reduction dim {} to have non-zero size (input of shape {}); reduce "
                "over other dims or check for empty tensors first",
-               op, d, shape_str(x.sizes()));
+               op, d, shape_str(x.sym_sizes()));
   }
 }
 

@@ -14,7 +14,7 @@ using namespace reduce_utils;
 void meta_cumsum(OpCall& call) {
   const Tensor& x = call.tensor(0);
   wrap_dim(call.name(), call.int_arg(1), x.dim());
-  call.set_output(0, sum_dtype(x.dtype(), call.arg(2).optional_dtype()), x.sizes());
+  call.set_output(0, sum_dtype(x.dtype(), call.arg(2).optional_dtype()), x.sym_sizes());
 }
 void cpu_cumsum(OpCall& call) {
   const Tensor& x = call.tensor(0);
@@ -33,9 +33,9 @@ void meta_softmax(OpCall& call) {
   KILN_CHECK(is_floating(out), DTypeError,
              "{}: not implemented for {} (input of shape {}{}); softmax needs a floating input or "
              "a floating dtype= (e.g. dtype=float32)",
-             call.name(), dtype_name(out), shape_str(x.sizes()),
+             call.name(), dtype_name(out), shape_str(x.sym_sizes()),
              dtype ? fmt::format(", dtype={}", dtype_name(*dtype)) : std::string());
-  call.set_output(0, out, x.sizes());
+  call.set_output(0, out, x.sym_sizes());
 }
 void cpu_softmax(OpCall& call) {
   const Tensor& x = call.tensor(0);
@@ -56,8 +56,8 @@ OpDef along_dim(std::string name, std::string schema, MetaFn meta, KernelFn cpu)
 }  // namespace
 
 void register_scan_softmax_ops(OpRegistry& r) {
-  r.add(along_dim("cumsum", "cumsum(Tensor self, int dim, ScalarType? dtype) -> Tensor", meta_cumsum,
-                  cpu_cumsum));
+  r.add(along_dim("cumsum", "cumsum(Tensor self, int dim, ScalarType? dtype) -> Tensor",
+                  meta_cumsum, cpu_cumsum));
   r.add(along_dim("cumprod", "cumprod(Tensor self, int dim, ScalarType? dtype) -> Tensor",
                   meta_cumsum, cpu_cumsum));
   r.add(along_dim("softmax", "softmax(Tensor self, int dim, ScalarType? dtype) -> Tensor",
@@ -83,7 +83,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype
   return dispatch::call_tensor(id, x, dim, dtype);
 }
 
-Tensor Tensor::cumsum(int64_t dim, std::optional<ScalarType> dtype) const { return kiln::cumsum(*this, dim, dtype); }
+Tensor Tensor::cumsum(int64_t dim, std::optional<ScalarType> dtype) const {
+  return kiln::cumsum(*this, dim, dtype);
+}
 Tensor Tensor::cumprod(int64_t dim, std::optional<ScalarType> dtype) const {
   return kiln::cumprod(*this, dim, dtype);
 }

@@ -21,25 +21,30 @@ void check_bool(std::string_view op, std::string_view what, const Tensor& t) {
   KILN_CHECK(t.dtype() == kBool, DTypeError,
              "{}: expected {} to be a bool tensor, but got dtype {} (shape {}); compare it first, "
              "e.g. t != 0",
-             op, what, dtype_name(t.dtype()), shape_str(t.sizes()));
+             op, what, dtype_name(t.dtype()), shape_str(t.sym_sizes()));
 }
 
 // In-place: the broadcast of all operands must be self's shape, the result dtype castable to
 // self's, and self must not have several elements on one memory location.
-void check_inplace(std::string_view op, const Tensor& self, IntArrayRef shape, ScalarType result) {
-  KILN_CHECK(IntArrayRef(shape) == self.sizes(), ShapeError,
+void check_inplace(std::string_view op, const Tensor& self, SymIntArrayRef shape,
+                   ScalarType result) {
+  // Structural equality: a broadcast of symbolic shapes keeps self's own size expressions.
+  KILN_CHECK(same_shape(shape, self.sym_sizes()), ShapeError,
              "{}: the operands broadcast to shape {}, which does not match self's shape {} "
              "(an in-place op cannot change self's shape)",
-             op, shape_str(shape), shape_str(self.sizes()));
+             op, shape_str(shape), shape_str(self.sym_sizes()));
   KILN_CHECK(can_cast(result, self.dtype()), DTypeError,
              "{}: result type {} can't be cast to the desired output type {}; use the "
              "out-of-place op instead",
              op, dtype_name(result), dtype_name(self.dtype()));
   for (int64_t d = 0; d < self.dim(); ++d) {
-    KILN_CHECK(self.stride(d) != 0 || self.size(d) <= 1, ValueError,
+    // A symbolic size is never 0 or 1 (0/1 specialization), so only a zero stride can share.
+    const SymInt size = self.size(d);
+    const bool shares = same(self.stride(d), 0) && (size.is_symbolic() || size.raw() > 1);
+    KILN_CHECK(!shares, ValueError,
                "{}: self (shape {}, strides {}) has several elements sharing one memory location "
                "(an expanded dim); call .clone() first",
-               op, shape_str(self.sizes()), shape_str(self.strides()));
+               op, shape_str(self.sym_sizes()), shape_str(self.sym_strides()));
   }
 }
 
@@ -94,7 +99,8 @@ const Tensor* tensor_or_null(const OpCall& call, size_t i) {
 void meta_where(OpCall& call) {
   const Tensor& cond = call.tensor(0);
   check_bool("where", "condition", cond);
-  DimVector shape = broadcast_all("where", {&cond, tensor_or_null(call, 1), tensor_or_null(call, 2)});
+  SymDimVector shape =
+      broadcast_all("where", {&cond, tensor_or_null(call, 1), tensor_or_null(call, 2)});
   call.set_output(0, where_dtype(call), shape);
 }
 void cpu_where(OpCall& call) {
@@ -125,7 +131,8 @@ bool fits_in(const Scalar& s, ScalarType dtype) {
 }
 
 ScalarType clamp_scalar_dtype(const OpCall& call) {
-  const std::optional<Scalar> lo = call.arg(1).optional_scalar(), hi = call.arg(2).optional_scalar();
+  const std::optional<Scalar> lo = call.arg(1).optional_scalar(),
+                              hi = call.arg(2).optional_scalar();
   KILN_CHECK(lo || hi, ValueError, "{}: at least one of 'min' or 'max' must not be None",
              call.name());
   const ScalarType dt = named_promotion(call.name(), [&] {
@@ -144,7 +151,7 @@ ScalarType clamp_scalar_dtype(const OpCall& call) {
 }
 void meta_clamp(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  call.set_output(0, clamp_scalar_dtype(call), self.sizes());
+  call.set_output(0, clamp_scalar_dtype(call), self.sym_sizes());
 }
 void cpu_clamp(OpCall& call) {
   cpu::clamp_scalar_kernel(call.output(0), call.tensor(0), call.arg(1).optional_scalar(),
@@ -152,7 +159,7 @@ void cpu_clamp(OpCall& call) {
 }
 void meta_clamp_(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  check_inplace("clamp_", self, self.sizes(), clamp_scalar_dtype(call));
+  check_inplace("clamp_", self, self.sym_sizes(), clamp_scalar_dtype(call));
   call.set_output(0, self);
 }
 void cpu_clamp_(OpCall& call) {
@@ -190,7 +197,7 @@ void check_lerp_dtypes(std::string_view op, const Tensor& start, const Tensor& o
              ".to(dtype) first",
              op, dtype_name(start.dtype()), what, dtype_name(other.dtype()));
 }
-DimVector lerp_shape(OpCall& call) {
+SymDimVector lerp_shape(OpCall& call) {
   const Tensor& start = call.tensor(0);
   const Tensor& end = call.tensor(1);
   check_lerp_dtypes(call.name(), start, end, "end");
@@ -226,15 +233,15 @@ ScalarType addc_dtype(const OpCall& call, bool is_div) {
                "rounding_mode='trunc' or 'floor'",
                op, dtype_name(t1.dtype()), dtype_name(t2.dtype()));
   }
-  const ScalarType dt = named_promotion(
-      op, [&] { return ResultTypeBuilder(op).add(self).add(t1).add(t2).result(); });
+  const ScalarType dt =
+      named_promotion(op, [&] { return ResultTypeBuilder(op).add(self).add(t1).add(t2).result(); });
   KILN_CHECK(is_floating(dt) || !call.scalar(3).is_floating(), DTypeError,
              "{}: for integral input tensors ({}), argument value must not be a floating point "
              "number (got {})",
              op, dtype_name(dt), call.scalar(3).str());
   return dt;
 }
-DimVector addc_shape(const OpCall& call) {
+SymDimVector addc_shape(const OpCall& call) {
   return broadcast_all(call.name(), {&call.tensor(0), &call.tensor(1), &call.tensor(2)});
 }
 template <bool kDiv>
@@ -291,8 +298,9 @@ void register_ternary_ops(OpRegistry& r) {
       // dtype; meta checks that the condition is bool with a clearer message.
       {"where", "where(Tensor condition, Tensor self, Tensor other) -> Tensor", meta_where,
        cpu_where, kAll, kPw},
-      {"where.ScalarSelf", "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
-       meta_where, cpu_where, kAll, kPw},
+      {"where.ScalarSelf",
+       "where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", meta_where,
+       cpu_where, kAll, kPw},
       {"where.ScalarOther",
        "where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", meta_where,
        cpu_where, kAll, kPw},
@@ -304,12 +312,12 @@ void register_ternary_ops(OpRegistry& r) {
        meta_clamp_tensor, cpu_clamp_tensor, kNumeric, kPw},
       {"clamp_", "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
        meta_clamp_, cpu_clamp_, kNumeric, kPwIn},
-      {"lerp", "lerp(Tensor self, Tensor end, Scalar weight) -> Tensor", meta_lerp,
-       cpu_lerp, kFloating, kPw},
+      {"lerp", "lerp(Tensor self, Tensor end, Scalar weight) -> Tensor", meta_lerp, cpu_lerp,
+       kFloating, kPw},
       {"lerp.Tensor", "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", meta_lerp,
        cpu_lerp, kFloating, kPw},
-      {"lerp_", "lerp_(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
-       meta_lerp_, cpu_lerp, kFloating, kPwIn},
+      {"lerp_", "lerp_(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)", meta_lerp_,
+       cpu_lerp, kFloating, kPwIn},
       {"addcmul",
        "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
        meta_addc<false>, cpu_addc<false>, kNumeric, kPw},
@@ -324,8 +332,7 @@ void register_ternary_ops(OpRegistry& r) {
        meta_addc_<true>, cpu_addc<true>, kFloating, kPwIn},
       {"masked_fill", "masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor",
        meta_masked_fill, cpu_masked_fill, kAll, kPw},
-      {"masked_fill_",
-       "masked_fill_(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
+      {"masked_fill_", "masked_fill_(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
        meta_masked_fill_, cpu_masked_fill, kAll, kPwIn},
   };
   for (const Entry& e : entries) {

@@ -19,9 +19,12 @@ enum class UnaryResult { Same, Floating, Bool };
 
 ScalarType unary_result_dtype(UnaryResult r, ScalarType in) {
   switch (r) {
-    case UnaryResult::Same: return in;
-    case UnaryResult::Floating: return is_floating(in) ? in : kDefaultFloat;
-    case UnaryResult::Bool: return kBool;
+    case UnaryResult::Same:
+      return in;
+    case UnaryResult::Floating:
+      return is_floating(in) ? in : kDefaultFloat;
+    case UnaryResult::Bool:
+      return kBool;
   }
   return in;
 }
@@ -30,10 +33,13 @@ ScalarType unary_result_dtype(UnaryResult r, ScalarType in) {
 // memory location written by several elements.
 void check_no_internal_overlap(std::string_view op, const Tensor& self) {
   for (int64_t d = 0; d < self.dim(); ++d) {
-    KILN_CHECK(self.stride(d) != 0 || self.size(d) <= 1, ValueError,
+    // A symbolic size is never 0 or 1 (0/1 specialization), so only a zero stride can share.
+    const SymInt size = self.size(d);
+    const bool shares = same(self.stride(d), 0) && (size.is_symbolic() || size.raw() > 1);
+    KILN_CHECK(!shares, ValueError,
                "{}: the tensor written in place (shape {}, strides {}) has several elements "
                "sharing one memory location (an expanded dim); call .clone() first",
-               op, shape_str(self.sizes()), shape_str(self.strides()));
+               op, shape_str(self.sym_sizes()), shape_str(self.sym_strides()));
   }
 }
 
@@ -43,14 +49,14 @@ void check_inplace(std::string_view op, const Tensor& self, ScalarType result) {
   KILN_CHECK(can_cast(result, self.dtype()), DTypeError,
              "{}: result type {} can't be cast to the desired output type {} (input of shape {}); "
              "use the out-of-place op instead",
-             op, dtype_name(result), dtype_name(self.dtype()), shape_str(self.sizes()));
+             op, dtype_name(result), dtype_name(self.dtype()), shape_str(self.sym_sizes()));
   check_no_internal_overlap(op, self);
 }
 
 template <UnaryResult R>
 void meta_unary(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  call.set_output(0, unary_result_dtype(R, self.dtype()), self.sizes());
+  call.set_output(0, unary_result_dtype(R, self.dtype()), self.sym_sizes());
 }
 
 template <UnaryResult R>
@@ -209,11 +215,11 @@ void register_unary_ops(OpRegistry& r) {
 
 // ---- public API ----
 
-#define KILN_UNARY_WRAPPER(op)                         \
-  Tensor op(const Tensor& self) {                      \
-    static const OpId id = op_id(#op);                 \
-    return dispatch::call_tensor(id, self);            \
-  }                                                    \
+#define KILN_UNARY_WRAPPER(op)              \
+  Tensor op(const Tensor& self) {           \
+    static const OpId id = op_id(#op);      \
+    return dispatch::call_tensor(id, self); \
+  }                                         \
   Tensor Tensor::op() const { return kiln::op(*this); }
 KILN_UNARY_WRAPPER(neg)
 KILN_UNARY_WRAPPER(abs)
@@ -253,11 +259,11 @@ KILN_UNARY_WRAPPER(isinf)
 KILN_UNARY_WRAPPER(isfinite)
 #undef KILN_UNARY_WRAPPER
 
-#define KILN_UNARY_INPLACE_WRAPPER(op)                   \
-  const Tensor& Tensor::op##_() const {                  \
-    static const OpId id = op_id(#op "_");               \
-    dispatch::call_boxed(id, *this);                     \
-    return *this;                                        \
+#define KILN_UNARY_INPLACE_WRAPPER(op)     \
+  const Tensor& Tensor::op##_() const {    \
+    static const OpId id = op_id(#op "_"); \
+    dispatch::call_boxed(id, *this);       \
+    return *this;                          \
   }
 KILN_UNARY_INPLACE_WRAPPER(neg)
 KILN_UNARY_INPLACE_WRAPPER(exp)

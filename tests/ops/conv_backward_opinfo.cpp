@@ -25,12 +25,12 @@ ConvShape conv_shape(const Tensor& grad_output, const Tensor& input, const Tenso
   ConvShape s{};
   s.spatial = static_cast<int>(weight.dim()) - 2;
   s.batched = input.dim() == s.spatial + 2;
-  s.n = s.batched ? input.size(0) : 1;
+  s.n = s.batched ? int64_t{input.size(0)} : 1;
   s.c_in = input.size(s.batched ? 1 : 0);
   s.c_out = weight.size(0);
-  s.h = s.spatial == 2 ? input.size(-2) : 1, s.w = input.size(-1);
-  s.kh = s.spatial == 2 ? weight.size(2) : 1, s.kw = weight.size(-1);
-  s.oh = s.spatial == 2 ? grad_output.size(-2) : 1, s.ow = grad_output.size(-1);
+  s.h = s.spatial == 2 ? int64_t{input.size(-2)} : 1, s.w = input.size(-1);
+  s.kh = s.spatial == 2 ? int64_t{weight.size(2)} : 1, s.kw = weight.size(-1);
+  s.oh = s.spatial == 2 ? int64_t{grad_output.size(-2)} : 1, s.ow = grad_output.size(-1);
   s.sh = s.spatial == 2 ? at(stride, 0) : 1;
   s.ph = s.spatial == 2 ? at(padding, 0) : 0;
   s.dh = s.spatial == 2 ? at(dilation, 0) : 1;

@@ -25,10 +25,10 @@ Tensor conv_reference(const Stack& a) {
   const std::vector<double> x = input.to_vector<double>(), w = weight.to_vector<double>();
   std::vector<double> bias;
   if (!a[2].is_none()) bias = a[2].tensor().to_vector<double>();
-  const int64_t n_batch = batched ? input.size(0) : 1;
+  const int64_t n_batch = batched ? int64_t{input.size(0)} : 1;
   const int64_t c_in = input.size(batched ? 1 : 0), c_out = weight.size(0);
-  const int64_t h = spatial == 2 ? input.size(-2) : 1, wd = input.size(-1);
-  const int64_t kh = spatial == 2 ? weight.size(2) : 1, kw = weight.size(-1);
+  const int64_t h = spatial == 2 ? int64_t{input.size(-2)} : 1, wd = input.size(-1);
+  const int64_t kh = spatial == 2 ? int64_t{weight.size(2)} : 1, kw = weight.size(-1);
   int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, pwa = 0, pha = 0;
   IntArrayRef st = a[3].int_list(), dl = a[5].int_list();
   sw = at(st, spatial - 1);

@@ -135,7 +135,7 @@ std::pair<std::vector<int64_t>, Shape> index_ref_positions(const Tensor& self,
         ii[j] = ps[j] == 1 ? 0 : bj;
       }
       int64_t v = per_dim[d][ps.empty() ? 0 : ravel(ii, ps)];
-      src[d] = v < 0 ? v + self.size(d) : v;
+      src[d] = v < 0 ? v + int64_t{self.size(d)} : v;
     }
     positions.push_back(ravel(src, shape_vec(self)));
   }

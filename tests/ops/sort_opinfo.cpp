@@ -88,7 +88,9 @@ std::vector<Tensor> sort_ref(const Tensor& x, int64_t dim, bool descending, int6
   });
 }
 
-int64_t line_length(const Tensor& x, int64_t dim) { return x.dim() == 0 ? 1 : x.size(dim); }
+int64_t line_length(const Tensor& x, int64_t dim) {
+  return x.dim() == 0 ? 1 : int64_t{x.size(dim)};
+}
 
 ErrorCase dim_out_of_range(Stack args) {
   return {std::move(args), ErrorKind::Index, "dim out of range"};

@@ -104,7 +104,8 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
     // bytes. Offsets and strides are those of the tensor actually read.
     const Tensor m = mask.defined() && mask.dtype() != kBool ? mask.to(scalar_type_of<A>) : mask;
     const std::vector<int64_t> mo = m.defined() ? batch_offsets(m, nb, B) : std::vector<int64_t>();
-    const int64_t mrs = m.defined() ? m.stride(-2) : 0, mcs = m.defined() ? m.stride(-1) : 0;
+    const int64_t mrs = m.defined() ? int64_t{m.stride(-2)} : 0,
+                  mcs = m.defined() ? int64_t{m.stride(-1)} : 0;
     const bool* bmask = m.defined() && m.dtype() == kBool ? m.data_ptr<bool>() : nullptr;
     const A* amask = m.defined() && m.dtype() != kBool ? m.data_ptr<A>() : nullptr;
     const int64_t work = B * L * S * (E + Ev);

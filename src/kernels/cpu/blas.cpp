@@ -28,7 +28,7 @@ struct BlasOperand {
   int64_t batch_stride = 0;  // in elements
 };
 
-int64_t batch_of(const Tensor& t) { return t.dim() == 3 ? t.size(0) : 1; }
+int64_t batch_of(const Tensor& t) { return t.dim() == 3 ? int64_t{t.size(0)} : 1; }
 
 // See Note [Strided operands to BLAS].
 std::optional<std::pair<CBLAS_TRANSPOSE, int64_t>> blas_layout(int64_t rows, int64_t cols,
@@ -60,7 +60,7 @@ BlasOperand make_operand(Tensor& t) {
   op.data = static_cast<const char*>(t.data_ptr());
   op.trans = layout->first;
   op.ld = layout->second;
-  op.batch_stride = d == 3 ? t.stride(0) : 0;
+  op.batch_stride = d == 3 ? int64_t{t.stride(0)} : 0;
   return op;
 }
 

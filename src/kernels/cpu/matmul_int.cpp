@@ -28,10 +28,11 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
   using U = std::make_unsigned_t<T>;
   using Acc = std::conditional_t<sizeof(T) <= 4, uint32_t, uint64_t>;
   const int64_t d = a.dim();
-  const int64_t batch = d == 3 ? a.size(0) : 1;
+  const int64_t batch = d == 3 ? int64_t{a.size(0)} : 1;
   const int64_t m = a.size(d - 2), k = a.size(d - 1), n = b.size(d - 1);
   if (batch == 0 || m == 0 || n == 0) return;
-  const int64_t a_sb = d == 3 ? a.stride(0) : 0, a_sm = a.stride(d - 2), a_sk = a.stride(d - 1);
+  const int64_t a_sb = d == 3 ? int64_t{a.stride(0)} : 0, a_sm = a.stride(d - 2),
+                a_sk = a.stride(d - 1);
   const int64_t b_sb = d == 3 ? b.stride(0) : 0, b_sk = b.stride(d - 2), b_sn = b.stride(d - 1);
   const Acc al = static_cast<Acc>(static_cast<U>(alpha.to<T>()));
   const Acc be = static_cast<Acc>(static_cast<U>(beta.to<T>()));

@@ -58,7 +58,7 @@ void sort_lines(const Tensor& values, const Tensor& indices, const Tensor& x, in
 
 void sort(const Tensor& values, const Tensor& indices, const Tensor& x, int64_t dim,
           bool descending) {
-  const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+  const int64_t n = x.dim() == 0 ? 1 : int64_t{x.size(dim)};
   sort_lines(values, indices, x, dim, descending, n);
 }
 
