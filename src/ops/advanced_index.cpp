@@ -87,7 +87,7 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
       plan.broadcast = SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
     } else {
       try {
-        plan.broadcast = broadcast_shapes(op, plan.broadcast, t.sym_sizes());
+        plan.broadcast = sym_broadcast_shapes(op, plan.broadcast, t.sym_sizes());
       } catch (const ShapeError&) {
         throw IndexError(fmt::format("{}: shape mismatch: the index tensors cannot be broadcast "
                                      "together ({} with {} at dim {})", op,
@@ -176,8 +176,8 @@ void meta_index_put(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const Tensor& values = call.tensor(2);
   IndexPlan plan = plan_index("index_put_", self, call.tensors(1));
-  SymDimVector shape = broadcast_shapes("index_put_", plan.out_sizes, values.sym_sizes());
-  KILN_CHECK(SymIntArrayRef(shape) == SymIntArrayRef(plan.out_sizes), ShapeError,
+  SymDimVector shape = sym_broadcast_shapes("index_put_", plan.out_sizes, values.sym_sizes());
+  KILN_CHECK(shapes_equal(shape, plan.out_sizes), ShapeError,
              "index_put_: values of shape {} cannot be broadcast to the indexed shape {}",
              shape_str(values.sym_sizes()), shape_str(plan.out_sizes));
   call.set_output(0, self);

@@ -87,8 +87,7 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
     const SymInt one_more =
         fits_one_more ? conv_output_size(padded + 1, kernel[i], stride[i], dilation[i])
                       : SymInt(-1);
-    KILN_CHECK(same(out_size[i], symmetric) || out_size[i] == symmetric ||
-                   out_size[i] == one_more,
+    KILN_CHECK(sizes_equal(out_size[i], symmetric) || sizes_equal(out_size[i], one_more),
                ShapeError,
                "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
                "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "

@@ -102,8 +102,8 @@ void meta_addmm(OpCall& call) {
   check_inner("addmm", a, b, as[1], bs[0]);
   check_factors("addmm", a.dtype(), call.scalar(3), call.scalar(4));
   const SymDimVector shape{as[0], bs[1]};
-  KILN_CHECK(self.dim() <= 2 && SymIntArrayRef(broadcast_shapes("addmm", self.sym_sizes(),
-                                                                shape)) == SymIntArrayRef(shape),
+  KILN_CHECK(self.dim() <= 2 &&
+                 shapes_equal(sym_broadcast_shapes("addmm", self.sym_sizes(), shape), shape),
              ShapeError, "addmm: self {} cannot be broadcast to the product's shape {}",
              shape_str(self.sym_sizes()), shape_str(shape));
   call.set_output(0, a.dtype(), shape);
@@ -163,7 +163,7 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   const SymInt n = a3s[a3s.size() - 2], p = b3s[b3s.size() - 1];
   const auto batch_a = a3s.slice(0, a3s.size() - 2);
   const auto batch_b = b3s.slice(0, b3s.size() - 2);
-  const SymDimVector batch = broadcast_shapes("matmul", batch_a, batch_b);
+  const SymDimVector batch = sym_broadcast_shapes("matmul", batch_a, batch_b);
   const SymInt nbatch = numel_of(batch);
   SymDimVector ea = batch, eb = batch;
   ea.push_back(n);

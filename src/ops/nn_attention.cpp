@@ -58,8 +58,8 @@ AttentionShapes check_attention(const OpCall& call) {
              "{}: dropout_p={} is not supported yet (needs the random generator); pass 0", kOp,
              dropout_p);
   AttentionShapes s;
-  s.batch = broadcast_shapes(kOp, batch_dims(q), batch_dims(k));
-  s.batch = broadcast_shapes(kOp, s.batch, batch_dims(v));
+  s.batch = sym_broadcast_shapes(kOp, batch_dims(q), batch_dims(k));
+  s.batch = sym_broadcast_shapes(kOp, s.batch, batch_dims(v));
   s.q = with_tail(s.batch, L, E);
   s.k = with_tail(s.batch, S, E);
   s.v = with_tail(s.batch, S, Ev);
@@ -74,8 +74,8 @@ AttentionShapes check_attention(const OpCall& call) {
                "{}: attn_mask must be bool (true = attend) or floating (added to the scores), "
                "got {}",
                kOp, dtype_name(mask.dtype()));
-    const SymDimVector b = broadcast_shapes(kOp, mask.sym_sizes(), s.mask);
-    KILN_CHECK(SymIntArrayRef(b) == SymIntArrayRef(s.mask), ShapeError,
+    const SymDimVector b = sym_broadcast_shapes(kOp, mask.sym_sizes(), s.mask);
+    KILN_CHECK(shapes_equal(b, s.mask), ShapeError,
                "{}: attn_mask of shape {} must broadcast to (..., L, S) = {}", kOp,
                shape_str(mask.sym_sizes()), shape_str(s.mask));
   }

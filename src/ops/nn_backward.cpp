@@ -31,7 +31,7 @@ NormGradMask read_mask(const OpCall& call, size_t i) {
 }
 
 void check_grad_like_input(const OpCall& call, const Tensor& grad, const Tensor& input) {
-  KILN_CHECK(grad.sym_sizes() == input.sym_sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(grad.sym_sizes(), input.sym_sizes()), ShapeError,
              "{}: grad_out of shape {} must have the input's shape {}", call.name(),
              shape_str(grad.sym_sizes()), shape_str(input.sym_sizes()));
   KILN_CHECK(grad.dtype() == input.dtype(), DTypeError,
@@ -70,7 +70,7 @@ void meta_layer_norm_backward(OpCall& call) {
   const SymIntArrayRef ns = call.sym_ints(2), sizes = input.sym_sizes();
   const auto nd = static_cast<int64_t>(ns.size());
   KILN_CHECK(nd >= 1 && input.dim() >= nd &&
-                 sizes.slice(static_cast<size_t>(input.dim() - nd)) == ns,
+                 shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
              ShapeError,
              "{}: normalized_shape {} must be non-empty and equal the last dims of the input of "
              "shape {}",
@@ -160,7 +160,7 @@ void meta_cross_entropy_backward(OpCall& call) {
   check_index_target(call.name(), target, l, input);
   const SymIntArrayRef loss_shape =
       red == cpu::Reduction::None ? SymIntArrayRef(l.sample_shape) : SymIntArrayRef();
-  KILN_CHECK(grad.sym_sizes() == loss_shape, ShapeError,
+  KILN_CHECK(shapes_equal(grad.sym_sizes(), loss_shape), ShapeError,
              "{}: grad_output of shape {} must have the loss's shape {} (reduction '{}')",
              call.name(), shape_str(grad.sym_sizes()), shape_str(loss_shape),
              call.arg(4).string());
@@ -183,14 +183,14 @@ void cpu_cross_entropy_backward(OpCall& call) {
 // (grad_output, indices, num_weights, padding_idx?)
 void meta_embedding_backward(OpCall& call) {
   const Tensor &grad = call.tensor(0), &indices = call.tensor(1);
-  const SymInt rows = call.sym_int(2);
+  const SymInt rows = call.sym_int_arg(2);
   const SymIntArrayRef grad_sizes = grad.sym_sizes(), index_sizes = indices.sym_sizes();
   KILN_CHECK(is_integral(indices.dtype()), DTypeError,
              "{}: indices must have an integer dtype, got {} (shape {})", call.name(),
              dtype_name(indices.dtype()), shape_str(index_sizes));
   KILN_CHECK(rows >= 0, ValueError, "{}: num_weights must be >= 0, got {}", call.name(), rows);
   KILN_CHECK(grad.dim() == indices.dim() + 1 &&
-                 grad_sizes.slice(0, index_sizes.size()) == index_sizes,
+                 shapes_equal(grad_sizes.slice(0, index_sizes.size()), index_sizes),
              ShapeError,
              "{}: grad_output of shape {} must have the indices' shape {} plus one trailing dim "
              "(embedding_dim)",

@@ -25,7 +25,7 @@ inline IValue opt_tensor(const Tensor& t) { return t.defined() ? IValue(t) : IVa
 inline void check_param(std::string_view op, std::string_view what, const Tensor& p,
                         SymIntArrayRef expected, SymIntArrayRef input_shape) {
   if (!p.defined()) return;
-  KILN_CHECK(p.sym_sizes() == expected, ShapeError,
+  KILN_CHECK(shapes_equal(p.sym_sizes(), expected), ShapeError,
              "{}: {} must have shape {} for an input of shape {}, but it has shape {}", op, what,
              shape_str(expected), shape_str(input_shape), shape_str(p.sym_sizes()));
   KILN_CHECK(is_floating(p.dtype()), DTypeError,
@@ -79,7 +79,7 @@ inline void check_index_target(std::string_view op, const Tensor& target, const 
   KILN_CHECK(is_integral(target.dtype()), DTypeError,
              "{}: class-index target must have an integer dtype, got {} (shape {})", op,
              dtype_name(target.dtype()), shape_str(target.sym_sizes()));
-  KILN_CHECK(target.sym_sizes() == SymIntArrayRef(l.sample_shape), ShapeError,
+  KILN_CHECK(shapes_equal(target.sym_sizes(), l.sample_shape), ShapeError,
              "{}: target of class indices must have shape {} for input of shape {}, got shape {}",
              op, shape_str(l.sample_shape), shape_str(input.sym_sizes()),
              shape_str(target.sym_sizes()));

@@ -18,7 +18,7 @@ void meta_cross_entropy(OpCall& call) {
              "cross_entropy: label_smoothing must be in [0, 1], got {}", ls);
   check_class_weight("cross_entropy", call.optional_tensor(2), l.C, input);
   if (is_floating(target.dtype())) {
-    KILN_CHECK(target.sym_sizes() == input.sym_sizes(), ShapeError,
+    KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ShapeError,
                "cross_entropy: target of class probabilities must have the input's shape {}, got "
                "shape {}",
                shape_str(input.sym_sizes()), shape_str(target.sym_sizes()));
@@ -93,7 +93,7 @@ void meta_mse_loss(OpCall& call) {
   const cpu::Reduction red = parse_reduction("mse_loss", call.arg(2).string());
   const ScalarType dt = loss_dtype("mse_loss", input, target);
   set_loss_output(call, red, dt,
-                  broadcast_shapes("mse_loss", input.sym_sizes(), target.sym_sizes()));
+                  sym_broadcast_shapes("mse_loss", input.sym_sizes(), target.sym_sizes()));
 }
 
 void cpu_mse_loss(OpCall& call) {
@@ -109,7 +109,7 @@ constexpr const char* kBce = "binary_cross_entropy_with_logits";
 // binary_cross_entropy_with_logits(input, target, weight?, pos_weight?, reduction)
 ScalarType check_bce(const OpCall& call) {
   const Tensor &input = call.tensor(0), &target = call.tensor(1);
-  KILN_CHECK(target.sym_sizes() == input.sym_sizes(), ValueError,
+  KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ValueError,
              "{}: target size {} must be the same as input size {}", kBce,
              shape_str(target.sym_sizes()), shape_str(input.sym_sizes()));
   const ScalarType dt = loss_dtype(kBce, input, target);
@@ -119,8 +119,8 @@ ScalarType check_bce(const OpCall& call) {
     if (!p.defined()) continue;
     KILN_CHECK(is_floating(p.dtype()), DTypeError, "{}: {} must be floating, got {}", kBce,
                names[i], dtype_name(p.dtype()));
-    const SymDimVector b = broadcast_shapes(kBce, p.sym_sizes(), input.sym_sizes());
-    KILN_CHECK(SymIntArrayRef(b) == input.sym_sizes(), ShapeError,
+    const SymDimVector b = sym_broadcast_shapes(kBce, p.sym_sizes(), input.sym_sizes());
+    KILN_CHECK(shapes_equal(b, input.sym_sizes()), ShapeError,
                "{}: {} of shape {} must broadcast to the input's shape {}", kBce, names[i],
                shape_str(p.sym_sizes()), shape_str(input.sym_sizes()));
   }

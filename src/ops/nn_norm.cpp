@@ -31,7 +31,7 @@ void meta_native_layer_norm(OpCall& call) {
              call.name());
   // normalized_shape usually comes from the module (concrete), the input's trailing dims too;
   // a symbolic trailing dim guards here.
-  KILN_CHECK(input.dim() >= nd && sizes.slice(static_cast<size_t>(input.dim() - nd)) == ns,
+  KILN_CHECK(input.dim() >= nd && shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
              ShapeError,
              "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
              "shape {}",

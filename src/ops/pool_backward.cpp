@@ -23,7 +23,7 @@ void check_grad_output(const OpCall& call, const PoolShape& p) {
   const SymDimVector expected = pooled_shape(self, p.out_h, p.out_w);
   // In a trace grad_output's sizes are the forward's output expressions, so this equality holds
   // structurally and guards nothing new.
-  KILN_CHECK(grad_output.sym_sizes() == SymIntArrayRef(expected), ShapeError,
+  KILN_CHECK(shapes_equal(grad_output.sym_sizes(), expected), ShapeError,
              "{}: grad_output {} must have the pooled output's shape {} (input {})", call.name(),
              shape_str(grad_output.sym_sizes()), shape_str(expected),
              shape_str(self.sym_sizes()));
@@ -54,7 +54,7 @@ PoolShape max_shape(const OpCall& call) {
   const Tensor& indices = call.tensor(7);
   KILN_CHECK(indices.dtype() == kInt64, DTypeError, "{}: indices must be int64, got {}",
              call.name(), dtype_name(indices.dtype()));
-  KILN_CHECK(indices.sym_sizes() == call.tensor(0).sym_sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(indices.sym_sizes(), call.tensor(0).sym_sizes()), ShapeError,
              "{}: indices {} must have grad_output's shape {}", call.name(),
              shape_str(indices.sym_sizes()), shape_str(call.tensor(0).sym_sizes()));
   return p;
