@@ -53,19 +53,19 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
     if (t.dtype() == kBool) {
       KILN_CHECK(t.dim() > 0, NotImplementedError,
                  "{}: a 0-dim bool index tensor is not supported by this op; index with a bool "
-                 "value (t.index({{true}})) instead", op);
+                 "value (t.index({{true}})) instead",
+                 op);
       for (int64_t k = 0; k < t.dim(); ++k) {
         KILN_CHECK(t.sym_sizes()[k] == self_sizes[pos + k], IndexError,
                    "{}: the shape of the mask {} at index {} does not match the shape of the "
-                   "indexed tensor {} at dim {}", op, shape_str(t.sym_sizes()), k,
-                   shape_str(self_sizes), pos + k);
+                   "indexed tensor {} at dim {}",
+                   op, shape_str(t.sym_sizes()), k, shape_str(self_sizes), pos + k);
       }
       if (t.is_meta()) {
         // The mask's true count is data-dependent: an unbacked symbol while tracing,
         // NotImplementedError otherwise (Note [Data-dependent output sizes on Meta]).
-        SymInt count = 1;
-        for (SymInt s : t.sym_sizes()) count *= s;
-        const SymInt n = data_dependent_size(op, "bool mask true count", count, t.sym_sizes());
+        const SymInt n =
+            data_dependent_size(op, "bool mask true count", t.sym_numel(), t.sym_sizes());
         const Tensor coords = empty_tensor(SymDimVector{n}, kInt64, Device::Meta);
         for (int64_t k = 0; k < t.dim(); ++k) per_dim[static_cast<size_t>(pos + k)] = coords;
       } else {
@@ -89,24 +89,28 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
       try {
         plan.broadcast = sym_broadcast_shapes(op, plan.broadcast, t.sym_sizes());
       } catch (const ShapeError&) {
-        throw IndexError(fmt::format("{}: shape mismatch: the index tensors cannot be broadcast "
-                                     "together ({} with {} at dim {})", op,
-                                     shape_str(plan.broadcast), shape_str(t.sym_sizes()), d));
+        throw IndexError(
+            fmt::format("{}: shape mismatch: the index tensors cannot be broadcast "
+                        "together ({} with {} at dim {})",
+                        op, shape_str(plan.broadcast), shape_str(t.sym_sizes()), d));
       }
     }
     first = false;
     plan.indexed_dims.push_back(d);
   }
-  for (int64_t d : plan.indexed_dims) plan.indices.push_back(per_dim[static_cast<size_t>(d)].expand(plan.broadcast));
-  const bool adjacent = plan.indexed_dims.empty() ||
-                        plan.indexed_dims.back() - plan.indexed_dims.front() + 1 ==
-                            static_cast<int64_t>(plan.indexed_dims.size());
+  for (int64_t d : plan.indexed_dims)
+    plan.indices.push_back(per_dim[static_cast<size_t>(d)].expand(plan.broadcast));
+  const bool adjacent =
+      plan.indexed_dims.empty() || plan.indexed_dims.back() - plan.indexed_dims.front() + 1 ==
+                                       static_cast<int64_t>(plan.indexed_dims.size());
   const int64_t lo = plan.indexed_dims.empty() ? nd : plan.indexed_dims.front();
   for (int64_t d = 0; d < nd; ++d) {
     const bool indexed = per_dim[static_cast<size_t>(d)].defined();
     if (indexed) continue;
-    if (adjacent && d < lo) plan.before_dims.push_back(d);
-    else plan.after_dims.push_back(d);
+    if (adjacent && d < lo)
+      plan.before_dims.push_back(d);
+    else
+      plan.after_dims.push_back(d);
   }
   for (int64_t d : plan.before_dims) plan.out_sizes.push_back(self_sizes[d]);
   for (SymInt s : plan.broadcast) plan.out_sizes.push_back(s);
@@ -145,17 +149,21 @@ std::vector<int64_t> plan_offsets(std::string_view op, const Tensor& self, const
             const T x = values[p];
             int64_t w = static_cast<int64_t>(x);
             bool ok;
-            if constexpr (std::is_unsigned_v<T>) ok = static_cast<uint64_t>(x) < static_cast<uint64_t>(size);
-            else ok = w >= -size && w < size;
-            KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}",
-                       op, x, d, size);
+            if constexpr (std::is_unsigned_v<T>)
+              ok = static_cast<uint64_t>(x) < static_cast<uint64_t>(size);
+            else
+              ok = w >= -size && w < size;
+            KILN_CHECK(ok, IndexError,
+                       "{}: index {} is out of bounds for dimension {} with size {}", op, x, d,
+                       size);
             out[p] = w < 0 ? w + size : w;
           }
         }
       });
       return out;
     }();
-    for (int64_t p = 0; p < k; ++p) off.index[static_cast<size_t>(p)] += v[static_cast<size_t>(p)] * self.stride(d);
+    for (int64_t p = 0; p < k; ++p)
+      off.index[static_cast<size_t>(p)] += v[static_cast<size_t>(p)] * self.stride(d);
   }
   return off.flatten();
 }
@@ -203,7 +211,8 @@ void register_advanced_index_ops(OpRegistry& r) {
          .meta = meta_index,
          .cpu = cpu_index});
   r.add({.name = "index_put_",
-         .schema = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+         .schema = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
+                   "accumulate=False) -> Tensor(a!)",
          .family = "index",
          .meta = meta_index_put,
          .cpu = cpu_index_put,

@@ -20,7 +20,8 @@ constexpr std::string_view kOp = "convolution_backward";
 
 // Validates a call (arguments: grad_output, input, weight, stride, padding, dilation, groups, 3
 // output-mask bools) with SymInt arithmetic, so a trace with symbolic sizes only guards on what the
-// checks need. Returns the geometry the kernel runs with when `want_geometry` (concrete sizes only).
+// checks need. Returns the geometry the kernel runs with when `want_geometry` (concrete sizes
+// only).
 cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
   const Tensor& grad_output = call.tensor(0);
   const Tensor& input = call.tensor(1);
@@ -56,8 +57,7 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
   KILN_CHECK(out_channels % groups == 0, ShapeError,
              "{}: weight {} has {} output channels, not divisible by groups={}", kOp,
              shape_str(w_sizes), out_channels, groups);
-  KILN_CHECK(go_sizes[lead] == out_channels && (!batched || go_sizes[0] == in_sizes[0]),
-             ShapeError,
+  KILN_CHECK(go_sizes[lead] == out_channels && (!batched || go_sizes[0] == in_sizes[0]), ShapeError,
              "{}: grad_output {} does not match input {} and weight {} in batch or channels", kOp,
              shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes));
 
@@ -84,17 +84,16 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
     const bool fits_one_more = fits || span <= padded + 1;
     const SymInt symmetric =
         fits ? conv_output_size(padded, kernel[i], stride[i], dilation[i]) : SymInt(-1);
-    const SymInt one_more =
-        fits_one_more ? conv_output_size(padded + 1, kernel[i], stride[i], dilation[i])
-                      : SymInt(-1);
-    KILN_CHECK(sizes_equal(out_size[i], symmetric) || sizes_equal(out_size[i], one_more),
-               ShapeError,
-               "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
-               "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "
-               "of padding)",
-               kOp, shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes),
-               shape_str(call.ints(3)), shape_str(call.ints(4)), shape_str(call.ints(5)),
-               out_size[i], symmetric, one_more);
+    const SymInt one_more = fits_one_more
+                                ? conv_output_size(padded + 1, kernel[i], stride[i], dilation[i])
+                                : SymInt(-1);
+    KILN_CHECK(
+        sizes_equal(out_size[i], symmetric) || sizes_equal(out_size[i], one_more), ShapeError,
+        "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
+        "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "
+        "of padding)",
+        kOp, shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes), shape_str(call.ints(3)),
+        shape_str(call.ints(4)), shape_str(call.ints(5)), out_size[i], symmetric, one_more);
   }
   cpu::ConvGeometry g;
   if (!want_geometry) return g;

@@ -6,8 +6,8 @@
 // src/kernels/cpu/index.cpp only move data. So a bad index never leaves a partial write behind
 // and never reads or writes out of bounds. Unsigned index tensors are first class: their values
 // are compared as unsigned, so a huge uint64 index is out of range instead of wrapping to -1.
-#include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
+#include "kiln/ops/creation.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/index.h"
 #include "src/kernels/cpu/shape.h"
@@ -41,8 +41,8 @@ std::vector<int64_t> read_indices(std::string_view op, const Tensor& index, int6
           ok = w < size && (allow_negative ? w >= -size : w >= 0);
           if (w < 0) w += size;
         }
-        KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}", op,
-                   v, dim, size);
+        KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}",
+                   op, v, dim, size);
         out[p] = w;
       }
     }
@@ -60,11 +60,6 @@ DimVector sizes_of(const Tensor& t) { return DimVector(t.sizes().begin(), t.size
 SymDimVector sym_sizes_of(const Tensor& t) {
   return SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
 }
-SymInt sym_numel(const Tensor& t) {
-  SymInt n = 1;
-  for (SymInt s : t.sym_sizes()) n *= s;
-  return n;
-}
 
 // A 0-dim tensor as a 1-element 1-D view, so gather/scatter treat dims uniformly.
 Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.as_strided({1}, {1}) : t; }
@@ -81,8 +76,10 @@ void meta_index_select(OpCall& call) {
   const int64_t d = wrap_dim("index_select", call.int_arg(1), self.dim());
   // The index's length, symbolic when the index's size is (e.g. a batch of ids).
   SymDimVector sizes = sym_sizes_of(self);
-  if (self.dim() > 0) sizes[d] = sym_numel(index);
-  else if (index.dim() == 1) sizes.push_back(sym_numel(index));
+  if (self.dim() > 0)
+    sizes[d] = index.sym_numel();
+  else if (index.dim() == 1)
+    sizes.push_back(index.sym_numel());
   call.set_output(0, self.dtype(), sizes);
 }
 
@@ -120,9 +117,7 @@ int64_t check_gather_scatter(std::string_view op, const Tensor& self, int64_t di
              "{}: the index (shape {}) must have as many dims as the input (shape {})", op,
              shape_str(index.sym_sizes()), shape_str(self.sym_sizes()));
   // Sizes as 1-D for 0-dim tensors (like as_1d, without making a view).
-  auto sizes_1d = [](const Tensor& t) {
-    return t.dim() == 0 ? SymDimVector{1} : sym_sizes_of(t);
-  };
+  auto sizes_1d = [](const Tensor& t) { return t.dim() == 0 ? SymDimVector{1} : sym_sizes_of(t); };
   const SymDimVector s = sizes_1d(self), i = sizes_1d(index);
   // With symbolic sizes these comparisons guard (the index is no larger than the input).
   for (int64_t k = 0; k < nd; ++k) {
@@ -215,7 +210,7 @@ void cpu_scatter_add(OpCall& call) { cpu_scatter(call, true); }
 void meta_nonzero(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const SymInt rows =
-      data_dependent_size("nonzero", "nonzero output size", sym_numel(self), self.sym_sizes());
+      data_dependent_size("nonzero", "nonzero output size", self.sym_numel(), self.sym_sizes());
   call.set_output(0, kInt64, SymDimVector{rows, self.dim()});
 }
 void cpu_nonzero(OpCall& call) { call.set_output(0, cpu::nonzero(call.tensor(0))); }
@@ -225,7 +220,8 @@ void cpu_nonzero(OpCall& call) { call.set_output(0, cpu::nonzero(call.tensor(0))
 int64_t one_hot_classes(OpCall& call) {
   const Tensor& self = call.tensor(0);
   int64_t classes = call.int_arg(1);
-  KILN_CHECK(classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got {}", classes);
+  KILN_CHECK(classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got {}",
+             classes);
   if (classes != -1) return classes;
   KILN_CHECK(!self.is_meta(), NotImplementedError,
              "one_hot: num_classes=-1 infers the count from the values, which Meta tensors lack; "
@@ -280,9 +276,10 @@ SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper
              "tensors, or trace it under a ShapeEnv to get a data-dependent size",
              op, shape_str(input_shape));
   if (upper.is_concrete())
-    return env->create_unbacked_symbol(std::move(source), sym::ValueRange(0, upper.expect_int()));
+    return env->create_unbacked_symbol(std::move(source),
+                                       sym::ValueRange::between(0, upper.expect_int()));
   // A symbolic bound is no value range: record it as a runtime assert instead.
-  const SymInt size = env->create_unbacked_symbol(std::move(source), sym::ValueRange(0, kMaxInt));
+  const SymInt size = env->create_unbacked_symbol(std::move(source), sym::ValueRange::at_least(0));
   env->add_runtime_assert(sym::le(size.expr(), upper.expr()), std::source_location::current());
   return size;
 }

@@ -201,7 +201,7 @@ void composite_linear(OpCall& call) {
   const SymInt out_features = w_sizes[0];
   if (bias.defined()) {
     check_same_dtype("linear", input, bias);
-    const SymInt bias_numel = numel_of(bias.sym_sizes());
+    const SymInt bias_numel = bias.sym_numel();
     KILN_CHECK(bias.dim() <= 1 && (bias_numel == out_features || bias_numel == 1), ShapeError,
                "linear: bias {} does not match out_features {} of weight {}",
                shape_str(bias.sym_sizes()), out_features, shape_str(w_sizes));

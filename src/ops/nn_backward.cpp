@@ -41,7 +41,7 @@ void check_grad_like_input(const OpCall& call, const Tensor& grad, const Tensor&
 
 void check_stat(const OpCall& call, const char* what, const Tensor& stat, SymInt count,
                 const Tensor& input) {
-  KILN_CHECK(sym_prod(stat.sym_sizes()) == count, ShapeError,
+  KILN_CHECK(stat.sym_numel() == count, ShapeError,
              "{}: {} of shape {} must hold {} values for an input of shape {}", call.name(), what,
              shape_str(stat.sym_sizes()), count, shape_str(input.sym_sizes()));
   KILN_CHECK(is_floating(stat.dtype()), DTypeError, "{}: {} must be floating, got {}", call.name(),
@@ -49,8 +49,7 @@ void check_stat(const OpCall& call, const char* what, const Tensor& stat, SymInt
 }
 
 // Creates the three outputs; a gradient not in the mask is an empty [0] tensor.
-void set_norm_outputs(OpCall& call, const Tensor& input, NormGradMask mask,
-                      SymIntArrayRef param) {
+void set_norm_outputs(OpCall& call, const Tensor& input, NormGradMask mask, SymIntArrayRef param) {
   const ScalarType dt = input.dtype();
   const SymDimVector empty{0};
   call.set_output(0, dt, mask[0] ? input.sym_sizes() : SymIntArrayRef(empty));
@@ -162,8 +161,7 @@ void meta_cross_entropy_backward(OpCall& call) {
       red == cpu::Reduction::None ? SymIntArrayRef(l.sample_shape) : SymIntArrayRef();
   KILN_CHECK(shapes_equal(grad.sym_sizes(), loss_shape), ShapeError,
              "{}: grad_output of shape {} must have the loss's shape {} (reduction '{}')",
-             call.name(), shape_str(grad.sym_sizes()), shape_str(loss_shape),
-             call.arg(4).string());
+             call.name(), shape_str(grad.sym_sizes()), shape_str(loss_shape), call.arg(4).string());
   KILN_CHECK(is_floating(grad.dtype()), DTypeError, "{}: grad_output must be floating, got {}",
              call.name(), dtype_name(grad.dtype()));
   call.set_output(0, input.dtype(), input.sym_sizes());

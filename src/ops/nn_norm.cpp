@@ -31,11 +31,12 @@ void meta_native_layer_norm(OpCall& call) {
              call.name());
   // normalized_shape usually comes from the module (concrete), the input's trailing dims too;
   // a symbolic trailing dim guards here.
-  KILN_CHECK(input.dim() >= nd && shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
-             ShapeError,
-             "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
-             "shape {}",
-             call.name(), shape_str(ns), nd, shape_str(sizes));
+  KILN_CHECK(
+      input.dim() >= nd && shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
+      ShapeError,
+      "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
+      "shape {}",
+      call.name(), shape_str(ns), nd, shape_str(sizes));
   check_param(call.name(), "weight", call.optional_tensor(2), ns, sizes);
   check_param(call.name(), "bias", call.optional_tensor(3), ns, sizes);
   call.set_output(0, input.dtype(), sizes);
@@ -48,16 +49,16 @@ void meta_native_layer_norm(OpCall& call) {
 void cpu_native_layer_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
   const int64_t N = prod(call.ints(1));
-  const int64_t M = N == 0 ? prod(input.sizes().slice(0, input.dim() - call.ints(1).size()))
-                           : input.numel() / N;
-  cpu::layer_norm(input, call.optional_tensor(2), call.optional_tensor(3), call.double_arg(4), M,
-                  N, call.output(0), call.output(1), call.output(2));
+  const int64_t M =
+      N == 0 ? prod(input.sizes().slice(0, input.dim() - call.ints(1).size())) : input.numel() / N;
+  cpu::layer_norm(input, call.optional_tensor(2), call.optional_tensor(3), call.double_arg(4), M, N,
+                  call.output(0), call.output(1), call.output(2));
 }
 
 void composite_layer_norm(OpCall& call) {
   static const OpId id = op_id("native_layer_norm");
-  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(1), call.arg(2), call.arg(3),
-                                   call.arg(4));
+  Stack out =
+      dispatch::call_boxed(id, call.arg(0), call.arg(1), call.arg(2), call.arg(3), call.arg(4));
   call.set_output(0, std::move(out[0].tensor()));
 }
 
@@ -137,16 +138,15 @@ void meta_native_group_norm(OpCall& call) {
 }
 
 void cpu_native_group_norm(OpCall& call) {
-  cpu::group_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2),
-                  call.int_arg(3), call.double_arg(4), call.output(0), call.output(1),
-                  call.output(2));
+  cpu::group_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2), call.int_arg(3),
+                  call.double_arg(4), call.output(0), call.output(1), call.output(2));
 }
 
 // group_norm(input, num_groups, weight?, bias?, eps)
 void composite_group_norm(OpCall& call) {
   static const OpId id = op_id("native_group_norm");
-  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(2), call.arg(3), call.arg(1),
-                                   call.arg(4));
+  Stack out =
+      dispatch::call_boxed(id, call.arg(0), call.arg(2), call.arg(3), call.arg(1), call.arg(4));
   call.set_output(0, std::move(out[0].tensor()));
 }
 
@@ -201,8 +201,8 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input,
                                                      const Tensor& weight, const Tensor& bias,
                                                      double eps) {
   static const OpId id = op_id("native_layer_norm");
-  return three_tensors(dispatch::call_boxed(id, input, normalized_shape, opt_tensor(weight),
-                                            opt_tensor(bias), eps));
+  return three_tensors(
+      dispatch::call_boxed(id, input, normalized_shape, opt_tensor(weight), opt_tensor(bias), eps));
 }
 
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
@@ -213,8 +213,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const Tensor& weight,
-                                                     const Tensor& bias,
-                                                     const Tensor& running_mean,
+                                                     const Tensor& bias, const Tensor& running_mean,
                                                      const Tensor& running_var, bool training,
                                                      double momentum, double eps) {
   static const OpId id = op_id("native_batch_norm");
@@ -235,12 +234,12 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const 
                                                      const Tensor& bias, int64_t num_groups,
                                                      double eps) {
   static const OpId id = op_id("native_group_norm");
-  return three_tensors(dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias),
-                                            num_groups, eps));
+  return three_tensors(
+      dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias), num_groups, eps));
 }
 
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   static const OpId id = op_id("group_norm");
   return dispatch::call_tensor(id, input, num_groups, opt_tensor(weight), opt_tensor(bias), eps);
 }

@@ -25,8 +25,7 @@ void check_grad_output(const OpCall& call, const PoolShape& p) {
   // structurally and guards nothing new.
   KILN_CHECK(shapes_equal(grad_output.sym_sizes(), expected), ShapeError,
              "{}: grad_output {} must have the pooled output's shape {} (input {})", call.name(),
-             shape_str(grad_output.sym_sizes()), shape_str(expected),
-             shape_str(self.sym_sizes()));
+             shape_str(grad_output.sym_sizes()), shape_str(expected), shape_str(self.sym_sizes()));
 }
 
 // max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode):

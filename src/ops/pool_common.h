@@ -21,8 +21,7 @@ struct PoolShape {
 
 // Validates a windowed pooling call whose input is argument `self_arg`, followed by kernel_size,
 // stride, padding and, when `has_dilation`, dilation; returns its shape. Errors name the op.
-PoolShape pool_window_shape(const OpCall& call, size_t self_arg, bool has_dilation,
-                            bool ceil_mode);
+PoolShape pool_window_shape(const OpCall& call, size_t self_arg, bool has_dilation, bool ceil_mode);
 // The same for adaptive pooling: argument `self_arg` is the input, the next one output_size.
 PoolShape adaptive_pool_shape(const OpCall& call, size_t self_arg);
 // self's shape with the last two dims replaced by (oh, ow).

@@ -33,9 +33,9 @@ void meta_topk(OpCall& call) {
              "topk: k = {} is out of range for dim {} of size {} (input of shape {}); k must be in "
              "[0, {}]",
              k, dim, n, shape_str(x.sym_sizes()), n);
-  KILN_CHECK(x.dim() > 0 || k == 1, IndexError,
-             "topk: k = {} on a 0-dim tensor: a 0-dim result always holds one value, so k must be 1",
-             k);
+  KILN_CHECK(
+      x.dim() > 0 || k == 1, IndexError,
+      "topk: k = {} on a 0-dim tensor: a 0-dim result always holds one value, so k must be 1", k);
   SymDimVector shape(x.sym_sizes().begin(), x.sym_sizes().end());
   if (x.dim() > 0) shape[dim] = k;
   call.set_output(0, x.dtype(), shape);
@@ -51,13 +51,15 @@ void cpu_topk(OpCall& call) {
 
 void register_sort_ops(OpRegistry& r) {
   r.add({.name = "sort",
-         .schema = "sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, Tensor indices)",
+         .schema = "sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, "
+                   "Tensor indices)",
          .family = "sort",
          .meta = meta_sort,
          .cpu = cpu_sort,
          .dtypes = dtypes::kAll});
   r.add({.name = "topk",
-         .schema = "topk(Tensor self, int k, int dim, bool largest, bool sorted) -> (Tensor values, Tensor indices)",
+         .schema = "topk(Tensor self, int k, int dim, bool largest, bool sorted) -> (Tensor "
+                   "values, Tensor indices)",
          .family = "sort",
          .meta = meta_topk,
          .cpu = cpu_topk,

@@ -157,10 +157,10 @@ TEST_F(SymbolicNnLinalg, ConvolutionBackwardShapesFollowInputAndWeight) {
   const Tensor x = meta({n, 3, h, h});
   const Tensor w = meta({4, 3, 3, 3});
   const Tensor y = conv2d(x, w, Tensor(), std::vector<int64_t>{2}, std::vector<int64_t>{1});
-  auto [gi, gw, gb] = convolution_backward(meta({y.sym_sizes()[0], 4, y.sym_sizes()[2],
-                                                 y.sym_sizes()[3]}),
-                                           x, w, std::vector<int64_t>{2}, std::vector<int64_t>{1},
-                                           std::vector<int64_t>{1}, 1, {true, true, true});
+  auto [gi, gw, gb] =
+      convolution_backward(meta({y.sym_sizes()[0], 4, y.sym_sizes()[2], y.sym_sizes()[3]}), x, w,
+                           std::vector<int64_t>{2}, std::vector<int64_t>{1},
+                           std::vector<int64_t>{1}, 1, {true, true, true});
   EXPECT_EQ(strs(gi), strs(x));
   EXPECT_EQ(strs(gw), (Strs{"4", "3", "3", "3"}));
   EXPECT_EQ(strs(gb), (Strs{"4"}));
@@ -169,8 +169,8 @@ TEST_F(SymbolicNnLinalg, ConvolutionBackwardShapesFollowInputAndWeight) {
 TEST_F(SymbolicNnLinalg, PoolingOutputSizes) {
   const SymInt n = size(2, "x.size(0)"), h = size(15, "x.size(2)"), w = size(20, "x.size(3)");
   const Tensor x = meta({n, 3, h, w});
-  const Tensor mp = max_pool2d(x, std::vector<int64_t>{3}, std::vector<int64_t>{2},
-                               std::vector<int64_t>{1});
+  const Tensor mp =
+      max_pool2d(x, std::vector<int64_t>{3}, std::vector<int64_t>{2}, std::vector<int64_t>{1});
   const Tensor ap = avg_pool2d(x, std::vector<int64_t>{2, 3});
   const Tensor aap = adaptive_avg_pool2d(x, std::vector<int64_t>{5, 7});
   EXPECT_EQ(str(mp.sym_sizes()[0]), str(n));
@@ -181,8 +181,8 @@ TEST_F(SymbolicNnLinalg, PoolingOutputSizes) {
   for (auto [hv, wv] : std::vector<std::pair<int64_t, int64_t>>{{15, 20}, {8, 9}, {33, 64}}) {
     const std::map<std::string, int64_t> values{{h.expr()->name(), hv}, {w.expr()->name(), wv}};
     const Tensor cx = concrete_meta({2, 3, hv, wv});
-    const Tensor rmp = max_pool2d(cx, std::vector<int64_t>{3}, std::vector<int64_t>{2},
-                                  std::vector<int64_t>{1});
+    const Tensor rmp =
+        max_pool2d(cx, std::vector<int64_t>{3}, std::vector<int64_t>{2}, std::vector<int64_t>{1});
     const Tensor rap = avg_pool2d(cx, std::vector<int64_t>{2, 3});
     for (int d = 2; d < 4; ++d) {
       EXPECT_EQ(eval(mp.sym_sizes()[d], values), rmp.sizes()[d]) << str(mp.sym_sizes()[d]);
@@ -219,9 +219,9 @@ TEST_F(SymbolicNnLinalg, NormalizationOutputsAndSavedStats) {
 TEST_F(SymbolicNnLinalg, NormBackwardShapes) {
   const SymInt b = size(6, "x.size(0)");
   const Tensor x = meta({b, 8});
-  auto [gi, gw, gb] = native_layer_norm_backward(meta({b, 8}), x, std::vector<int64_t>{8},
-                                                 meta({b, 1}), meta({b, 1}), meta({8}),
-                                                 {true, true, true});
+  auto [gi, gw, gb] =
+      native_layer_norm_backward(meta({b, 8}), x, std::vector<int64_t>{8}, meta({b, 1}),
+                                 meta({b, 1}), meta({8}), {true, true, true});
   EXPECT_EQ(strs(gi), (Strs{str(b), "8"}));
   EXPECT_EQ(strs(gw), (Strs{"8"}));
   EXPECT_EQ(strs(gb), (Strs{"8"}));
