@@ -280,7 +280,7 @@ SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper
                                        sym::ValueRange::between(0, upper.expect_int()));
   // A symbolic bound is no value range: record it as a runtime assert instead.
   const SymInt size = env->create_unbacked_symbol(std::move(source), sym::ValueRange::at_least(0));
-  env->add_runtime_assert(sym::le(size.expr(), upper.expr()), std::source_location::current());
+  check(size <= upper);
   return size;
 }
 
