@@ -190,7 +190,8 @@ void meta_slice(OpCall& call) {
   // Python's slice bounds: negative counts from the end, then clamped to [0, size]. On symbolic
   // values each comparison guards unless the bound is the size itself.
   auto clamp_bound = [&](std::optional<SymInt> v, SymInt dflt) {
-    if (!v || same(*v, size)) return dflt;
+    if (!v) return dflt;
+    if (same(*v, size)) return size;
     SymInt x = *v;
     if (x < 0) x = x + size;
     if (x < 0) return SymInt(0);

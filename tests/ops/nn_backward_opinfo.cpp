@@ -189,7 +189,7 @@ std::vector<Tensor> ref_batch_norm_backward(const Stack& a) {
 // Batch statistics of x (N, C, *) per channel.
 std::pair<Tensor, Tensor> channel_stats(const Tensor& x, ScalarType dt) {
   const Tensor per_channel = x.transpose(0, 1).contiguous();
-  auto [m, r] = block_stats(per_channel, x.size(1) == 0 ? 0 : x.numel() / x.size(1), 1e-5);
+  auto [m, r] = block_stats(per_channel, x.size(1) == 0 ? 0 : int64_t{x.numel() / x.size(1)}, 1e-5);
   return {result(m, {x.size(1)}, dt), result(r, {x.size(1)}, dt)};
 }
 
@@ -310,7 +310,7 @@ std::vector<Tensor> ref_cross_entropy_backward(const Stack& a) {
   const int64_t ignore = a[5].to_int();
   const double eps = a[6].to_double();
   const int64_t C = x.dim() == 1 ? x.size(0) : x.size(1);
-  const int64_t outer = x.dim() == 1 ? 1 : x.size(0),
+  const int64_t outer = x.dim() == 1 ? 1 : int64_t{x.size(0)},
                 inner = C == 0 ? 1 : x.numel() / std::max<int64_t>(outer * C, 1);
   const std::vector<double> xv = vals(x), g = vals(a[0].tensor());
   const std::vector<int64_t> tv = target.to(kInt64).to_vector<int64_t>();

@@ -275,7 +275,7 @@ const bool registered = [] {
                       const int64_t lead = static_cast<int64_t>(reps.size()) - x.dim();
                       Shape shape;
                       for (size_t i = 0; i < reps.size(); ++i)
-                        shape.push_back(reps[i] * (static_cast<int64_t>(i) < lead ? 1 : x.size(i - lead)));
+                        shape.push_back(reps[i] * (static_cast<int64_t>(i) < lead ? 1 : int64_t{x.size(i - lead)}));
                       return std::vector<Tensor>{map_positions(x, shape, [&](Shape i) {
                         Shape s(i.begin() + lead, i.end());
                         for (size_t d = 0; d < s.size(); ++d) s[d] %= x.size(d);

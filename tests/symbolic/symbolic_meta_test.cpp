@@ -9,6 +9,7 @@
 
 #include "kiln/kiln.h"
 #include "src/core/shape.h"
+#include "src/dispatch/ivalue.h"
 #include "src/sym/shape_env.h"
 
 namespace kiln {

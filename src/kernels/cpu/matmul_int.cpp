@@ -33,7 +33,8 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
   if (batch == 0 || m == 0 || n == 0) return;
   const int64_t a_sb = d == 3 ? int64_t{a.stride(0)} : 0, a_sm = a.stride(d - 2),
                 a_sk = a.stride(d - 1);
-  const int64_t b_sb = d == 3 ? int64_t{b.stride(0)} : 0, b_sk = b.stride(d - 2), b_sn = b.stride(d - 1);
+  const int64_t b_sb = d == 3 ? int64_t{b.stride(0)} : 0, b_sk = b.stride(d - 2),
+                b_sn = b.stride(d - 1);
   const Acc al = static_cast<Acc>(static_cast<U>(alpha.to<T>()));
   const Acc be = static_cast<Acc>(static_cast<U>(beta.to<T>()));
   T* pc = static_cast<T*>(out.data_ptr());
