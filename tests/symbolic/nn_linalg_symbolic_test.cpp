@@ -13,6 +13,7 @@
 
 #include "kiln/kiln.h"
 #include "src/core/tensor_factory.h"
+#include "src/ops/linalg_backward.h"
 #include "src/ops/nn_backward.h"
 #include "src/sym/expr.h"
 #include "src/sym/shape_env.h"
@@ -35,6 +36,14 @@ Tensor meta(std::initializer_list<SymInt> sizes, ScalarType dtype = kFloat32) {
 }
 Tensor concrete_meta(std::vector<int64_t> sizes, ScalarType dtype = kFloat32) {
   return empty_tensor(IntArrayRef(sizes), dtype, Device::Meta);
+}
+
+// Whether any recorded guard mentions `symbol` (a size that must stay fully dynamic).
+bool guards_mention(const sym::ShapeEnv& env, SymInt symbol) {
+  for (const sym::ShapeGuard& g : env.guards())
+    for (sym::ExprPtr s : sym::free_symbols(g.condition))
+      if (s == symbol.expr()) return true;
+  return false;
 }
 
 // Evaluates `s` with symbol values given by name ("s0" -> 9).
@@ -130,6 +139,10 @@ TEST_F(SymbolicNnLinalg, Conv2dOutputSizeIsFloorDivisionExpression) {
   const SymInt oh = y.sym_sizes()[2], ow = y.sym_sizes()[3];
   ASSERT_TRUE(oh.is_symbolic());
   ASSERT_TRUE(ow.is_symbolic());
+  EXPECT_EQ(sym::free_symbols(oh.expr()), std::vector<sym::ExprPtr>{h.expr()});
+  EXPECT_EQ(sym::free_symbols(ow.expr()), std::vector<sym::ExprPtr>{w.expr()});
+  // Only "the dilated kernel fits" may guard (on W here); the batch size stays unconstrained.
+  EXPECT_FALSE(guards_mention(env, n));
   // The expressions agree with eager (concrete) shapes for sizes other than the hints.
   for (auto [hv, wv] : std::vector<std::pair<int64_t, int64_t>>{{17, 23}, {9, 12}, {30, 41}}) {
     const Tensor ref = conv2d(concrete_meta({2, 3, hv, wv}), concrete_meta({8, 3, 3, 5}),
@@ -178,6 +191,7 @@ TEST_F(SymbolicNnLinalg, PoolingOutputSizes) {
   EXPECT_EQ(strs(aap), (Strs{str(n), "3", "5", "7"}));
   ASSERT_TRUE(mp.sym_sizes()[2].is_symbolic());
   ASSERT_TRUE(ap.sym_sizes()[3].is_symbolic());
+  EXPECT_FALSE(guards_mention(env, n));
   for (auto [hv, wv] : std::vector<std::pair<int64_t, int64_t>>{{15, 20}, {8, 9}, {33, 64}}) {
     const std::map<std::string, int64_t> values{{h.expr()->name(), hv}, {w.expr()->name(), wv}};
     const Tensor cx = concrete_meta({2, 3, hv, wv});
