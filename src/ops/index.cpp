@@ -217,12 +217,16 @@ void cpu_nonzero(OpCall& call) { call.set_output(0, cpu::nonzero(call.tensor(0))
 
 // ---- one_hot ----
 
-int64_t one_hot_classes(OpCall& call) {
+SymInt one_hot_classes(OpCall& call) {
   const Tensor& self = call.tensor(0);
   int64_t classes = call.int_arg(1);
   KILN_CHECK(classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got {}",
              classes);
   if (classes != -1) return classes;
+  // The largest value + 1: data-dependent, an unbacked symbol while tracing (Note [Data-dependent
+  // output sizes on Meta]).
+  if (sym::ShapeEnv* env = sym::ShapeEnv::current(); env != nullptr && self.is_meta())
+    return env->create_unbacked_symbol("one_hot num_classes", sym::ValueRange::at_least(1));
   KILN_CHECK(!self.is_meta(), NotImplementedError,
              "one_hot: num_classes=-1 infers the count from the values, which Meta tensors lack; "
              "pass num_classes");
@@ -266,8 +270,8 @@ void cpu_one_hot(OpCall& call) {
 // ShapeEnv is current) it becomes a fresh unbacked symbol u0 with range [0, numel]: later ops
 // compute with it symbolically, and code that must branch on it graph-breaks (DataDependentError).
 // Outside a trace Meta cannot answer, so it raises NotImplementedError as before. The CPU kernel
-// allocates the exact output (kTagDynamicOutput). Advanced indexing with a bool mask does the same
-// (src/ops/advanced_index.cpp).
+// allocates the exact output (kTagDynamicOutput). Advanced indexing with a bool mask
+// (src/ops/advanced_index.cpp) and one_hot's inferred class count do the same.
 SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper,
                            SymIntArrayRef input_shape) {
   sym::ShapeEnv* env = sym::ShapeEnv::current();

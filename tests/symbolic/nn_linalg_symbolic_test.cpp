@@ -311,6 +311,15 @@ TEST_F(SymbolicNnLinalg, BoolMaskIndexGivesAnUnbackedSymbol) {
   EXPECT_EQ(str(r.sym_sizes()[1]), "3");
 }
 
+TEST_F(SymbolicNnLinalg, OneHotInferringClassesGivesAnUnbackedSymbol) {
+  const SymInt n = size(6, "labels.size(0)");
+  const Tensor r = one_hot(meta({n}, kInt64));
+  ASSERT_EQ(r.dim(), 2);
+  EXPECT_EQ(str(r.sym_sizes()[0]), str(n));
+  EXPECT_TRUE(env.info(r.sym_sizes()[1].expr())->unbacked);
+  EXPECT_EQ(strs(one_hot(meta({n}, kInt64), 10)), (Strs{str(n), "10"}));
+}
+
 TEST(SymbolicNnLinalgNoEnv, NonzeroOnMetaWithoutShapeEnvStillRaises) {
   EXPECT_THROW(concrete_meta({3}).nonzero(), NotImplementedError);
 }
