@@ -118,10 +118,16 @@ void run_backend(const OpDef& op, Stack& args, Stack& outputs, DispatchKey key) 
   const Device device = key == DispatchKey::Meta ? Device::Meta : Device::CPU;
   OpCall call(op, args, outputs, device);
   if (op.has_tag(kTagDynamicOutput)) {
-    KILN_CHECK(device == Device::CPU, NotImplementedError,
-               "{}: the output shape depends on the input's values, so it cannot run on Meta "
-               "tensors; run it on CPU tensors",
-               op.name);
+    // The CPU kernel allocates; on Meta the meta function gives the data-dependent sizes as
+    // unbacked symbols while tracing, or raises NotImplementedError (Note [Data-dependent output
+    // sizes on Meta] in src/ops/index.cpp).
+    if (device == Device::Meta) {
+      KILN_CHECK(op.meta != nullptr, NotImplementedError,
+                 "{}: the output shape depends on the input's values, so it cannot run on Meta "
+                 "tensors; run it on CPU tensors",
+                 op.name);
+      op.meta(call);
+    }
   } else {
     op.meta(call);
   }

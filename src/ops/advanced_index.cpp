@@ -13,20 +13,28 @@
 #include "src/ops/registry.h"
 
 namespace kiln {
+
+// src/ops/index.cpp: Note [Data-dependent output sizes on Meta].
+SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper,
+                           SymIntArrayRef input_shape);
+
 namespace {
 
+// The sizes of the result and of the broadcast index are SymInt (symbolic index lengths stay
+// symbolic while tracing); kernels only see concrete ones.
 struct IndexPlan {
-  DimVector out_sizes;
+  SymDimVector out_sizes;
   DimVector before_dims, after_dims;  // dims of self outside the index, in result order
   std::vector<int64_t> indexed_dims;  // dims of self the index tensors address
   std::vector<Tensor> indices;        // one per indexed dim, broadcast to `broadcast`
-  DimVector broadcast;
+  SymDimVector broadcast;
 };
 
 // Expands masks, broadcasts the index tensors and computes the result shape. Reads mask values
 // (CPU only), never index values.
 IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<Tensor>& list) {
   const int64_t nd = self.dim();
+  const SymIntArrayRef self_sizes = self.sym_sizes();
   std::vector<Tensor> per_dim(static_cast<size_t>(nd));
   int64_t pos = 0;
   for (size_t e = 0; e < list.size(); ++e) {
@@ -34,7 +42,7 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
     const int64_t span = t.defined() && t.dtype() == kBool ? t.dim() : 1;
     KILN_CHECK(pos + span <= nd, IndexError,
                "{}: too many indices for a tensor of dimension {} (shape {})", op, nd,
-               shape_str(self.sizes()));
+               shape_str(self_sizes));
     if (!t.defined()) {
       ++pos;
       continue;
@@ -45,18 +53,26 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
     if (t.dtype() == kBool) {
       KILN_CHECK(t.dim() > 0, NotImplementedError,
                  "{}: a 0-dim bool index tensor is not supported by this op; index with a bool "
-                 "value (t.index({{true}})) instead", op);
+                 "value (t.index({{true}})) instead",
+                 op);
       for (int64_t k = 0; k < t.dim(); ++k) {
-        KILN_CHECK(t.size(k) == self.size(pos + k), IndexError,
+        KILN_CHECK(t.sym_sizes()[k] == self_sizes[pos + k], IndexError,
                    "{}: the shape of the mask {} at index {} does not match the shape of the "
-                   "indexed tensor {} at dim {}", op, shape_str(t.sizes()), k,
-                   shape_str(self.sizes()), pos + k);
+                   "indexed tensor {} at dim {}",
+                   op, shape_str(t.sym_sizes()), k, shape_str(self_sizes), pos + k);
       }
-      KILN_CHECK(!t.is_meta(), NotImplementedError,
-                 "{}: indexing with a bool mask gives a shape that depends on the mask's values, "
-                 "which Meta tensors lack; run it on CPU tensors", op);
-      const Tensor nz = cpu::nonzero(t);
-      for (int64_t k = 0; k < t.dim(); ++k) per_dim[static_cast<size_t>(pos + k)] = nz.select(1, k);
+      if (t.is_meta()) {
+        // The mask's true count is data-dependent: an unbacked symbol while tracing,
+        // NotImplementedError otherwise (Note [Data-dependent output sizes on Meta]).
+        const SymInt n =
+            data_dependent_size(op, "bool mask true count", t.sym_numel(), t.sym_sizes());
+        const Tensor coords = empty_tensor(SymDimVector{n}, kInt64, Device::Meta);
+        for (int64_t k = 0; k < t.dim(); ++k) per_dim[static_cast<size_t>(pos + k)] = coords;
+      } else {
+        const Tensor nz = cpu::nonzero(t);
+        for (int64_t k = 0; k < t.dim(); ++k)
+          per_dim[static_cast<size_t>(pos + k)] = nz.select(1, k);
+      }
     } else {
       per_dim[static_cast<size_t>(pos)] = t;
     }
@@ -68,33 +84,37 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
     const Tensor& t = per_dim[static_cast<size_t>(d)];
     if (!t.defined()) continue;
     if (first) {
-      plan.broadcast = DimVector(t.sizes().begin(), t.sizes().end());
+      plan.broadcast = SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
     } else {
       try {
-        plan.broadcast = broadcast_shapes(op, plan.broadcast, t.sizes());
+        plan.broadcast = sym_broadcast_shapes(op, plan.broadcast, t.sym_sizes());
       } catch (const ShapeError&) {
-        throw IndexError(fmt::format("{}: shape mismatch: the index tensors cannot be broadcast "
-                                     "together ({} with {} at dim {})", op,
-                                     shape_str(plan.broadcast), shape_str(t.sizes()), d));
+        throw IndexError(
+            fmt::format("{}: shape mismatch: the index tensors cannot be broadcast "
+                        "together ({} with {} at dim {})",
+                        op, shape_str(plan.broadcast), shape_str(t.sym_sizes()), d));
       }
     }
     first = false;
     plan.indexed_dims.push_back(d);
   }
-  for (int64_t d : plan.indexed_dims) plan.indices.push_back(per_dim[static_cast<size_t>(d)].expand(plan.broadcast));
-  const bool adjacent = plan.indexed_dims.empty() ||
-                        plan.indexed_dims.back() - plan.indexed_dims.front() + 1 ==
-                            static_cast<int64_t>(plan.indexed_dims.size());
+  for (int64_t d : plan.indexed_dims)
+    plan.indices.push_back(per_dim[static_cast<size_t>(d)].expand(plan.broadcast));
+  const bool adjacent =
+      plan.indexed_dims.empty() || plan.indexed_dims.back() - plan.indexed_dims.front() + 1 ==
+                                       static_cast<int64_t>(plan.indexed_dims.size());
   const int64_t lo = plan.indexed_dims.empty() ? nd : plan.indexed_dims.front();
   for (int64_t d = 0; d < nd; ++d) {
     const bool indexed = per_dim[static_cast<size_t>(d)].defined();
     if (indexed) continue;
-    if (adjacent && d < lo) plan.before_dims.push_back(d);
-    else plan.after_dims.push_back(d);
+    if (adjacent && d < lo)
+      plan.before_dims.push_back(d);
+    else
+      plan.after_dims.push_back(d);
   }
-  for (int64_t d : plan.before_dims) plan.out_sizes.push_back(self.size(d));
-  for (int64_t s : plan.broadcast) plan.out_sizes.push_back(s);
-  for (int64_t d : plan.after_dims) plan.out_sizes.push_back(self.size(d));
+  for (int64_t d : plan.before_dims) plan.out_sizes.push_back(self_sizes[d]);
+  for (SymInt s : plan.broadcast) plan.out_sizes.push_back(s);
+  for (int64_t d : plan.after_dims) plan.out_sizes.push_back(self_sizes[d]);
   return plan;
 }
 
@@ -113,7 +133,7 @@ std::vector<int64_t> plan_offsets(std::string_view op, const Tensor& self, const
   off.before = table(plan.before_dims);
   off.after = table(plan.after_dims);
   int64_t k = 1;
-  for (int64_t s : plan.broadcast) k *= s;
+  for (SymInt s : plan.broadcast) k *= s.expect_int();
   off.index.assign(static_cast<size_t>(k), 0);
   for (size_t j = 0; j < plan.indexed_dims.size(); ++j) {
     const int64_t d = plan.indexed_dims[j];
@@ -129,17 +149,21 @@ std::vector<int64_t> plan_offsets(std::string_view op, const Tensor& self, const
             const T x = values[p];
             int64_t w = static_cast<int64_t>(x);
             bool ok;
-            if constexpr (std::is_unsigned_v<T>) ok = static_cast<uint64_t>(x) < static_cast<uint64_t>(size);
-            else ok = w >= -size && w < size;
-            KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}",
-                       op, x, d, size);
+            if constexpr (std::is_unsigned_v<T>)
+              ok = static_cast<uint64_t>(x) < static_cast<uint64_t>(size);
+            else
+              ok = w >= -size && w < size;
+            KILN_CHECK(ok, IndexError,
+                       "{}: index {} is out of bounds for dimension {} with size {}", op, x, d,
+                       size);
             out[p] = w < 0 ? w + size : w;
           }
         }
       });
       return out;
     }();
-    for (int64_t p = 0; p < k; ++p) off.index[static_cast<size_t>(p)] += v[static_cast<size_t>(p)] * self.stride(d);
+    for (int64_t p = 0; p < k; ++p)
+      off.index[static_cast<size_t>(p)] += v[static_cast<size_t>(p)] * self.stride(d);
   }
   return off.flatten();
 }
@@ -160,10 +184,10 @@ void meta_index_put(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const Tensor& values = call.tensor(2);
   IndexPlan plan = plan_index("index_put_", self, call.tensors(1));
-  DimVector shape = broadcast_shapes("index_put_", plan.out_sizes, values.sizes());
-  KILN_CHECK(IntArrayRef(shape) == IntArrayRef(plan.out_sizes), ShapeError,
+  SymDimVector shape = sym_broadcast_shapes("index_put_", plan.out_sizes, values.sym_sizes());
+  KILN_CHECK(shapes_equal(shape, plan.out_sizes), ShapeError,
              "index_put_: values of shape {} cannot be broadcast to the indexed shape {}",
-             shape_str(values.sizes()), shape_str(plan.out_sizes));
+             shape_str(values.sym_sizes()), shape_str(plan.out_sizes));
   call.set_output(0, self);
 }
 
@@ -187,7 +211,8 @@ void register_advanced_index_ops(OpRegistry& r) {
          .meta = meta_index,
          .cpu = cpu_index});
   r.add({.name = "index_put_",
-         .schema = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)",
+         .schema = "index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool "
+                   "accumulate=False) -> Tensor(a!)",
          .family = "index",
          .meta = meta_index_put,
          .cpu = cpu_index_put,

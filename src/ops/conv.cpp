@@ -11,12 +11,33 @@
 namespace kiln {
 namespace {
 
-// Spatial parameters of one convolution; index 0 is H (1 for conv1d), 1 is W (or L).
+// The shape rules of one convolution, in SymInt so that a trace with symbolic sizes gets
+// symbolic output sizes (Note [Symbolic convolution output size] in conv_common.h); index 0 of
+// the spatial arrays is H (1 for conv1d), 1 is W (or L). The kernel takes the concrete geometry().
 struct ConvSetup {
-  cpu::ConvGeometry geometry;
   bool batched = true;
   int spatial = 2;
-  DimVector out_shape;
+  SymInt batch = 1, in_channels = 0, out_channels = 0;
+  std::array<SymInt, 2> in_size{1, 1}, kernel{1, 1}, pad_before{0, 0}, out_size{1, 1};
+  std::array<int64_t, 2> stride{1, 1}, dilation{1, 1};
+  int64_t groups = 1;
+  SymDimVector out_shape;
+
+  // Kernels only: they never see symbolic sizes (expect_int throws if one slipped through).
+  cpu::ConvGeometry geometry() const {
+    cpu::ConvGeometry g;
+    g.batch = batch.expect_int();
+    g.in_channels = in_channels.expect_int();
+    g.in_h = in_size[0].expect_int(), g.in_w = in_size[1].expect_int();
+    g.out_channels = out_channels.expect_int();
+    g.kernel_h = kernel[0].expect_int(), g.kernel_w = kernel[1].expect_int();
+    g.out_h = out_size[0].expect_int(), g.out_w = out_size[1].expect_int();
+    g.stride_h = stride[0], g.stride_w = stride[1];
+    g.pad_h = pad_before[0].expect_int(), g.pad_w = pad_before[1].expect_int();
+    g.dilation_h = dilation[0], g.dilation_w = dilation[1];
+    g.groups = groups;
+    return g;
+  }
 };
 
 std::string_view base_name(const OpCall& call) {
@@ -32,13 +53,14 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
   const int64_t groups = call.int_arg(6);
   ConvSetup s;
   s.spatial = spatial;
+  s.groups = groups;
   KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, ShapeError,
              "{}: expected a {}-D (batched) or {}-D (unbatched) input, got shape {}", op,
-             spatial + 2, spatial + 1, shape_str(input.sizes()));
+             spatial + 2, spatial + 1, shape_str(input.sym_sizes()));
   KILN_CHECK(
       weight.dim() == spatial + 2, ShapeError,
       "{}: weight must be {}-D [out_channels, in_channels / groups, kernel...], got shape {}", op,
-      spatial + 2, shape_str(weight.sizes()));
+      spatial + 2, shape_str(weight.sym_sizes()));
   KILN_CHECK(input.dtype() == weight.dtype(), DTypeError,
              "{}: input ({}) and weight ({}) must have the same dtype", op,
              dtype_name(input.dtype()), dtype_name(weight.dtype()));
@@ -48,44 +70,47 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
   KILN_CHECK(groups > 0, ValueError, "{}: groups must be positive, got {}", op, groups);
   s.batched = input.dim() == spatial + 2;
   const int64_t lead = s.batched ? 1 : 0;
-  const int64_t in_channels = input.size(lead), out_channels = weight.size(0);
-  KILN_CHECK(in_channels == weight.size(1) * groups, ShapeError,
+  const SymIntArrayRef in_sizes = input.sym_sizes(), w_sizes = weight.sym_sizes();
+  s.in_channels = in_sizes[lead];
+  s.out_channels = w_sizes[0];
+  // Channel counts come from parameters and are concrete in practice; a symbolic one guards.
+  KILN_CHECK(s.in_channels == w_sizes[1] * groups, ShapeError,
              "{}: input {} has {} channels but weight {} with groups={} expects {} ({} x {})", op,
-             shape_str(input.sizes()), in_channels, shape_str(weight.sizes()), groups,
-             weight.size(1) * groups, weight.size(1), groups);
-  KILN_CHECK(out_channels % groups == 0, ShapeError,
+             shape_str(in_sizes), s.in_channels, shape_str(w_sizes), groups, w_sizes[1] * groups,
+             w_sizes[1], groups);
+  KILN_CHECK(s.out_channels % groups == 0, ShapeError,
              "{}: weight {} has {} output channels, not divisible by groups={}", op,
-             shape_str(weight.sizes()), out_channels, groups);
+             shape_str(w_sizes), s.out_channels, groups);
   if (bias.defined())
-    KILN_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ShapeError,
-               "{}: bias must be 1-D of size out_channels={}, got shape {}", op, out_channels,
-               shape_str(bias.sizes()));
+    KILN_CHECK(bias.dim() == 1 && bias.sym_sizes()[0] == s.out_channels, ShapeError,
+               "{}: bias must be 1-D of size out_channels={}, got shape {}", op, s.out_channels,
+               shape_str(bias.sym_sizes()));
 
-  const auto stride = conv_spatial_arg(op, "stride", call.ints(3), spatial, 1);
-  const auto dilation = conv_spatial_arg(op, "dilation", call.ints(5), spatial, 1);
+  s.stride = conv_spatial_arg(op, "stride", call.ints(3), spatial, 1);
+  s.dilation = conv_spatial_arg(op, "dilation", call.ints(5), spatial, 1);
   for (int i = 0; i < 2; ++i) {
-    KILN_CHECK(stride[i] > 0, ValueError, "{}: stride must be positive, got {}", op,
+    KILN_CHECK(s.stride[i] > 0, ValueError, "{}: stride must be positive, got {}", op,
                shape_str(call.ints(3)));
-    KILN_CHECK(dilation[i] > 0, ValueError, "{}: dilation must be positive, got {}", op,
+    KILN_CHECK(s.dilation[i] > 0, ValueError, "{}: dilation must be positive, got {}", op,
                shape_str(call.ints(5)));
   }
-  std::array<int64_t, 2> in_size{1, 1}, kernel{1, 1}, pad_before{0, 0}, pad_after{0, 0};
+  std::array<SymInt, 2> pad_after{0, 0};
   for (int i = 0; i < spatial; ++i) {
-    in_size[2 - spatial + i] = input.size(lead + 1 + i);
-    kernel[2 - spatial + i] = weight.size(2 + i);
+    s.in_size[2 - spatial + i] = in_sizes[lead + 1 + i];
+    s.kernel[2 - spatial + i] = w_sizes[2 + i];
   }
   if (call.arg(4).is_string()) {
     const std::string& mode = call.arg(4).string();
     KILN_CHECK(mode == "same" || mode == "valid", ValueError,
                "{}: padding must be \"same\" or \"valid\", got \"{}\"", op, mode);
     if (mode == "same") {
-      KILN_CHECK(stride[0] == 1 && stride[1] == 1, ValueError,
+      KILN_CHECK(s.stride[0] == 1 && s.stride[1] == 1, ValueError,
                  "{}: padding=\"same\" needs stride 1, got {}", op, shape_str(call.ints(3)));
       // Total padding dilation * (k - 1); an odd total puts the extra zero at the end.
       for (int i = 0; i < 2; ++i) {
-        const int64_t total = dilation[i] * (kernel[i] - 1);
-        pad_before[i] = total / 2;
-        pad_after[i] = total - pad_before[i];
+        const SymInt total = s.dilation[i] * (s.kernel[i] - 1);
+        s.pad_before[i] = total / 2;
+        pad_after[i] = total - s.pad_before[i];
       }
     }
   } else {
@@ -93,32 +118,24 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
     for (int i = 0; i < 2; ++i) {
       KILN_CHECK(padding[i] >= 0, ValueError, "{}: padding must be non-negative, got {}", op,
                  shape_str(call.ints(4)));
-      pad_before[i] = pad_after[i] = padding[i];
+      s.pad_before[i] = pad_after[i] = padding[i];
     }
   }
-  std::array<int64_t, 2> out_size{};
   for (int i = 0; i < 2; ++i) {
-    const int64_t padded = in_size[i] + pad_before[i] + pad_after[i];
-    const int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+    const SymInt padded = s.in_size[i] + s.pad_before[i] + pad_after[i];
+    const SymInt span = s.dilation[i] * (s.kernel[i] - 1) + 1;
+    // A symbolic input size guards here: the graph is valid only for inputs the kernel fits.
     KILN_CHECK(span <= padded, ShapeError,
                "{}: the (dilated) kernel size {} is larger than the padded input size {} "
                "(input {}, weight {}); pad the input or use a smaller kernel",
-               op, span, padded, shape_str(input.sizes()), shape_str(weight.sizes()));
-    out_size[i] = (padded - span) / stride[i] + 1;
+               op, span, padded, shape_str(in_sizes), shape_str(w_sizes));
+    s.out_size[i] = conv_output_size(padded, s.kernel[i], s.stride[i], s.dilation[i]);
   }
-  cpu::ConvGeometry& g = s.geometry;
-  g.batch = s.batched ? int64_t{input.size(0)} : 1;
-  g.in_channels = in_channels, g.in_h = in_size[0], g.in_w = in_size[1];
-  g.out_channels = out_channels, g.kernel_h = kernel[0], g.kernel_w = kernel[1];
-  g.out_h = out_size[0], g.out_w = out_size[1];
-  g.stride_h = stride[0], g.stride_w = stride[1];
-  g.pad_h = pad_before[0], g.pad_w = pad_before[1];
-  g.dilation_h = dilation[0], g.dilation_w = dilation[1];
-  g.groups = groups;
-  if (s.batched) s.out_shape.push_back(g.batch);
-  s.out_shape.push_back(out_channels);
-  if (spatial == 2) s.out_shape.push_back(g.out_h);
-  s.out_shape.push_back(g.out_w);
+  s.batch = s.batched ? in_sizes[0] : SymInt(1);
+  if (s.batched) s.out_shape.push_back(s.batch);
+  s.out_shape.push_back(s.out_channels);
+  if (spatial == 2) s.out_shape.push_back(s.out_size[0]);
+  s.out_shape.push_back(s.out_size[1]);
   return s;
 }
 
@@ -130,11 +147,11 @@ void meta_conv2d(OpCall& call) {
 }
 void cpu_conv1d(OpCall& call) {
   cpu::conv2d(call.tensor(0), call.tensor(1), call.optional_tensor(2), call.output(0),
-              conv_setup(call, 1).geometry);
+              conv_setup(call, 1).geometry());
 }
 void cpu_conv2d(OpCall& call) {
   cpu::conv2d(call.tensor(0), call.tensor(1), call.optional_tensor(2), call.output(0),
-              conv_setup(call, 2).geometry);
+              conv_setup(call, 2).geometry());
 }
 
 IValue bias_arg(const Tensor& bias) { return bias.defined() ? IValue(bias) : IValue(); }

@@ -18,23 +18,28 @@ namespace {
 
 constexpr std::string_view kOp = "convolution_backward";
 
-// Arguments: grad_output, input, weight, stride, padding, dilation, groups, 3 output-mask bools.
-cpu::ConvGeometry backward_geometry(const OpCall& call) {
+// Validates a call (arguments: grad_output, input, weight, stride, padding, dilation, groups, 3
+// output-mask bools) with SymInt arithmetic, so a trace with symbolic sizes only guards on what the
+// checks need. Returns the geometry the kernel runs with when `want_geometry` (concrete sizes
+// only).
+cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
   const Tensor& grad_output = call.tensor(0);
   const Tensor& input = call.tensor(1);
   const Tensor& weight = call.tensor(2);
   const int64_t groups = call.int_arg(6);
+  const SymIntArrayRef go_sizes = grad_output.sym_sizes(), in_sizes = input.sym_sizes(),
+                       w_sizes = weight.sym_sizes();
   KILN_CHECK(weight.dim() == 3 || weight.dim() == 4, ShapeError,
              "{}: weight must be 3-D (conv1d) or 4-D (conv2d) [out_channels, in_channels / "
              "groups, kernel...], got shape {}",
-             kOp, shape_str(weight.sizes()));
+             kOp, shape_str(w_sizes));
   const int spatial = static_cast<int>(weight.dim()) - 2;
   KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, ShapeError,
              "{}: expected a {}-D (batched) or {}-D (unbatched) input for weight {}, got shape {}",
-             kOp, spatial + 2, spatial + 1, shape_str(weight.sizes()), shape_str(input.sizes()));
+             kOp, spatial + 2, spatial + 1, shape_str(w_sizes), shape_str(in_sizes));
   KILN_CHECK(grad_output.dim() == input.dim(), ShapeError,
-             "{}: grad_output {} must have the rank of input {}", kOp,
-             shape_str(grad_output.sizes()), shape_str(input.sizes()));
+             "{}: grad_output {} must have the rank of input {}", kOp, shape_str(go_sizes),
+             shape_str(in_sizes));
   KILN_CHECK(input.dtype() == weight.dtype() && grad_output.dtype() == input.dtype(), DTypeError,
              "{}: grad_output ({}), input ({}) and weight ({}) must have one dtype", kOp,
              dtype_name(grad_output.dtype()), dtype_name(input.dtype()),
@@ -45,50 +50,59 @@ cpu::ConvGeometry backward_geometry(const OpCall& call) {
   KILN_CHECK(groups > 0, ValueError, "{}: groups must be positive, got {}", kOp, groups);
   const bool batched = input.dim() == spatial + 2;
   const int64_t lead = batched ? 1 : 0;
-  const int64_t in_channels = input.size(lead), out_channels = weight.size(0);
-  KILN_CHECK(in_channels == weight.size(1) * groups, ShapeError,
+  const SymInt in_channels = in_sizes[lead], out_channels = w_sizes[0];
+  KILN_CHECK(in_channels == w_sizes[1] * groups, ShapeError,
              "{}: input {} has {} channels but weight {} with groups={} expects {}", kOp,
-             shape_str(input.sizes()), in_channels, shape_str(weight.sizes()), groups,
-             weight.size(1) * groups);
+             shape_str(in_sizes), in_channels, shape_str(w_sizes), groups, w_sizes[1] * groups);
   KILN_CHECK(out_channels % groups == 0, ShapeError,
              "{}: weight {} has {} output channels, not divisible by groups={}", kOp,
-             shape_str(weight.sizes()), out_channels, groups);
-  KILN_CHECK(
-      grad_output.size(lead) == out_channels && (!batched || grad_output.size(0) == input.size(0)),
-      ShapeError, "{}: grad_output {} does not match input {} and weight {} in batch or channels",
-      kOp, shape_str(grad_output.sizes()), shape_str(input.sizes()), shape_str(weight.sizes()));
+             shape_str(w_sizes), out_channels, groups);
+  KILN_CHECK(go_sizes[lead] == out_channels && (!batched || go_sizes[0] == in_sizes[0]), ShapeError,
+             "{}: grad_output {} does not match input {} and weight {} in batch or channels", kOp,
+             shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes));
 
   const auto stride = conv_spatial_arg(kOp, "stride", call.ints(3), spatial, 1);
   const auto padding = conv_spatial_arg(kOp, "padding", call.ints(4), spatial, 0);
   const auto dilation = conv_spatial_arg(kOp, "dilation", call.ints(5), spatial, 1);
-  std::array<int64_t, 2> in_size{1, 1}, kernel{1, 1}, out_size{1, 1};
+  std::array<SymInt, 2> in_size{1, 1}, kernel{1, 1}, out_size{1, 1};
   for (int i = 0; i < spatial; ++i) {
-    in_size[2 - spatial + i] = input.size(lead + 1 + i);
-    kernel[2 - spatial + i] = weight.size(2 + i);
-    out_size[2 - spatial + i] = grad_output.size(lead + 1 + i);
+    in_size[2 - spatial + i] = in_sizes[lead + 1 + i];
+    kernel[2 - spatial + i] = w_sizes[2 + i];
+    out_size[2 - spatial + i] = go_sizes[lead + 1 + i];
   }
   for (int i = 0; i < 2; ++i) {
     KILN_CHECK(stride[i] > 0 && dilation[i] > 0 && padding[i] >= 0, ValueError,
                "{}: stride {} and dilation {} must be positive and padding {} non-negative", kOp,
                shape_str(call.ints(3)), shape_str(call.ints(5)), shape_str(call.ints(4)));
-    // See Note [Convolution backward padding].
-    const int64_t span = dilation[i] * (kernel[i] - 1) + 1;
-    const int64_t padded = in_size[i] + 2 * padding[i];
-    const int64_t symmetric = padded >= span ? (padded - span) / stride[i] + 1 : -1;
-    const int64_t one_more = padded + 1 >= span ? (padded + 1 - span) / stride[i] + 1 : -1;
-    KILN_CHECK(out_size[i] == symmetric || out_size[i] == one_more, ShapeError,
-               "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
-               "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "
-               "of padding)",
-               kOp, shape_str(grad_output.sizes()), shape_str(input.sizes()),
-               shape_str(weight.sizes()), shape_str(call.ints(3)), shape_str(call.ints(4)),
-               shape_str(call.ints(5)), out_size[i], symmetric, one_more);
+    // See Note [Convolution backward padding]. The forward guarded that the kernel fits the
+    // symmetrically padded input, so in a trace these comparisons repeat known facts; with
+    // grad_output's size computed by the forward (the same expression) the equality is
+    // structural and guards nothing new.
+    const SymInt span = dilation[i] * (kernel[i] - 1) + 1;
+    const SymInt padded = in_size[i] + 2 * padding[i];
+    const bool fits = span <= padded;
+    const bool fits_one_more = fits || span <= padded + 1;
+    const SymInt symmetric =
+        fits ? conv_output_size(padded, kernel[i], stride[i], dilation[i]) : SymInt(-1);
+    const SymInt one_more = fits_one_more
+                                ? conv_output_size(padded + 1, kernel[i], stride[i], dilation[i])
+                                : SymInt(-1);
+    KILN_CHECK(
+        sizes_equal(out_size[i], symmetric) || sizes_equal(out_size[i], one_more), ShapeError,
+        "{}: grad_output {} does not fit input {} and weight {} with stride {}, padding "
+        "{}, dilation {}: spatial size {} should be {} (or {} with one more trailing zero "
+        "of padding)",
+        kOp, shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes), shape_str(call.ints(3)),
+        shape_str(call.ints(4)), shape_str(call.ints(5)), out_size[i], symmetric, one_more);
   }
   cpu::ConvGeometry g;
-  g.batch = batched ? int64_t{input.size(0)} : 1;
-  g.in_channels = in_channels, g.in_h = in_size[0], g.in_w = in_size[1];
-  g.out_channels = out_channels, g.kernel_h = kernel[0], g.kernel_w = kernel[1];
-  g.out_h = out_size[0], g.out_w = out_size[1];
+  if (!want_geometry) return g;
+  g.batch = batched ? in_sizes[0].expect_int() : 1;
+  g.in_channels = in_channels.expect_int();
+  g.in_h = in_size[0].expect_int(), g.in_w = in_size[1].expect_int();
+  g.out_channels = out_channels.expect_int();
+  g.kernel_h = kernel[0].expect_int(), g.kernel_w = kernel[1].expect_int();
+  g.out_h = out_size[0].expect_int(), g.out_w = out_size[1].expect_int();
   g.stride_h = stride[0], g.stride_w = stride[1];
   g.pad_h = padding[0], g.pad_w = padding[1];
   g.dilation_h = dilation[0], g.dilation_w = dilation[1];
@@ -97,22 +111,22 @@ cpu::ConvGeometry backward_geometry(const OpCall& call) {
 }
 
 void meta_convolution_backward(OpCall& call) {
-  backward_geometry(call);
+  check_backward(call, false);
   const ScalarType dt = call.tensor(1).dtype();
-  const DimVector empty{0};
-  auto shape_if = [&](size_t mask_arg, IntArrayRef shape) {
-    return call.bool_arg(mask_arg) ? shape : IntArrayRef(empty);
+  const SymDimVector empty{0};
+  auto shape_if = [&](size_t mask_arg, SymIntArrayRef shape) {
+    return call.bool_arg(mask_arg) ? shape : SymIntArrayRef(empty);
   };
-  const int64_t out_channels = call.tensor(2).size(0);
-  call.set_output(0, dt, shape_if(7, call.tensor(1).sizes()));
-  call.set_output(1, dt, shape_if(8, call.tensor(2).sizes()));
-  call.set_output(2, dt, shape_if(9, IntArrayRef(&out_channels, 1)));
+  const SymInt out_channels = call.tensor(2).sym_sizes()[0];
+  call.set_output(0, dt, shape_if(7, call.tensor(1).sym_sizes()));
+  call.set_output(1, dt, shape_if(8, call.tensor(2).sym_sizes()));
+  call.set_output(2, dt, shape_if(9, SymIntArrayRef(&out_channels, 1)));
 }
 
 void cpu_convolution_backward(OpCall& call) {
   auto wanted = [&](size_t i) { return call.bool_arg(7 + i) ? call.output(i) : Tensor(); };
   cpu::conv2d_backward(call.tensor(0), call.tensor(1), call.tensor(2), wanted(0), wanted(1),
-                       wanted(2), backward_geometry(call));
+                       wanted(2), check_backward(call, true));
 }
 
 }  // namespace

@@ -6,14 +6,20 @@
 // src/kernels/cpu/index.cpp only move data. So a bad index never leaves a partial write behind
 // and never reads or writes out of bounds. Unsigned index tensors are first class: their values
 // are compared as unsigned, so a huge uint64 index is out of range instead of wrapping to -1.
-#include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
+#include "kiln/ops/creation.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/index.h"
 #include "src/kernels/cpu/shape.h"
 #include "src/ops/registry.h"
+#include "src/sym/shape_env.h"
 
 namespace kiln {
+
+// See Note [Data-dependent output sizes on Meta] (defined below).
+SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper,
+                           SymIntArrayRef input_shape);
+
 namespace {
 
 // Index values of `index` in row-major order, checked against the dim size and wrapped.
@@ -35,8 +41,8 @@ std::vector<int64_t> read_indices(std::string_view op, const Tensor& index, int6
           ok = w < size && (allow_negative ? w >= -size : w >= 0);
           if (w < 0) w += size;
         }
-        KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}", op,
-                   v, dim, size);
+        KILN_CHECK(ok, IndexError, "{}: index {} is out of bounds for dimension {} with size {}",
+                   op, v, dim, size);
         out[p] = w;
       }
     }
@@ -51,6 +57,9 @@ void check_integer_index(std::string_view op, const Tensor& index) {
 }
 
 DimVector sizes_of(const Tensor& t) { return DimVector(t.sizes().begin(), t.sizes().end()); }
+SymDimVector sym_sizes_of(const Tensor& t) {
+  return SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
+}
 
 // A 0-dim tensor as a 1-element 1-D view, so gather/scatter treat dims uniformly.
 Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.as_strided({1}, {1}) : t; }
@@ -62,11 +71,15 @@ void meta_index_select(OpCall& call) {
   const Tensor& index = call.tensor(2);
   check_integer_index("index_select", index);
   KILN_CHECK(index.dim() <= 1, IndexError,
-             "index_select: the index must be a 0-dim or 1-D tensor, got shape {}", shape_str(index.sizes()));
+             "index_select: the index must be a 0-dim or 1-D tensor, got shape {}",
+             shape_str(index.sym_sizes()));
   const int64_t d = wrap_dim("index_select", call.int_arg(1), self.dim());
-  DimVector sizes = sizes_of(self);
-  if (self.dim() > 0) sizes[d] = index.numel();
-  else if (index.dim() == 1) sizes.push_back(index.numel());
+  // The index's length, symbolic when the index's size is (e.g. a batch of ids).
+  SymDimVector sizes = sym_sizes_of(self);
+  if (self.dim() > 0)
+    sizes[d] = index.sym_numel();
+  else if (index.dim() == 1)
+    sizes.push_back(index.sym_numel());
   call.set_output(0, self.dtype(), sizes);
 }
 
@@ -102,22 +115,25 @@ int64_t check_gather_scatter(std::string_view op, const Tensor& self, int64_t di
   const int64_t nd = std::max<int64_t>(self.dim(), 1);
   KILN_CHECK(std::max<int64_t>(index.dim(), 1) == nd, ShapeError,
              "{}: the index (shape {}) must have as many dims as the input (shape {})", op,
-             shape_str(index.sizes()), shape_str(self.sizes()));
-  const Tensor s = as_1d(self), i = as_1d(index);
+             shape_str(index.sym_sizes()), shape_str(self.sym_sizes()));
+  // Sizes as 1-D for 0-dim tensors (like as_1d, without making a view).
+  auto sizes_1d = [](const Tensor& t) { return t.dim() == 0 ? SymDimVector{1} : sym_sizes_of(t); };
+  const SymDimVector s = sizes_1d(self), i = sizes_1d(index);
+  // With symbolic sizes these comparisons guard (the index is no larger than the input).
   for (int64_t k = 0; k < nd; ++k) {
-    KILN_CHECK(k == d || i.size(k) <= s.size(k), ShapeError,
+    KILN_CHECK(k == d || i[k] <= s[k], ShapeError,
                "{}: the index of shape {} is larger than the input of shape {} in dim {}", op,
-               shape_str(index.sizes()), shape_str(self.sizes()), k);
+               shape_str(index.sym_sizes()), shape_str(self.sym_sizes()), k);
   }
   if (src != nullptr) {
     KILN_CHECK(std::max<int64_t>(src->dim(), 1) == nd, ShapeError,
                "{}: src (shape {}) must have as many dims as the index (shape {})", op,
-               shape_str(src->sizes()), shape_str(index.sizes()));
-    const Tensor sr = as_1d(*src);
+               shape_str(src->sym_sizes()), shape_str(index.sym_sizes()));
+    const SymDimVector sr = sizes_1d(*src);
     for (int64_t k = 0; k < nd; ++k) {
-      KILN_CHECK(i.size(k) <= sr.size(k), ShapeError,
+      KILN_CHECK(i[k] <= sr[k], ShapeError,
                  "{}: the index of shape {} is larger than src of shape {} in dim {}", op,
-                 shape_str(index.sizes()), shape_str(src->sizes()), k);
+                 shape_str(index.sym_sizes()), shape_str(src->sym_sizes()), k);
     }
   }
   return d;
@@ -140,7 +156,7 @@ void meta_gather(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const Tensor& index = call.tensor(2);
   check_gather_scatter("gather", self, call.int_arg(1), index, nullptr);
-  call.set_output(0, self.dtype(), index.sizes());
+  call.set_output(0, self.dtype(), index.sym_sizes());
 }
 
 void cpu_gather(OpCall& call) {
@@ -163,7 +179,7 @@ void meta_scatter(OpCall& call) {
   } else {
     check_gather_scatter(call.name(), self, call.int_arg(1), index, nullptr);
   }
-  call.set_output(0, self.dtype(), self.sizes());
+  call.set_output(0, self.dtype(), self.sym_sizes());
 }
 
 void cpu_scatter(OpCall& call, bool accumulate) {
@@ -192,19 +208,25 @@ void cpu_scatter_add(OpCall& call) { cpu_scatter(call, true); }
 // ---- nonzero ----
 
 void meta_nonzero(OpCall& call) {
-  throw NotImplementedError(fmt::format("nonzero: the output shape depends on the input's values "
-                                        "(input shape {}); run it on CPU tensors",
-                                        shape_str(call.tensor(0).sizes())));
+  const Tensor& self = call.tensor(0);
+  const SymInt rows =
+      data_dependent_size("nonzero", "nonzero output size", self.sym_numel(), self.sym_sizes());
+  call.set_output(0, kInt64, SymDimVector{rows, self.dim()});
 }
 void cpu_nonzero(OpCall& call) { call.set_output(0, cpu::nonzero(call.tensor(0))); }
 
 // ---- one_hot ----
 
-int64_t one_hot_classes(OpCall& call) {
+SymInt one_hot_classes(OpCall& call) {
   const Tensor& self = call.tensor(0);
   int64_t classes = call.int_arg(1);
-  KILN_CHECK(classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got {}", classes);
+  KILN_CHECK(classes >= -1, ValueError, "one_hot: num_classes must be -1 (infer) or >= 0, got {}",
+             classes);
   if (classes != -1) return classes;
+  // The largest value + 1: data-dependent, an unbacked symbol while tracing (Note [Data-dependent
+  // output sizes on Meta]).
+  if (sym::ShapeEnv* env = sym::ShapeEnv::current(); env != nullptr && self.is_meta())
+    return env->create_unbacked_symbol("one_hot num_classes", sym::ValueRange::at_least(1));
   KILN_CHECK(!self.is_meta(), NotImplementedError,
              "one_hot: num_classes=-1 infers the count from the values, which Meta tensors lack; "
              "pass num_classes");
@@ -226,7 +248,7 @@ int64_t one_hot_classes(OpCall& call) {
 
 void meta_one_hot(OpCall& call) {
   const Tensor& self = call.tensor(0);
-  DimVector sizes = sizes_of(self);
+  SymDimVector sizes = sym_sizes_of(self);
   sizes.push_back(one_hot_classes(call));
   call.set_output(0, kInt64, sizes);
 }
@@ -242,6 +264,29 @@ void cpu_one_hot(OpCall& call) {
 }
 
 }  // namespace
+
+// Note [Data-dependent output sizes on Meta]
+// nonzero's row count depends on the input's values, which Meta tensors lack. While tracing (a
+// ShapeEnv is current) it becomes a fresh unbacked symbol u0 with range [0, numel]: later ops
+// compute with it symbolically, and code that must branch on it graph-breaks (DataDependentError).
+// Outside a trace Meta cannot answer, so it raises NotImplementedError as before. The CPU kernel
+// allocates the exact output (kTagDynamicOutput). Advanced indexing with a bool mask
+// (src/ops/advanced_index.cpp) and one_hot's inferred class count do the same.
+SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper,
+                           SymIntArrayRef input_shape) {
+  sym::ShapeEnv* env = sym::ShapeEnv::current();
+  KILN_CHECK(env != nullptr, NotImplementedError,
+             "{}: the output shape depends on the input's values (input shape {}); run it on CPU "
+             "tensors, or trace it under a ShapeEnv to get a data-dependent size",
+             op, shape_str(input_shape));
+  if (upper.is_concrete())
+    return env->create_unbacked_symbol(std::move(source),
+                                       sym::ValueRange::between(0, upper.expect_int()));
+  // A symbolic bound is no value range: record it as a runtime assert instead.
+  const SymInt size = env->create_unbacked_symbol(std::move(source), sym::ValueRange::at_least(0));
+  check(size <= upper);
+  return size;
+}
 
 void register_advanced_index_ops(OpRegistry& r);  // src/ops/advanced_index.cpp
 

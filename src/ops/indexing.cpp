@@ -36,11 +36,11 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
   }
   KILN_CHECK(specified <= self.dim(), IndexError,
              "index: too many indices for a tensor of dimension {} (shape {}): {} given",
-             self.dim(), shape_str(self.sizes()), specified);
+             self.dim(), shape_str(self.sym_sizes()), specified);
   Translated out;
   out.view = self;
-  int64_t dim = 0;       // the next dim of out.view to index
-  int64_t listed = 0;    // dims of out.view covered by out.tensors so far
+  int64_t dim = 0;     // the next dim of out.view to index
+  int64_t listed = 0;  // dims of out.view covered by out.tensors so far
   auto record = [&](const Tensor& t, int64_t span) {
     while (listed < dim) {
       out.tensors.emplace_back();
@@ -58,8 +58,10 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
       out.view = out.view.select(dim, i.integer());
     } else if (i.is_slice()) {
       const indexing::Slice& s = i.slice();
-      KILN_CHECK(s.step > 0, ValueError, "index: slice step must be positive, got {} (negative "
-                 "steps are not supported, as in PyTorch; use flip)", s.step);
+      KILN_CHECK(s.step > 0, ValueError,
+                 "index: slice step must be positive, got {} (negative "
+                 "steps are not supported, as in PyTorch; use flip)",
+                 s.step);
       out.view = out.view.slice(dim, s.start, s.stop, s.step);
       ++dim;
     } else if (i.is_none()) {
@@ -67,7 +69,8 @@ Translated translate(const Tensor& self, const std::vector<TensorIndex>& indices
       ++dim;
     } else if (i.is_ellipsis()) {
       dim += self.dim() - specified;
-    } else if (i.is_bool() || (i.is_tensor() && i.tensor().dtype() == kBool && i.tensor().dim() == 0)) {
+    } else if (i.is_bool() ||
+               (i.is_tensor() && i.tensor().dtype() == kBool && i.tensor().dim() == 0)) {
       // A bool value adds a dim of size 1 and keeps (true) or drops (false) it: index 0 or none.
       const bool keep = i.is_bool() ? i.boolean() : i.tensor().item<bool>();
       out.view = out.view.unsqueeze(dim);
@@ -92,7 +95,8 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
   return index(std::vector<TensorIndex>(indices));
 }
 
-const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) const {
+const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices,
+                                 const Tensor& value) const {
   Translated t = translate(*this, std::vector<TensorIndex>(indices));
   if (!t.has_tensors) {
     t.view.copy_(value);
@@ -103,7 +107,8 @@ const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, con
   return *this;
 }
 
-const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Scalar& value) const {
+const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices,
+                                 const Scalar& value) const {
   Tensor v = scalar_to_tensor(value, dtype(), device());
   return index_put_(indices, v);
 }

@@ -9,19 +9,28 @@ namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
+// The shapes of one call, SymInt so that symbolic batch and sequence sizes stay symbolic.
 struct AttentionShapes {
-  DimVector batch;  // broadcast batch dims of q, k, v
-  DimVector q, k, v, mask, out;
+  SymDimVector batch;  // broadcast batch dims of q, k, v
+  SymDimVector q, k, v, mask, out;
 };
 
 // The leading dims of t (all but the last two).
-IntArrayRef batch_dims(const Tensor& t) { return t.sizes().slice(0, static_cast<size_t>(t.dim() - 2)); }
+SymIntArrayRef batch_dims(const Tensor& t) {
+  return t.sym_sizes().slice(0, static_cast<size_t>(t.dim() - 2));
+}
 
-DimVector with_tail(const DimVector& batch, int64_t a, int64_t b) {
-  DimVector s = batch;
+SymDimVector with_tail(const SymDimVector& batch, SymInt a, SymInt b) {
+  SymDimVector s = batch;
   s.push_back(a);
   s.push_back(b);
   return s;
+}
+
+// The size of dim -i (i >= 1) of t.
+SymInt size_from_end(const Tensor& t, size_t i) {
+  const SymIntArrayRef s = t.sym_sizes();
+  return s[s.size() - i];
 }
 
 // scaled_dot_product_attention(q, k, v, attn_mask?, dropout_p, is_causal, scale?)
@@ -33,23 +42,24 @@ AttentionShapes check_attention(const OpCall& call) {
   KILN_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, ShapeError,
              "{}: query, key and value must have at least 2 dims (..., L, E), (..., S, E), "
              "(..., S, Ev); got shapes {}, {}, {}",
-             kOp, shape_str(q.sizes()), shape_str(k.sizes()), shape_str(v.sizes()));
+             kOp, shape_str(q.sym_sizes()), shape_str(k.sym_sizes()), shape_str(v.sym_sizes()));
   KILN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), DTypeError,
              "{}: query, key and value must have the same dtype, got {}, {}, {}", kOp,
              dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
-  KILN_CHECK(q.size(-1) == k.size(-1), ShapeError,
+  const SymInt L = size_from_end(q, 2), E = size_from_end(q, 1), S = size_from_end(k, 2),
+               Ev = size_from_end(v, 1);
+  KILN_CHECK(E == size_from_end(k, 1), ShapeError,
              "{}: the last dim of query (shape {}) must equal the last dim of key (shape {})", kOp,
-             shape_str(q.sizes()), shape_str(k.sizes()));
-  KILN_CHECK(k.size(-2) == v.size(-2), ShapeError,
+             shape_str(q.sym_sizes()), shape_str(k.sym_sizes()));
+  KILN_CHECK(S == size_from_end(v, 2), ShapeError,
              "{}: key (shape {}) and value (shape {}) must have the same sequence length (dim -2)",
-             kOp, shape_str(k.sizes()), shape_str(v.sizes()));
+             kOp, shape_str(k.sym_sizes()), shape_str(v.sym_sizes()));
   KILN_CHECK(dropout_p == 0.0, NotImplementedError,
              "{}: dropout_p={} is not supported yet (needs the random generator); pass 0", kOp,
              dropout_p);
   AttentionShapes s;
-  s.batch = broadcast_shapes(kOp, batch_dims(q), batch_dims(k));
-  s.batch = broadcast_shapes(kOp, s.batch, batch_dims(v));
-  const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
+  s.batch = sym_broadcast_shapes(kOp, batch_dims(q), batch_dims(k));
+  s.batch = sym_broadcast_shapes(kOp, s.batch, batch_dims(v));
   s.q = with_tail(s.batch, L, E);
   s.k = with_tail(s.batch, S, E);
   s.v = with_tail(s.batch, S, Ev);
@@ -64,10 +74,10 @@ AttentionShapes check_attention(const OpCall& call) {
                "{}: attn_mask must be bool (true = attend) or floating (added to the scores), "
                "got {}",
                kOp, dtype_name(mask.dtype()));
-    const DimVector b = broadcast_shapes(kOp, mask.sizes(), s.mask);
-    KILN_CHECK(IntArrayRef(b) == IntArrayRef(s.mask), ShapeError,
+    const SymDimVector b = sym_broadcast_shapes(kOp, mask.sym_sizes(), s.mask);
+    KILN_CHECK(shapes_equal(b, s.mask), ShapeError,
                "{}: attn_mask of shape {} must broadcast to (..., L, S) = {}", kOp,
-               shape_str(mask.sizes()), shape_str(s.mask));
+               shape_str(mask.sym_sizes()), shape_str(s.mask));
   }
   return s;
 }

@@ -15,6 +15,12 @@ int64_t prod(IntArrayRef s) {
   return p;
 }
 
+SymInt sym_prod(SymIntArrayRef s) {
+  SymInt p = 1;
+  for (SymInt v : s) p *= v;
+  return p;
+}
+
 // output_mask: three 0/1 flags (grad_input, grad_weight, grad_bias).
 NormGradMask read_mask(const OpCall& call, size_t i) {
   const IntArrayRef m = call.ints(i);
@@ -25,29 +31,30 @@ NormGradMask read_mask(const OpCall& call, size_t i) {
 }
 
 void check_grad_like_input(const OpCall& call, const Tensor& grad, const Tensor& input) {
-  KILN_CHECK(grad.sizes() == input.sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(grad.sym_sizes(), input.sym_sizes()), ShapeError,
              "{}: grad_out of shape {} must have the input's shape {}", call.name(),
-             shape_str(grad.sizes()), shape_str(input.sizes()));
+             shape_str(grad.sym_sizes()), shape_str(input.sym_sizes()));
   KILN_CHECK(grad.dtype() == input.dtype(), DTypeError,
              "{}: grad_out ({}) must have the input's dtype ({})", call.name(),
              dtype_name(grad.dtype()), dtype_name(input.dtype()));
 }
 
-void check_stat(const OpCall& call, const char* what, const Tensor& stat, int64_t count,
+void check_stat(const OpCall& call, const char* what, const Tensor& stat, SymInt count,
                 const Tensor& input) {
-  KILN_CHECK(stat.numel() == count, ShapeError,
+  KILN_CHECK(stat.sym_numel() == count, ShapeError,
              "{}: {} of shape {} must hold {} values for an input of shape {}", call.name(), what,
-             shape_str(stat.sizes()), count, shape_str(input.sizes()));
+             shape_str(stat.sym_sizes()), count, shape_str(input.sym_sizes()));
   KILN_CHECK(is_floating(stat.dtype()), DTypeError, "{}: {} must be floating, got {}", call.name(),
              what, dtype_name(stat.dtype()));
 }
 
 // Creates the three outputs; a gradient not in the mask is an empty [0] tensor.
-void set_norm_outputs(OpCall& call, const Tensor& input, NormGradMask mask, IntArrayRef param) {
+void set_norm_outputs(OpCall& call, const Tensor& input, NormGradMask mask, SymIntArrayRef param) {
   const ScalarType dt = input.dtype();
-  call.set_output(0, dt, mask[0] ? input.sizes() : IntArrayRef({0}));
-  call.set_output(1, dt, mask[1] ? param : IntArrayRef({0}));
-  call.set_output(2, dt, mask[2] ? param : IntArrayRef({0}));
+  const SymDimVector empty{0};
+  call.set_output(0, dt, mask[0] ? input.sym_sizes() : SymIntArrayRef(empty));
+  call.set_output(1, dt, mask[1] ? param : SymIntArrayRef(empty));
+  call.set_output(2, dt, mask[2] ? param : SymIntArrayRef(empty));
 }
 
 Tensor out_if(const OpCall& call, size_t i, bool wanted) {
@@ -59,19 +66,19 @@ Tensor out_if(const OpCall& call, size_t i, bool wanted) {
 // (grad_out, input, normalized_shape, mean, rstd, weight?, output_mask)
 void meta_layer_norm_backward(OpCall& call) {
   const Tensor &grad = call.tensor(0), &input = call.tensor(1);
-  const IntArrayRef ns = call.ints(2);
+  const SymIntArrayRef ns = call.sym_ints(2), sizes = input.sym_sizes();
   const auto nd = static_cast<int64_t>(ns.size());
   KILN_CHECK(nd >= 1 && input.dim() >= nd &&
-                 input.sizes().slice(static_cast<size_t>(input.dim() - nd)) == ns,
+                 shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
              ShapeError,
              "{}: normalized_shape {} must be non-empty and equal the last dims of the input of "
              "shape {}",
-             call.name(), shape_str(ns), shape_str(input.sizes()));
+             call.name(), shape_str(ns), shape_str(sizes));
   check_grad_like_input(call, grad, input);
-  const int64_t M = prod(input.sizes().slice(0, static_cast<size_t>(input.dim() - nd)));
+  const SymInt M = sym_prod(sizes.slice(0, static_cast<size_t>(input.dim() - nd)));
   check_stat(call, "mean", call.tensor(3), M, input);
   check_stat(call, "rstd", call.tensor(4), M, input);
-  check_param(call.name(), "weight", call.optional_tensor(5), ns, input.sizes());
+  check_param(call.name(), "weight", call.optional_tensor(5), ns, sizes);
   set_norm_outputs(call, input, read_mask(call, 6), ns);
 }
 
@@ -93,13 +100,14 @@ void meta_batch_norm_backward(OpCall& call) {
   const Tensor &grad = call.tensor(0), &input = call.tensor(1);
   KILN_CHECK(input.dim() >= 2, ShapeError,
              "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
-             shape_str(input.sizes()));
+             shape_str(input.sym_sizes()));
   check_grad_like_input(call, grad, input);
-  const int64_t C = input.size(1);
-  check_param(call.name(), "weight", call.optional_tensor(2), {C}, input.sizes());
-  check_param(call.name(), "mean", call.tensor(3), {C}, input.sizes());
-  check_param(call.name(), "invstd", call.tensor(4), {C}, input.sizes());
-  set_norm_outputs(call, input, read_mask(call, 6), {C});
+  const SymIntArrayRef sizes = input.sym_sizes();
+  const SymIntArrayRef C = sizes.slice(1, 1);
+  check_param(call.name(), "weight", call.optional_tensor(2), C, sizes);
+  check_param(call.name(), "mean", call.tensor(3), C, sizes);
+  check_param(call.name(), "invstd", call.tensor(4), C, sizes);
+  set_norm_outputs(call, input, read_mask(call, 6), C);
 }
 
 void cpu_batch_norm_backward(OpCall& call) {
@@ -115,18 +123,19 @@ void cpu_batch_norm_backward(OpCall& call) {
 void meta_group_norm_backward(OpCall& call) {
   const Tensor &grad = call.tensor(0), &input = call.tensor(1);
   const int64_t groups = call.int_arg(5);
+  const SymIntArrayRef sizes = input.sym_sizes();
   KILN_CHECK(input.dim() >= 2, ShapeError,
              "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
-             shape_str(input.sizes()));
-  KILN_CHECK(groups > 0 && input.size(1) % groups == 0, ValueError,
+             shape_str(sizes));
+  KILN_CHECK(groups > 0 && sizes[1] % groups == 0, ValueError,
              "{}: num_groups {} must be positive and divide the input's {} channels (shape {})",
-             call.name(), groups, input.size(1), shape_str(input.sizes()));
+             call.name(), groups, sizes[1], shape_str(sizes));
   check_grad_like_input(call, grad, input);
-  check_stat(call, "mean", call.tensor(2), input.size(0) * groups, input);
-  check_stat(call, "rstd", call.tensor(3), input.size(0) * groups, input);
-  const int64_t C = input.size(1);
-  check_param(call.name(), "weight", call.optional_tensor(4), {C}, input.sizes());
-  set_norm_outputs(call, input, read_mask(call, 6), {C});
+  check_stat(call, "mean", call.tensor(2), sizes[0] * groups, input);
+  check_stat(call, "rstd", call.tensor(3), sizes[0] * groups, input);
+  const SymIntArrayRef C = sizes.slice(1, 1);
+  check_param(call.name(), "weight", call.optional_tensor(4), C, sizes);
+  set_norm_outputs(call, input, read_mask(call, 6), C);
 }
 
 void cpu_group_norm_backward(OpCall& call) {
@@ -148,14 +157,14 @@ void meta_cross_entropy_backward(OpCall& call) {
              call.name(), ls);
   check_class_weight(call.name(), call.optional_tensor(3), l.C, input);
   check_index_target(call.name(), target, l, input);
-  const IntArrayRef loss_shape =
-      red == cpu::Reduction::None ? IntArrayRef(l.sample_shape) : IntArrayRef();
-  KILN_CHECK(grad.sizes() == loss_shape, ShapeError,
+  const SymIntArrayRef loss_shape =
+      red == cpu::Reduction::None ? SymIntArrayRef(l.sample_shape) : SymIntArrayRef();
+  KILN_CHECK(shapes_equal(grad.sym_sizes(), loss_shape), ShapeError,
              "{}: grad_output of shape {} must have the loss's shape {} (reduction '{}')",
-             call.name(), shape_str(grad.sizes()), shape_str(loss_shape), call.arg(4).string());
+             call.name(), shape_str(grad.sym_sizes()), shape_str(loss_shape), call.arg(4).string());
   KILN_CHECK(is_floating(grad.dtype()), DTypeError, "{}: grad_output must be floating, got {}",
              call.name(), dtype_name(grad.dtype()));
-  call.set_output(0, input.dtype(), input.sizes());
+  call.set_output(0, input.dtype(), input.sym_sizes());
 }
 
 void cpu_cross_entropy_backward(OpCall& call) {
@@ -163,7 +172,8 @@ void cpu_cross_entropy_backward(OpCall& call) {
   const ClassLayout l = class_layout(call.name(), input);
   cpu::cross_entropy_backward(call.tensor(0), input, call.tensor(2), call.optional_tensor(3),
                               parse_reduction(call.name(), call.arg(4).string()), call.int_arg(5),
-                              call.double_arg(6), l.outer, l.C, l.inner, call.output(0));
+                              call.double_arg(6), l.outer.expect_int(), l.C.expect_int(),
+                              l.inner.expect_int(), call.output(0));
 }
 
 // ---- embedding_dense_backward ----
@@ -171,23 +181,24 @@ void cpu_cross_entropy_backward(OpCall& call) {
 // (grad_output, indices, num_weights, padding_idx?)
 void meta_embedding_backward(OpCall& call) {
   const Tensor &grad = call.tensor(0), &indices = call.tensor(1);
-  const int64_t rows = call.int_arg(2);
+  const SymInt rows = call.sym_int_arg(2);
+  const SymIntArrayRef grad_sizes = grad.sym_sizes(), index_sizes = indices.sym_sizes();
   KILN_CHECK(is_integral(indices.dtype()), DTypeError,
              "{}: indices must have an integer dtype, got {} (shape {})", call.name(),
-             dtype_name(indices.dtype()), shape_str(indices.sizes()));
+             dtype_name(indices.dtype()), shape_str(index_sizes));
   KILN_CHECK(rows >= 0, ValueError, "{}: num_weights must be >= 0, got {}", call.name(), rows);
   KILN_CHECK(grad.dim() == indices.dim() + 1 &&
-                 grad.sizes().slice(0, static_cast<size_t>(indices.dim())) == indices.sizes(),
+                 shapes_equal(grad_sizes.slice(0, index_sizes.size()), index_sizes),
              ShapeError,
              "{}: grad_output of shape {} must have the indices' shape {} plus one trailing dim "
              "(embedding_dim)",
-             call.name(), shape_str(grad.sizes()), shape_str(indices.sizes()));
+             call.name(), shape_str(grad_sizes), shape_str(index_sizes));
   if (const std::optional<int64_t> pad = call.arg(3).optional_int()) {
     KILN_CHECK(*pad >= -rows && *pad < rows, IndexError,
                "{}: padding_idx {} is out of range for a table of {} rows", call.name(), *pad,
                rows);
   }
-  call.set_output(0, grad.dtype(), {rows, grad.size(-1)});
+  call.set_output(0, grad.dtype(), SymDimVector{rows, grad_sizes[grad_sizes.size() - 1]});
 }
 
 void cpu_embedding_backward(OpCall& call) {

@@ -20,13 +20,14 @@ void register_nn_backward_ops(OpRegistry& r);
 inline IValue opt_tensor(const Tensor& t) { return t.defined() ? IValue(t) : IValue(); }
 
 // An optional per-feature parameter (weight, bias, running stat) must be floating and have
-// `expected` shape; `what` names it in the message.
+// `expected` shape; `what` names it in the message. Parameters have concrete sizes in practice;
+// comparing one with a symbolic input size guards (Note [Guarding a symbolic value]).
 inline void check_param(std::string_view op, std::string_view what, const Tensor& p,
-                        IntArrayRef expected, IntArrayRef input_shape) {
+                        SymIntArrayRef expected, SymIntArrayRef input_shape) {
   if (!p.defined()) return;
-  KILN_CHECK(p.sizes() == expected, ShapeError,
+  KILN_CHECK(shapes_equal(p.sym_sizes(), expected), ShapeError,
              "{}: {} must have shape {} for an input of shape {}, but it has shape {}", op, what,
-             shape_str(expected), shape_str(input_shape), shape_str(p.sizes()));
+             shape_str(expected), shape_str(input_shape), shape_str(p.sym_sizes()));
   KILN_CHECK(is_floating(p.dtype()), DTypeError,
              "{}: {} must be a floating tensor, got dtype {}; convert it with .to(kFloat32)", op,
              what, dtype_name(p.dtype()));
@@ -42,42 +43,46 @@ inline cpu::Reduction parse_reduction(std::string_view op, std::string_view r) {
 }
 
 // input (C) | (N, C) | (N, C, d...) as outer x C x inner, and the shape of one loss per sample.
+// SymInt so that meta functions give symbolic loss shapes; kernels pass the (then concrete)
+// sizes on as int64 (expect_int).
 struct ClassLayout {
-  int64_t outer = 1, C = 0, inner = 1;
-  DimVector sample_shape;
+  SymInt outer = 1, C = 0, inner = 1;
+  SymDimVector sample_shape;
 };
 
 inline ClassLayout class_layout(std::string_view op, const Tensor& input) {
   KILN_CHECK(input.dim() >= 1, ShapeError,
              "{}: input must have shape (C), (N, C) or (N, C, d1, ...), got a 0-dim tensor", op);
   ClassLayout l;
+  const SymIntArrayRef sizes = input.sym_sizes();
   if (input.dim() == 1) {
-    l.C = input.size(0);
+    l.C = sizes[0];
     return l;
   }
-  l.outer = input.size(0);
-  l.C = input.size(1);
-  l.sample_shape.push_back(input.size(0));
-  for (int64_t d = 2; d < input.dim(); ++d) {
-    l.inner *= input.size(d);
-    l.sample_shape.push_back(input.size(d));
+  l.outer = sizes[0];
+  l.C = sizes[1];
+  l.sample_shape.push_back(sizes[0]);
+  for (size_t d = 2; d < sizes.size(); ++d) {
+    l.inner *= sizes[d];
+    l.sample_shape.push_back(sizes[d]);
   }
   return l;
 }
 
-inline void check_class_weight(std::string_view op, const Tensor& weight, int64_t C,
+inline void check_class_weight(std::string_view op, const Tensor& weight, SymInt C,
                                const Tensor& input) {
-  check_param(op, "weight (one per class)", weight, {C}, input.sizes());
+  check_param(op, "weight (one per class)", weight, SymIntArrayRef(&C, 1), input.sym_sizes());
 }
 
 inline void check_index_target(std::string_view op, const Tensor& target, const ClassLayout& l,
                                const Tensor& input) {
   KILN_CHECK(is_integral(target.dtype()), DTypeError,
              "{}: class-index target must have an integer dtype, got {} (shape {})", op,
-             dtype_name(target.dtype()), shape_str(target.sizes()));
-  KILN_CHECK(target.sizes() == IntArrayRef(l.sample_shape), ShapeError,
+             dtype_name(target.dtype()), shape_str(target.sym_sizes()));
+  KILN_CHECK(shapes_equal(target.sym_sizes(), l.sample_shape), ShapeError,
              "{}: target of class indices must have shape {} for input of shape {}, got shape {}",
-             op, shape_str(l.sample_shape), shape_str(input.sizes()), shape_str(target.sizes()));
+             op, shape_str(l.sample_shape), shape_str(input.sym_sizes()),
+             shape_str(target.sym_sizes()));
 }
 
 // The three outputs of a native_* op as a tuple.

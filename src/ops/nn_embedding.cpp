@@ -11,21 +11,22 @@ void meta_embedding(OpCall& call) {
   const Tensor& indices = call.tensor(1);
   KILN_CHECK(weight.dim() == 2, ShapeError,
              "embedding: weight must be a 2-D table (num_embeddings, embedding_dim), got shape {}",
-             shape_str(weight.sizes()));
+             shape_str(weight.sym_sizes()));
   KILN_CHECK(is_integral(indices.dtype()), DTypeError,
              "embedding: indices must have an integer dtype, got {} (shape {}); convert them with "
              ".to(kInt64)",
-             dtype_name(indices.dtype()), shape_str(indices.sizes()));
+             dtype_name(indices.dtype()), shape_str(indices.sym_sizes()));
   const std::optional<int64_t> padding_idx = call.arg(2).optional_int();
-  const int64_t rows = weight.size(0);
+  // The table is a parameter (concrete sizes in practice); the indices' shape may be symbolic.
+  const SymInt rows = weight.sym_sizes()[0];
   if (padding_idx) {
     KILN_CHECK(*padding_idx >= -rows && *padding_idx < rows, IndexError,
                "embedding: padding_idx {} is out of range for a table of {} rows (weight of shape "
                "{})",
-               *padding_idx, rows, shape_str(weight.sizes()));
+               *padding_idx, rows, shape_str(weight.sym_sizes()));
   }
-  DimVector shape(indices.sizes().begin(), indices.sizes().end());
-  shape.push_back(weight.size(1));
+  SymDimVector shape(indices.sym_sizes().begin(), indices.sym_sizes().end());
+  shape.push_back(weight.sym_sizes()[1]);
   call.set_output(0, weight.dtype(), shape);
 }
 

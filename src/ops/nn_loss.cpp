@@ -18,17 +18,17 @@ void meta_cross_entropy(OpCall& call) {
              "cross_entropy: label_smoothing must be in [0, 1], got {}", ls);
   check_class_weight("cross_entropy", call.optional_tensor(2), l.C, input);
   if (is_floating(target.dtype())) {
-    KILN_CHECK(target.sizes() == input.sizes(), ShapeError,
+    KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ShapeError,
                "cross_entropy: target of class probabilities must have the input's shape {}, got "
                "shape {}",
-               shape_str(input.sizes()), shape_str(target.sizes()));
+               shape_str(input.sym_sizes()), shape_str(target.sym_sizes()));
   } else {
     check_index_target("cross_entropy", target, l, input);
   }
   if (red == cpu::Reduction::None) {
     call.set_output(0, input.dtype(), l.sample_shape);
   } else {
-    call.set_output(0, input.dtype(), {});
+    call.set_output(0, input.dtype(), SymIntArrayRef{});
   }
 }
 
@@ -39,10 +39,12 @@ void cpu_cross_entropy(OpCall& call) {
   const cpu::Reduction red = parse_reduction("cross_entropy", call.arg(3).string());
   if (is_floating(target.dtype())) {
     cpu::cross_entropy_probs(input, target, call.optional_tensor(2), red, call.double_arg(5),
-                             l.outer, l.C, l.inner, call.output(0));
+                             l.outer.expect_int(), l.C.expect_int(), l.inner.expect_int(),
+                             call.output(0));
   } else {
     cpu::nll_loss(input, target, call.optional_tensor(2), red, call.int_arg(4), call.double_arg(5),
-                  true, l.outer, l.C, l.inner, call.output(0));
+                  true, l.outer.expect_int(), l.C.expect_int(), l.inner.expect_int(),
+                  call.output(0));
   }
 }
 
@@ -56,7 +58,7 @@ void meta_nll_loss(OpCall& call) {
   if (red == cpu::Reduction::None) {
     call.set_output(0, input.dtype(), l.sample_shape);
   } else {
-    call.set_output(0, input.dtype(), {});
+    call.set_output(0, input.dtype(), SymIntArrayRef{});
   }
 }
 
@@ -65,7 +67,7 @@ void cpu_nll_loss(OpCall& call) {
   const ClassLayout l = class_layout("nll_loss", input);
   cpu::nll_loss(input, call.tensor(1), call.optional_tensor(2),
                 parse_reduction("nll_loss", call.arg(3).string()), call.int_arg(4), 0.0, false,
-                l.outer, l.C, l.inner, call.output(0));
+                l.outer.expect_int(), l.C.expect_int(), l.inner.expect_int(), call.output(0));
 }
 
 // The compute dtype of an elementwise loss: input and target promoted, floating.
@@ -77,11 +79,11 @@ ScalarType loss_dtype(std::string_view op, const Tensor& input, const Tensor& ta
   return dt;
 }
 
-void set_loss_output(OpCall& call, cpu::Reduction red, ScalarType dt, IntArrayRef shape) {
+void set_loss_output(OpCall& call, cpu::Reduction red, ScalarType dt, SymIntArrayRef shape) {
   if (red == cpu::Reduction::None) {
     call.set_output(0, dt, shape);
   } else {
-    call.set_output(0, dt, {});
+    call.set_output(0, dt, SymIntArrayRef{});
   }
 }
 
@@ -90,7 +92,8 @@ void meta_mse_loss(OpCall& call) {
   const Tensor &input = call.tensor(0), &target = call.tensor(1);
   const cpu::Reduction red = parse_reduction("mse_loss", call.arg(2).string());
   const ScalarType dt = loss_dtype("mse_loss", input, target);
-  set_loss_output(call, red, dt, broadcast_shapes("mse_loss", input.sizes(), target.sizes()));
+  set_loss_output(call, red, dt,
+                  sym_broadcast_shapes("mse_loss", input.sym_sizes(), target.sym_sizes()));
 }
 
 void cpu_mse_loss(OpCall& call) {
@@ -106,9 +109,9 @@ constexpr const char* kBce = "binary_cross_entropy_with_logits";
 // binary_cross_entropy_with_logits(input, target, weight?, pos_weight?, reduction)
 ScalarType check_bce(const OpCall& call) {
   const Tensor &input = call.tensor(0), &target = call.tensor(1);
-  KILN_CHECK(target.sizes() == input.sizes(), ValueError,
+  KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ValueError,
              "{}: target size {} must be the same as input size {}", kBce,
-             shape_str(target.sizes()), shape_str(input.sizes()));
+             shape_str(target.sym_sizes()), shape_str(input.sym_sizes()));
   const ScalarType dt = loss_dtype(kBce, input, target);
   const char* names[] = {"weight", "pos_weight"};
   for (size_t i = 0; i < 2; ++i) {
@@ -116,17 +119,18 @@ ScalarType check_bce(const OpCall& call) {
     if (!p.defined()) continue;
     KILN_CHECK(is_floating(p.dtype()), DTypeError, "{}: {} must be floating, got {}", kBce,
                names[i], dtype_name(p.dtype()));
-    const DimVector b = broadcast_shapes(kBce, p.sizes(), input.sizes());
-    KILN_CHECK(IntArrayRef(b) == input.sizes(), ShapeError,
+    const SymDimVector b = sym_broadcast_shapes(kBce, p.sym_sizes(), input.sym_sizes());
+    KILN_CHECK(shapes_equal(b, input.sym_sizes()), ShapeError,
                "{}: {} of shape {} must broadcast to the input's shape {}", kBce, names[i],
-               shape_str(p.sizes()), shape_str(input.sizes()));
+               shape_str(p.sym_sizes()), shape_str(input.sym_sizes()));
   }
   return dt;
 }
 
 void meta_bce(OpCall& call) {
   const ScalarType dt = check_bce(call);
-  set_loss_output(call, parse_reduction(kBce, call.arg(4).string()), dt, call.tensor(0).sizes());
+  set_loss_output(call, parse_reduction(kBce, call.arg(4).string()), dt,
+                  call.tensor(0).sym_sizes());
 }
 
 void cpu_bce(OpCall& call) {

@@ -13,25 +13,34 @@ int64_t prod(IntArrayRef s) {
   return p;
 }
 
+SymInt sym_prod(SymIntArrayRef s) {
+  SymInt p = 1;
+  for (SymInt v : s) p *= v;
+  return p;
+}
+
 // ---- layer_norm ----
 
 void meta_native_layer_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
-  const IntArrayRef ns = call.ints(1);
+  const SymIntArrayRef ns = call.sym_ints(1), sizes = input.sym_sizes();
   const auto nd = static_cast<int64_t>(ns.size());
   KILN_CHECK(nd >= 1, ValueError,
              "{}: normalized_shape must have at least one dim (the trailing dims of the input to "
              "normalize over), got []",
              call.name());
-  KILN_CHECK(input.dim() >= nd && input.sizes().slice(static_cast<size_t>(input.dim() - nd)) == ns,
-             ShapeError,
-             "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
-             "shape {}",
-             call.name(), shape_str(ns), nd, shape_str(input.sizes()));
-  check_param(call.name(), "weight", call.optional_tensor(2), ns, input.sizes());
-  check_param(call.name(), "bias", call.optional_tensor(3), ns, input.sizes());
-  call.set_output(0, input.dtype(), input.sizes());
-  DimVector stat(input.sizes().begin(), input.sizes().end());
+  // normalized_shape usually comes from the module (concrete), the input's trailing dims too;
+  // a symbolic trailing dim guards here.
+  KILN_CHECK(
+      input.dim() >= nd && shapes_equal(sizes.slice(static_cast<size_t>(input.dim() - nd)), ns),
+      ShapeError,
+      "{}: normalized_shape {} must equal the last {} dims of the input, but the input has "
+      "shape {}",
+      call.name(), shape_str(ns), nd, shape_str(sizes));
+  check_param(call.name(), "weight", call.optional_tensor(2), ns, sizes);
+  check_param(call.name(), "bias", call.optional_tensor(3), ns, sizes);
+  call.set_output(0, input.dtype(), sizes);
+  SymDimVector stat(sizes.begin(), sizes.end());
   for (int64_t d = input.dim() - nd; d < input.dim(); ++d) stat[static_cast<size_t>(d)] = 1;
   call.set_output(1, input.dtype(), stat);
   call.set_output(2, input.dtype(), stat);
@@ -40,16 +49,16 @@ void meta_native_layer_norm(OpCall& call) {
 void cpu_native_layer_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
   const int64_t N = prod(call.ints(1));
-  const int64_t M = N == 0 ? prod(input.sizes().slice(0, input.dim() - call.ints(1).size()))
-                           : input.numel() / N;
-  cpu::layer_norm(input, call.optional_tensor(2), call.optional_tensor(3), call.double_arg(4), M,
-                  N, call.output(0), call.output(1), call.output(2));
+  const int64_t M =
+      N == 0 ? prod(input.sizes().slice(0, input.dim() - call.ints(1).size())) : input.numel() / N;
+  cpu::layer_norm(input, call.optional_tensor(2), call.optional_tensor(3), call.double_arg(4), M, N,
+                  call.output(0), call.output(1), call.output(2));
 }
 
 void composite_layer_norm(OpCall& call) {
   static const OpId id = op_id("native_layer_norm");
-  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(1), call.arg(2), call.arg(3),
-                                   call.arg(4));
+  Stack out =
+      dispatch::call_boxed(id, call.arg(0), call.arg(1), call.arg(2), call.arg(3), call.arg(4));
   call.set_output(0, std::move(out[0].tensor()));
 }
 
@@ -58,31 +67,34 @@ void composite_layer_norm(OpCall& call) {
 // native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps)
 void meta_native_batch_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
+  const SymIntArrayRef sizes = input.sym_sizes();
   KILN_CHECK(input.dim() >= 2, ShapeError,
              "{}: input must have shape (N, C), (N, C, L) or (N, C, H, W), got shape {}",
-             call.name(), shape_str(input.sizes()));
-  const int64_t C = input.size(1);
+             call.name(), shape_str(sizes));
+  const SymInt C = sizes[1];
   const bool training = call.bool_arg(5);
   const Tensor rm = call.optional_tensor(3), rv = call.optional_tensor(4);
   const char* names[] = {"weight", "bias", "running_mean", "running_var"};
   for (size_t i = 0; i < 4; ++i)
-    check_param(call.name(), names[i], call.optional_tensor(1 + i), {C}, input.sizes());
+    check_param(call.name(), names[i], call.optional_tensor(1 + i), SymIntArrayRef(&C, 1), sizes);
   if (training) {
-    const int64_t per_channel = C == 0 ? 0 : input.numel() / C;
+    // The values per channel as a product (not numel / C): with symbolic sizes, which are >= 2
+    // under 0/1 specialization, the ShapeEnv can prove it is not 1 from value ranges, no guard.
+    const SymInt per_channel = sizes[0] * sym_prod(sizes.slice(2));
     KILN_CHECK(per_channel != 1, ValueError,
                "{}: expected more than 1 value per channel when training, got input of shape {}; "
                "use eval mode (training=false) or a larger batch",
-               call.name(), shape_str(input.sizes()));
+               call.name(), shape_str(sizes));
   } else {
     KILN_CHECK(rm.defined() && rv.defined(), ValueError,
                "{}: eval mode (training=false) normalizes with running_mean and running_var, "
                "which must be given (input of shape {})",
-               call.name(), shape_str(input.sizes()));
+               call.name(), shape_str(sizes));
   }
-  call.set_output(0, input.dtype(), input.sizes());
-  const int64_t saved = training ? C : 0;
-  call.set_output(1, input.dtype(), {saved});
-  call.set_output(2, input.dtype(), {saved});
+  call.set_output(0, input.dtype(), sizes);
+  const SymInt saved = training ? C : SymInt(0);
+  call.set_output(1, input.dtype(), SymIntArrayRef(&saved, 1));
+  call.set_output(2, input.dtype(), SymIntArrayRef(&saved, 1));
 }
 
 void cpu_native_batch_norm(OpCall& call) {
@@ -106,34 +118,35 @@ void composite_batch_norm(OpCall& call) {
 // native_group_norm(input, weight?, bias?, num_groups, eps)
 void meta_native_group_norm(OpCall& call) {
   const Tensor& input = call.tensor(0);
+  const SymIntArrayRef sizes = input.sym_sizes();
   const int64_t groups = call.int_arg(3);
   KILN_CHECK(input.dim() >= 2, ShapeError,
              "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
-             shape_str(input.sizes()));
+             shape_str(sizes));
   KILN_CHECK(groups > 0, ValueError, "{}: num_groups must be positive, got {}", call.name(),
              groups);
-  const int64_t C = input.size(1);
+  const SymInt C = sizes[1];
   KILN_CHECK(C % groups == 0, ShapeError,
              "{}: the input's {} channels (shape {}) must be divisible by num_groups {}",
-             call.name(), C, shape_str(input.sizes()), groups);
-  check_param(call.name(), "weight", call.optional_tensor(1), {C}, input.sizes());
-  check_param(call.name(), "bias", call.optional_tensor(2), {C}, input.sizes());
-  call.set_output(0, input.dtype(), input.sizes());
-  call.set_output(1, input.dtype(), {input.size(0), groups});
-  call.set_output(2, input.dtype(), {input.size(0), groups});
+             call.name(), C, shape_str(sizes), groups);
+  check_param(call.name(), "weight", call.optional_tensor(1), SymIntArrayRef(&C, 1), sizes);
+  check_param(call.name(), "bias", call.optional_tensor(2), SymIntArrayRef(&C, 1), sizes);
+  call.set_output(0, input.dtype(), sizes);
+  const SymDimVector stat{sizes[0], groups};
+  call.set_output(1, input.dtype(), stat);
+  call.set_output(2, input.dtype(), stat);
 }
 
 void cpu_native_group_norm(OpCall& call) {
-  cpu::group_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2),
-                  call.int_arg(3), call.double_arg(4), call.output(0), call.output(1),
-                  call.output(2));
+  cpu::group_norm(call.tensor(0), call.optional_tensor(1), call.optional_tensor(2), call.int_arg(3),
+                  call.double_arg(4), call.output(0), call.output(1), call.output(2));
 }
 
 // group_norm(input, num_groups, weight?, bias?, eps)
 void composite_group_norm(OpCall& call) {
   static const OpId id = op_id("native_group_norm");
-  Stack out = dispatch::call_boxed(id, call.arg(0), call.arg(2), call.arg(3), call.arg(1),
-                                   call.arg(4));
+  Stack out =
+      dispatch::call_boxed(id, call.arg(0), call.arg(2), call.arg(3), call.arg(1), call.arg(4));
   call.set_output(0, std::move(out[0].tensor()));
 }
 
@@ -188,8 +201,8 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input,
                                                      const Tensor& weight, const Tensor& bias,
                                                      double eps) {
   static const OpId id = op_id("native_layer_norm");
-  return three_tensors(dispatch::call_boxed(id, input, normalized_shape, opt_tensor(weight),
-                                            opt_tensor(bias), eps));
+  return three_tensors(
+      dispatch::call_boxed(id, input, normalized_shape, opt_tensor(weight), opt_tensor(bias), eps));
 }
 
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight,
@@ -200,8 +213,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const Tensor& weight,
-                                                     const Tensor& bias,
-                                                     const Tensor& running_mean,
+                                                     const Tensor& bias, const Tensor& running_mean,
                                                      const Tensor& running_var, bool training,
                                                      double momentum, double eps) {
   static const OpId id = op_id("native_batch_norm");
@@ -222,12 +234,12 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const 
                                                      const Tensor& bias, int64_t num_groups,
                                                      double eps) {
   static const OpId id = op_id("native_group_norm");
-  return three_tensors(dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias),
-                                            num_groups, eps));
+  return three_tensors(
+      dispatch::call_boxed(id, input, opt_tensor(weight), opt_tensor(bias), num_groups, eps));
 }
 
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   static const OpId id = op_id("group_norm");
   return dispatch::call_tensor(id, input, num_groups, opt_tensor(weight), opt_tensor(bias), eps);
 }

@@ -22,39 +22,50 @@ std::pair<int64_t, int64_t> pair_arg(std::string_view op, std::string_view what,
   return v.size() == 1 ? std::pair{v[0], v[0]} : std::pair{v[0], v[1]};
 }
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-// PyTorch's pooling output size: windows that start in the right padding are dropped in
-// ceil_mode.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
-                    bool ceil_mode) {
-  int64_t out =
-      floor_div(in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+// PyTorch's pooling output size (the convolution rule, Note [Symbolic convolution output size],
+// plus ceil_mode): windows that start in the right padding are dropped in ceil_mode. `/` on
+// SymInt is floor division; with a symbolic input size only ceil_mode's adjustment guards.
+SymInt pooled_size(SymInt in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                   bool ceil_mode) {
+  SymInt out = (in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) out -= 1;
   return out;
 }
 
 void check_pool_input(std::string_view op, const Tensor& self) {
   KILN_CHECK(self.dim() == 3 || self.dim() == 4, ShapeError,
              "{}: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape {}", op,
-             shape_str(self.sizes()));
+             shape_str(self.sym_sizes()));
   for (int64_t d = self.dim() - 3; d < self.dim(); ++d)
-    KILN_CHECK(self.size(d) > 0, ShapeError,
+    KILN_CHECK(self.sym_sizes()[d] > 0, ShapeError,
                "{}: input {} has a zero-size channel or spatial dim; only the batch may be empty",
-               op, shape_str(self.sizes()));
+               op, shape_str(self.sym_sizes()));
 }
 
 }  // namespace
 
-DimVector pooled_shape(const Tensor& self, int64_t oh, int64_t ow) {
-  DimVector shape(self.sizes().begin(), self.sizes().end());
+SymDimVector pooled_shape(const Tensor& self, SymInt oh, SymInt ow) {
+  SymDimVector shape(self.sym_sizes().begin(), self.sym_sizes().end());
   shape[shape.size() - 2] = oh;
   shape[shape.size() - 1] = ow;
   return shape;
 }
 
-cpu::PoolGeometry pool_window_geometry(const OpCall& call, size_t self_arg, bool has_dilation,
-                                       bool ceil_mode) {
+cpu::PoolGeometry PoolShape::geometry(const Tensor& self) const {
+  cpu::PoolGeometry g;
+  g.in_h = in_h.expect_int();
+  g.in_w = in_w.expect_int();
+  g.planes = 1;
+  for (int64_t d = 0; d < self.dim() - 2; ++d) g.planes *= self.sizes()[d];
+  g.out_h = out_h.expect_int();
+  g.out_w = out_w.expect_int();
+  g.kernel_h = kernel_h, g.kernel_w = kernel_w, g.stride_h = stride_h, g.stride_w = stride_w;
+  g.pad_h = pad_h, g.pad_w = pad_w, g.dilation_h = dilation_h, g.dilation_w = dilation_w;
+  return g;
+}
+
+PoolShape pool_window_shape(const OpCall& call, size_t self_arg, bool has_dilation,
+                            bool ceil_mode) {
   const std::string_view op = base_name(call);
   const Tensor& self = call.tensor(self_arg);
   check_pool_input(op, self);
@@ -71,74 +82,75 @@ cpu::PoolGeometry pool_window_geometry(const OpCall& call, size_t self_arg, bool
   KILN_CHECK(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2, ValueError,
              "{}: padding ({}, {}) must be non-negative and at most half the kernel size ({}, {})",
              op, ph, pw, kh, kw);
-  cpu::PoolGeometry g;
-  g.in_h = self.size(-2);
-  g.in_w = self.size(-1);
-  g.planes = self.numel() / (g.in_h * g.in_w);
-  g.kernel_h = kh, g.kernel_w = kw, g.stride_h = sh, g.stride_w = sw, g.pad_h = ph, g.pad_w = pw;
-  g.dilation_h = dh, g.dilation_w = dw;
-  g.out_h = pooled_size(g.in_h, kh, ph, sh, dh, ceil_mode);
-  g.out_w = pooled_size(g.in_w, kw, pw, sw, dw, ceil_mode);
-  KILN_CHECK(g.out_h > 0 && g.out_w > 0, ShapeError,
+  PoolShape p;
+  const SymIntArrayRef sizes = self.sym_sizes();
+  p.in_h = sizes[sizes.size() - 2];
+  p.in_w = sizes[sizes.size() - 1];
+  p.kernel_h = kh, p.kernel_w = kw, p.stride_h = sh, p.stride_w = sw, p.pad_h = ph, p.pad_w = pw;
+  p.dilation_h = dh, p.dilation_w = dw;
+  p.out_h = pooled_size(p.in_h, kh, ph, sh, dh, ceil_mode);
+  p.out_w = pooled_size(p.in_w, kw, pw, sw, dw, ceil_mode);
+  // Guards with symbolic sizes: the graph is valid only for inputs at least one window large.
+  KILN_CHECK(p.out_h > 0 && p.out_w > 0, ShapeError,
              "{}: input {} is too small for kernel ({}, {}) with padding ({}, {}) and dilation "
              "({}, {}): the output would be {}x{}",
-             op, shape_str(self.sizes()), kh, kw, ph, pw, dh, dw, g.out_h, g.out_w);
-  return g;
+             op, shape_str(sizes), kh, kw, ph, pw, dh, dw, p.out_h, p.out_w);
+  return p;
 }
 
-cpu::PoolGeometry adaptive_pool_geometry(const OpCall& call, size_t self_arg) {
+PoolShape adaptive_pool_shape(const OpCall& call, size_t self_arg) {
   const Tensor& self = call.tensor(self_arg);
   const std::string_view op = base_name(call);
   check_pool_input(op, self);
   const auto [oh, ow] = pair_arg(op, "output_size", call.ints(self_arg + 1));
   KILN_CHECK(oh >= 0 && ow >= 0, ValueError, "{}: output_size must be non-negative, got ({}, {})",
              op, oh, ow);
-  cpu::PoolGeometry g;
-  g.in_h = self.size(-2);
-  g.in_w = self.size(-1);
-  g.planes = self.numel() / (g.in_h * g.in_w);
-  g.out_h = oh;
-  g.out_w = ow;
-  return g;
+  PoolShape p;
+  const SymIntArrayRef sizes = self.sym_sizes();
+  p.in_h = sizes[sizes.size() - 2];
+  p.in_w = sizes[sizes.size() - 1];
+  p.out_h = oh;
+  p.out_w = ow;
+  return p;
 }
 
 namespace {
 
-cpu::PoolGeometry window_geometry(const OpCall& call, bool has_dilation, bool ceil_mode) {
-  return pool_window_geometry(call, 0, has_dilation, ceil_mode);
+PoolShape window_shape(const OpCall& call, bool has_dilation, bool ceil_mode) {
+  return pool_window_shape(call, 0, has_dilation, ceil_mode);
 }
 
 void meta_max_pool2d(OpCall& call) {
-  const cpu::PoolGeometry g = window_geometry(call, true, call.bool_arg(5));
+  const PoolShape p = window_shape(call, true, call.bool_arg(5));
   const Tensor& self = call.tensor(0);
-  const DimVector shape = pooled_shape(self, g.out_h, g.out_w);
+  const SymDimVector shape = pooled_shape(self, p.out_h, p.out_w);
   call.set_output(0, self.dtype(), shape);
   if (call.name() == "max_pool2d_with_indices") call.set_output(1, kInt64, shape);
 }
 void cpu_max_pool2d(OpCall& call) {
-  const cpu::PoolGeometry g = window_geometry(call, true, call.bool_arg(5));
+  const cpu::PoolGeometry g = window_shape(call, true, call.bool_arg(5)).geometry(call.tensor(0));
   cpu::max_pool2d(call.tensor(0), call.output(0),
                   call.num_outputs() > 1 ? call.output(1) : Tensor(), g);
 }
 
 void meta_avg_pool2d(OpCall& call) {
-  const cpu::PoolGeometry g = window_geometry(call, false, call.bool_arg(4));
+  const PoolShape p = window_shape(call, false, call.bool_arg(4));
   const std::optional<int64_t> divisor = call.arg(6).optional_int();
   KILN_CHECK(!divisor || *divisor != 0, ValueError, "avg_pool2d: divisor_override must not be 0");
-  call.set_output(0, call.tensor(0).dtype(), pooled_shape(call.tensor(0), g.out_h, g.out_w));
+  call.set_output(0, call.tensor(0).dtype(), pooled_shape(call.tensor(0), p.out_h, p.out_w));
 }
 void cpu_avg_pool2d(OpCall& call) {
-  const cpu::PoolGeometry g = window_geometry(call, false, call.bool_arg(4));
+  const cpu::PoolGeometry g = window_shape(call, false, call.bool_arg(4)).geometry(call.tensor(0));
   cpu::avg_pool2d(call.tensor(0), call.output(0), g, call.bool_arg(5), call.arg(6).optional_int());
 }
 
-cpu::PoolGeometry adaptive_geometry(const OpCall& call) { return adaptive_pool_geometry(call, 0); }
 void meta_adaptive_avg_pool2d(OpCall& call) {
-  const cpu::PoolGeometry g = adaptive_geometry(call);
-  call.set_output(0, call.tensor(0).dtype(), pooled_shape(call.tensor(0), g.out_h, g.out_w));
+  const PoolShape p = adaptive_pool_shape(call, 0);
+  call.set_output(0, call.tensor(0).dtype(), pooled_shape(call.tensor(0), p.out_h, p.out_w));
 }
 void cpu_adaptive_avg_pool2d(OpCall& call) {
-  cpu::adaptive_avg_pool2d(call.tensor(0), call.output(0), adaptive_geometry(call));
+  cpu::adaptive_avg_pool2d(call.tensor(0), call.output(0),
+                           adaptive_pool_shape(call, 0).geometry(call.tensor(0)));
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 namespace kiln {
 namespace {
 
-void check_grad_output(const OpCall& call, const cpu::PoolGeometry& g) {
+void check_grad_output(const OpCall& call, const PoolShape& p) {
   const Tensor& grad_output = call.tensor(0);
   const Tensor& self = call.tensor(1);
   KILN_CHECK(grad_output.dtype() == self.dtype(), DTypeError,
@@ -20,98 +20,102 @@ void check_grad_output(const OpCall& call, const cpu::PoolGeometry& g) {
   KILN_CHECK(is_floating(self.dtype()), DTypeError,
              "{}: dtype {} is not supported; pooling gradients need a floating dtype", call.name(),
              dtype_name(self.dtype()));
-  const DimVector expected = pooled_shape(self, g.out_h, g.out_w);
-  KILN_CHECK(grad_output.sizes() == IntArrayRef(expected), ShapeError,
+  const SymDimVector expected = pooled_shape(self, p.out_h, p.out_w);
+  // In a trace grad_output's sizes are the forward's output expressions, so this equality holds
+  // structurally and guards nothing new.
+  KILN_CHECK(shapes_equal(grad_output.sym_sizes(), expected), ShapeError,
              "{}: grad_output {} must have the pooled output's shape {} (input {})", call.name(),
-             shape_str(grad_output.sizes()), shape_str(expected), shape_str(self.sizes()));
+             shape_str(grad_output.sym_sizes()), shape_str(expected), shape_str(self.sym_sizes()));
 }
 
 // max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode):
 // max_pool2d's gradient, which finds each window's argmax in self again (max_pool2d does not
 // return indices; rescanning costs about what writing and reading them would).
-cpu::PoolGeometry max_rescan_geometry(const OpCall& call) {
-  const cpu::PoolGeometry g = pool_window_geometry(call, 1, true, call.bool_arg(6));
-  check_grad_output(call, g);
-  return g;
+PoolShape max_rescan_shape(const OpCall& call) {
+  const PoolShape p = pool_window_shape(call, 1, true, call.bool_arg(6));
+  check_grad_output(call, p);
+  return p;
 }
 void meta_max_rescan_backward(OpCall& call) {
-  max_rescan_geometry(call);
-  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sizes());
+  max_rescan_shape(call);
+  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sym_sizes());
 }
 void cpu_max_rescan_backward(OpCall& call) {
   cpu::max_pool2d_rescan_backward(call.tensor(0), call.tensor(1), call.output(0),
-                                  max_rescan_geometry(call));
+                                  max_rescan_shape(call).geometry(call.tensor(1)));
 }
 
 // max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation,
 //                                  ceil_mode, indices)
-cpu::PoolGeometry max_geometry(const OpCall& call) {
-  const cpu::PoolGeometry g = pool_window_geometry(call, 1, true, call.bool_arg(6));
-  check_grad_output(call, g);
+PoolShape max_shape(const OpCall& call) {
+  const PoolShape p = pool_window_shape(call, 1, true, call.bool_arg(6));
+  check_grad_output(call, p);
   const Tensor& indices = call.tensor(7);
   KILN_CHECK(indices.dtype() == kInt64, DTypeError, "{}: indices must be int64, got {}",
              call.name(), dtype_name(indices.dtype()));
-  KILN_CHECK(indices.sizes() == call.tensor(0).sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(indices.sym_sizes(), call.tensor(0).sym_sizes()), ShapeError,
              "{}: indices {} must have grad_output's shape {}", call.name(),
-             shape_str(indices.sizes()), shape_str(call.tensor(0).sizes()));
-  return g;
+             shape_str(indices.sym_sizes()), shape_str(call.tensor(0).sym_sizes()));
+  return p;
 }
 void meta_max_backward(OpCall& call) {
-  max_geometry(call);
-  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sizes());
+  max_shape(call);
+  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sym_sizes());
 }
 void cpu_max_backward(OpCall& call) {
-  cpu::max_pool2d_backward(call.tensor(0), call.tensor(7), call.output(0), max_geometry(call));
+  cpu::max_pool2d_backward(call.tensor(0), call.tensor(7), call.output(0),
+                           max_shape(call).geometry(call.tensor(1)));
 }
 
 // avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode,
 //                     count_include_pad, divisor_override)
-cpu::PoolGeometry avg_geometry(const OpCall& call) {
-  const cpu::PoolGeometry g = pool_window_geometry(call, 1, false, call.bool_arg(5));
+PoolShape avg_shape(const OpCall& call) {
+  const PoolShape p = pool_window_shape(call, 1, false, call.bool_arg(5));
   const std::optional<int64_t> divisor = call.arg(7).optional_int();
   KILN_CHECK(!divisor || *divisor != 0, ValueError, "{}: divisor_override must not be 0",
              call.name());
-  check_grad_output(call, g);
-  return g;
+  check_grad_output(call, p);
+  return p;
 }
 void meta_avg_backward(OpCall& call) {
-  avg_geometry(call);
-  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sizes());
+  avg_shape(call);
+  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sym_sizes());
 }
 void cpu_avg_backward(OpCall& call) {
-  cpu::avg_pool2d_backward(call.tensor(0), call.output(0), avg_geometry(call), call.bool_arg(6),
-                           call.arg(7).optional_int());
+  cpu::avg_pool2d_backward(call.tensor(0), call.output(0), avg_shape(call).geometry(call.tensor(1)),
+                           call.bool_arg(6), call.arg(7).optional_int());
 }
 
 // adaptive_avg_pool2d_backward(grad_output, self): output_size is grad_output's last two dims.
-cpu::PoolGeometry adaptive_geometry(const OpCall& call) {
+PoolShape adaptive_shape(const OpCall& call) {
   const Tensor& grad_output = call.tensor(0);
   const Tensor& self = call.tensor(1);
   KILN_CHECK(grad_output.dim() == self.dim(), ShapeError,
              "{}: grad_output {} must have the rank of the input {}", call.name(),
-             shape_str(grad_output.sizes()), shape_str(self.sizes()));
+             shape_str(grad_output.sym_sizes()), shape_str(self.sym_sizes()));
   KILN_CHECK(self.dim() == 3 || self.dim() == 4, ShapeError,
              "{}: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape {}", call.name(),
-             shape_str(self.sizes()));
+             shape_str(self.sym_sizes()));
+  const SymIntArrayRef sizes = self.sym_sizes(), go_sizes = grad_output.sym_sizes();
   for (int64_t d = self.dim() - 3; d < self.dim(); ++d)
-    KILN_CHECK(self.size(d) > 0, ShapeError,
+    KILN_CHECK(sizes[d] > 0, ShapeError,
                "{}: input {} has a zero-size channel or spatial dim; only the batch may be empty",
-               call.name(), shape_str(self.sizes()));
-  cpu::PoolGeometry g;
-  g.in_h = self.size(-2);
-  g.in_w = self.size(-1);
-  g.planes = self.numel() / (g.in_h * g.in_w);
-  g.out_h = grad_output.size(-2);
-  g.out_w = grad_output.size(-1);
-  check_grad_output(call, g);
-  return g;
+               call.name(), shape_str(sizes));
+  PoolShape p;
+  p.in_h = sizes[sizes.size() - 2];
+  p.in_w = sizes[sizes.size() - 1];
+  p.out_h = go_sizes[go_sizes.size() - 2];
+  p.out_w = go_sizes[go_sizes.size() - 1];
+  check_grad_output(call, p);
+  return p;
 }
 void meta_adaptive_backward(OpCall& call) {
-  adaptive_geometry(call);
-  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sizes());
+  adaptive_shape(call);
+  call.set_output(0, call.tensor(1).dtype(), call.tensor(1).sym_sizes());
 }
 void cpu_adaptive_backward(OpCall& call) {
-  cpu::adaptive_avg_pool2d_backward(call.tensor(0), call.output(0), adaptive_geometry(call));
+  cpu::adaptive_avg_pool2d_backward(call.tensor(0), call.output(0),
+                                    adaptive_shape(call).geometry(call.tensor(1)));
 }
 
 }  // namespace

@@ -20,16 +20,21 @@ uint64_t seed_arg(const OpCall& call, size_t i) { return static_cast<uint64_t>(c
 void check_floating(std::string_view op, ScalarType dtype) {
   KILN_CHECK(is_floating(dtype), DTypeError,
              "{}: dtype {} is not supported; use a floating dtype (float32, float64, float16, "
-             "bfloat16)", op, dtype_name(dtype));
+             "bfloat16)",
+             op, dtype_name(dtype));
 }
 
 void meta_rand(OpCall& call) {
   check_floating(call.name(), call.arg(1).dtype());
-  checked_numel(call.name(), call.ints(0));
-  call.set_output(0, call.arg(1).dtype(), call.ints(0));
+  sym_checked_numel(call.name(), call.sym_ints(0));
+  call.set_output(0, call.arg(1).dtype(), call.sym_ints(0));
 }
-void cpu_rand(OpCall& call) { cpu::uniform_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4)); }
-void cpu_randn(OpCall& call) { cpu::normal_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4)); }
+void cpu_rand(OpCall& call) {
+  cpu::uniform_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4));
+}
+void cpu_randn(OpCall& call) {
+  cpu::normal_fill(call.output(0), seed_arg(call, 3), seed_arg(call, 4));
+}
 
 __int128 scalar_to_int128(const Scalar& s) {
   KILN_CHECK(s.is_integral(), ValueError, "randint: bounds must be integers, got {}", s.str());
@@ -40,7 +45,8 @@ __int128 scalar_to_int128(const Scalar& s) {
 // The bounds as [low, high), validated against the dtype's range.
 std::pair<__int128, __int128> randint_bounds(const Scalar& lo, const Scalar& hi, ScalarType dtype) {
   const __int128 low = scalar_to_int128(lo), high = scalar_to_int128(hi);
-  KILN_CHECK(low < high, ValueError, "randint: low ({}) must be less than high ({})", lo.str(), hi.str());
+  KILN_CHECK(low < high, ValueError, "randint: low ({}) must be less than high ({})", lo.str(),
+             hi.str());
   visit_dtype(dtype, [&]<typename T>() {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       const __int128 min = std::numeric_limits<T>::min(), max = std::numeric_limits<T>::max();
@@ -54,10 +60,11 @@ std::pair<__int128, __int128> randint_bounds(const Scalar& lo, const Scalar& hi,
 
 void meta_randint(OpCall& call) {
   const ScalarType dtype = call.arg(3).dtype();
-  KILN_CHECK(dtype != kBool, DTypeError, "randint: dtype bool is not supported; use an integer dtype");
+  KILN_CHECK(dtype != kBool, DTypeError,
+             "randint: dtype bool is not supported; use an integer dtype");
   randint_bounds(call.scalar(0), call.scalar(1), dtype);
-  checked_numel("randint", call.ints(2));
-  call.set_output(0, dtype, call.ints(2));
+  sym_checked_numel("randint", call.sym_ints(2));
+  call.set_output(0, dtype, call.sym_ints(2));
 }
 void cpu_randint(OpCall& call) {
   auto [low, high] = randint_bounds(call.scalar(0), call.scalar(1), call.arg(3).dtype());
@@ -66,44 +73,48 @@ void cpu_randint(OpCall& call) {
 }
 
 void check_dropout_p(double p) {
-  KILN_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, got {}", p);
+  KILN_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability has to be between 0 and 1, got {}",
+             p);
 }
 
 void meta_dropout(OpCall& call) {
   const Tensor& x = call.tensor(0);
   check_dropout_p(call.double_arg(1));
-  call.set_output(0, x.dtype(), x.sizes());
+  call.set_output(0, x.dtype(), x.sym_sizes());
 }
 void cpu_dropout(OpCall& call) {
-  cpu::dropout(call.output(0), call.tensor(0), call.double_arg(1), seed_arg(call, 2), seed_arg(call, 3));
+  cpu::dropout(call.output(0), call.tensor(0), call.double_arg(1), seed_arg(call, 2),
+               seed_arg(call, 3));
 }
 
-uint64_t count(IntArrayRef sizes) {
-  return static_cast<uint64_t>(checked_numel("random", sizes));
-}
+uint64_t count(IntArrayRef sizes) { return static_cast<uint64_t>(checked_numel("random", sizes)); }
 
 }  // namespace
 
 void register_random_ops(OpRegistry& r) {
   r.add({.name = "rand",
-         .schema = "rand(SymInt[] size, ScalarType dtype, Device device, int seed, int offset) -> Tensor",
+         .schema =
+             "rand(SymInt[] size, ScalarType dtype, Device device, int seed, int offset) -> Tensor",
          .family = "random",
          .meta = meta_rand,
          .cpu = cpu_rand,
          .dtypes = dtypes::kFloating,
          .tags = kTagFactory | kTagRandom,
          .device_arg = 2});
-  r.add({.name = "randn",
-         .schema = "randn(SymInt[] size, ScalarType dtype, Device device, int seed, int offset) -> Tensor",
-         .family = "random",
-         .meta = meta_rand,
-         .cpu = cpu_randn,
-         .dtypes = dtypes::kFloating,
-         .tags = kTagFactory | kTagRandom,
-         .device_arg = 2});
+  r.add(
+      {.name = "randn",
+       .schema =
+           "randn(SymInt[] size, ScalarType dtype, Device device, int seed, int offset) -> Tensor",
+       .family = "random",
+       .meta = meta_rand,
+       .cpu = cpu_randn,
+       .dtypes = dtypes::kFloating,
+       .tags = kTagFactory | kTagRandom,
+       .device_arg = 2});
   r.add({.name = "randint",
-         .schema = "randint(Scalar low, Scalar high, SymInt[] size, ScalarType dtype, Device device, "
-                   "int seed, int offset) -> Tensor",
+         .schema =
+             "randint(Scalar low, Scalar high, SymInt[] size, ScalarType dtype, Device device, "
+             "int seed, int offset) -> Tensor",
          .family = "random",
          .meta = meta_randint,
          .cpu = cpu_randint,
@@ -122,17 +133,23 @@ void register_random_ops(OpRegistry& r) {
 
 // ---- wrappers ----
 
-Tensor rand(IntArrayRef sizes, TensorOptions options) { return rand(sizes, default_generator(), options); }
+Tensor rand(IntArrayRef sizes, TensorOptions options) {
+  return rand(sizes, default_generator(), options);
+}
 Tensor rand(IntArrayRef sizes, Generator& gen, TensorOptions options) {
   static const OpId id = op_id("rand");
   auto [seed, offset] = gen.reserve(count(sizes));
-  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed), as_arg(offset));
+  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed),
+                               as_arg(offset));
 }
-Tensor randn(IntArrayRef sizes, TensorOptions options) { return randn(sizes, default_generator(), options); }
+Tensor randn(IntArrayRef sizes, TensorOptions options) {
+  return randn(sizes, default_generator(), options);
+}
 Tensor randn(IntArrayRef sizes, Generator& gen, TensorOptions options) {
   static const OpId id = op_id("randn");
   auto [seed, offset] = gen.reserve(count(sizes));
-  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed), as_arg(offset));
+  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed),
+                               as_arg(offset));
 }
 Tensor randint(const Scalar& low, const Scalar& high, IntArrayRef sizes, TensorOptions options) {
   return randint(low, high, sizes, default_generator(), options);

@@ -12,8 +12,8 @@ namespace {
 void meta_sort(OpCall& call) {
   const Tensor& x = call.tensor(0);
   wrap_dim("sort", call.int_arg(1), x.dim());
-  call.set_output(0, x.dtype(), x.sizes());
-  call.set_output(1, kInt64, x.sizes());
+  call.set_output(0, x.dtype(), x.sym_sizes());
+  call.set_output(1, kInt64, x.sym_sizes());
 }
 void cpu_sort(OpCall& call) {
   const Tensor& x = call.tensor(0);
@@ -27,15 +27,16 @@ void meta_topk(OpCall& call) {
   const Tensor& x = call.tensor(0);
   const int64_t k = call.int_arg(1);
   const int64_t dim = wrap_dim("topk", call.int_arg(2), x.dim());
-  const int64_t n = x.dim() == 0 ? 1 : int64_t{x.size(dim)};
+  // With a symbolic dim size, k <= n guards (k itself is a plain int).
+  const SymInt n = x.dim() == 0 ? SymInt(1) : x.sym_sizes()[dim];
   KILN_CHECK(k >= 0 && k <= n, IndexError,
              "topk: k = {} is out of range for dim {} of size {} (input of shape {}); k must be in "
              "[0, {}]",
-             k, dim, n, shape_str(x.sizes()), n);
-  KILN_CHECK(x.dim() > 0 || k == 1, IndexError,
-             "topk: k = {} on a 0-dim tensor: a 0-dim result always holds one value, so k must be 1",
-             k);
-  DimVector shape(x.sizes().begin(), x.sizes().end());
+             k, dim, n, shape_str(x.sym_sizes()), n);
+  KILN_CHECK(
+      x.dim() > 0 || k == 1, IndexError,
+      "topk: k = {} on a 0-dim tensor: a 0-dim result always holds one value, so k must be 1", k);
+  SymDimVector shape(x.sym_sizes().begin(), x.sym_sizes().end());
   if (x.dim() > 0) shape[dim] = k;
   call.set_output(0, x.dtype(), shape);
   call.set_output(1, kInt64, shape);
@@ -50,13 +51,15 @@ void cpu_topk(OpCall& call) {
 
 void register_sort_ops(OpRegistry& r) {
   r.add({.name = "sort",
-         .schema = "sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, Tensor indices)",
+         .schema = "sort(Tensor self, int dim, bool descending, bool stable) -> (Tensor values, "
+                   "Tensor indices)",
          .family = "sort",
          .meta = meta_sort,
          .cpu = cpu_sort,
          .dtypes = dtypes::kAll});
   r.add({.name = "topk",
-         .schema = "topk(Tensor self, int k, int dim, bool largest, bool sorted) -> (Tensor values, Tensor indices)",
+         .schema = "topk(Tensor self, int k, int dim, bool largest, bool sorted) -> (Tensor "
+                   "values, Tensor indices)",
          .family = "sort",
          .meta = meta_topk,
          .cpu = cpu_topk,
