@@ -44,8 +44,8 @@ class Expr {
   bool is_bool() const;
   bool is_integer() const { return kind_ == ExprKind::Integer; }
   bool is_symbol() const { return kind_ == ExprKind::Symbol; }
-  int64_t value() const { return value_; }              // Integer only
-  const std::string& name() const { return name_; }      // Symbol only
+  int64_t value() const { return value_; }           // Integer only
+  const std::string& name() const { return name_; }  // Symbol only
   std::span<const Expr* const> args() const { return args_; }
   size_t hash() const { return hash_; }
 
@@ -80,6 +80,11 @@ ExprPtr le(ExprPtr a, ExprPtr b);
 ExprPtr logical_and(ExprPtr a, ExprPtr b);
 ExprPtr logical_or(ExprPtr a, ExprPtr b);
 ExprPtr logical_not(ExprPtr a);
+
+// A deterministic total order (no pointer values): integers, then symbols by name with numeric
+// suffixes in numeric order (s2 < s10), then compound expressions by kind and arguments. Products
+// compare by their factor lists, so sums print as polynomials: s0 + s0*s1 + s1. Returns <0, 0, >0.
+int compare(ExprPtr a, ExprPtr b);
 
 // Code-like text: "s0*128 + 4", "(s0 + 1)//2", "Max(s0, s1)", "s0 >= 8". parse() reads it back.
 std::string to_string(ExprPtr e);

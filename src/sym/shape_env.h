@@ -8,8 +8,10 @@
 #include <source_location>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "kiln/error.h"
 #include "kiln/sym_int.h"
 #include "src/sym/expr.h"
 #include "src/sym/value_range.h"
@@ -23,7 +25,7 @@ struct ShapeEnvOptions {
 
 // A condition that held while tracing and must hold for the compiled code to be reused.
 struct ShapeGuard {
-  ExprPtr condition;  // boolean, in terms of backed symbols
+  ExprPtr condition;   // boolean, in terms of backed symbols
   std::string origin;  // "file.cpp:12 (in fn)" of the C++ code that branched
 };
 
@@ -41,7 +43,16 @@ struct SymbolInfo {
 };
 
 // Thrown when code needs the value of an expression over unbacked symbols (a graph break).
-struct DataDependentError;
+struct DataDependentError : Error {
+  DataDependentError(ExprPtr condition, std::string origin, const std::string& message)
+      : Error(message), condition(condition), origin(std::move(origin)) {}
+  ExprPtr condition;   // simplified, in terms of the unbacked symbols
+  std::string origin;  // "file.cpp:12" of the code that branched
+};
+
+// Called by guard_bool for a condition on unbacked symbols instead of throwing
+// DataDependentError; returns the condition's value (the tracer materializes it there).
+using DataDependentHandler = std::function<bool(ExprPtr condition, std::source_location loc)>;
 
 class ShapeEnv {
  public:
@@ -53,15 +64,29 @@ class ShapeEnv {
   // A data-dependent size or value (nonzero's output size, item()).
   SymInt create_unbacked_symbol(std::string source, ValueRange range = ValueRange::unbounded());
 
-  // Guarded evaluation (Note [Guarding a symbolic value]). Throws DataDependentError when the
-  // expression needs an unbacked symbol (the tracer turns that into a graph break).
+  // Guarded evaluation (Note [Guarding a symbolic value]). A condition that value ranges and
+  // replacements decide is answered without a guard; otherwise the hints answer it and the answer
+  // is recorded as a guard (once per condition). A held equality `s1 == s0` or `s0 == 8` also
+  // becomes a replacement (the newer symbol by the older one, or by the constant). A condition on
+  // unbacked symbols goes to the data-dependent handler, or throws DataDependentError.
   bool guard_bool(ExprPtr condition, std::source_location loc);
+  // Guards `value == hint` and returns the hint. Throws DataDependentError on unbacked symbols.
   int64_t guard_int(ExprPtr value, std::source_location loc);
+  void set_data_dependent_handler(DataDependentHandler handler) { handler_ = std::move(handler); }
   // The value under the hints, without guarding; nullopt when unbacked symbols are involved.
   std::optional<int64_t> hint(ExprPtr e) const;
   // True/false if the condition follows from value ranges and replacements alone (no guard).
   std::optional<bool> statically_known(ExprPtr condition) const;
+  // Records a fact checked when the graph runs (kiln::check). A condition `u0 >= 1`, `u0 < 10`,
+  // `u0 == 3` (or an And of them) narrows u0's value range. Throws ValueError when the condition
+  // is statically false, or false under the hints.
   void add_runtime_assert(ExprPtr condition, std::source_location loc);
+
+  // Evaluates the backed symbols' value ranges (0/1 specialization) and every guard for concrete
+  // symbol values. On failure returns false and, if `failed` is set, the first failing guard in
+  // words: "s0 >= 8 (from model.cpp:12) is false: s0 = 4".
+  bool check_guards(const std::function<std::optional<int64_t>(ExprPtr symbol)>& value,
+                    std::string* failed = nullptr) const;
 
   // Replacements (s1 -> s0 after a guard s0 == s1), applied by simplify().
   ExprPtr simplify(ExprPtr e) const;
@@ -92,7 +117,16 @@ class ShapeEnv {
   std::unordered_map<int64_t, ExprPtr> duck_;  // hint -> symbol (duck sizing)
   std::unordered_map<ExprPtr, ExprPtr> replacements_;
   std::vector<ShapeGuard> guards_;
+  std::unordered_set<ExprPtr> guarded_;
   std::vector<RuntimeAssert> runtime_asserts_;
+  std::unordered_set<ExprPtr> asserted_;
+  DataDependentHandler handler_;
+
+  ExprPtr apply_replacements(ExprPtr e) const;
+  std::optional<bool> decide_by_ranges(ExprPtr condition) const;
+  bool uses_unbacked(ExprPtr e) const;
+  void add_replacement(ExprPtr equality);
+  void narrow_range(ExprPtr fact);
   int next_backed_ = 0, next_unbacked_ = 0;
 };
 
