@@ -10,10 +10,21 @@ namespace kiln::graph {
 
 // ---- TensorMeta ----
 
+SymDimVector TensorMeta::contiguous_strides(const SymDimVector& sizes) {
+  SymDimVector strides(sizes.size());
+  SymInt running = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = running;
+    const SymInt s = sizes[d];
+    running = running * (s.is_symbolic() || s.raw() > 1 ? s : SymInt(1));
+  }
+  return strides;
+}
+
 TensorMeta TensorMeta::contiguous(ScalarType dtype, SymDimVector sizes, bool requires_grad) {
   TensorMeta m;
   m.dtype = dtype;
-  m.strides = contiguous_strides(SymIntArrayRef(sizes.data(), sizes.size()));
+  m.strides = contiguous_strides(sizes);
   m.sizes = std::move(sizes);
   m.requires_grad = requires_grad;
   return m;
@@ -39,7 +50,7 @@ bool TensorMeta::is_symbolic() const {
 
 bool TensorMeta::has_contiguous_strides() const {
   if (strides.size() != sizes.size()) return false;
-  const SymDimVector expected = contiguous_strides(SymIntArrayRef(sizes.data(), sizes.size()));
+  const SymDimVector expected = contiguous_strides(sizes);
   for (size_t i = 0; i < sizes.size(); ++i)
     if (!same(expected[i], strides[i])) return false;
   return true;
@@ -254,7 +265,8 @@ Value* Graph::add_placeholder(std::string source, TensorMeta meta) {
   return v;
 }
 
-std::vector<Value*> Graph::add_call(OpId op, std::vector<Arg> args, std::vector<TensorMeta> outputs) {
+std::vector<Value*> Graph::add_call(OpId op, std::vector<Arg> args,
+                                    std::vector<TensorMeta> outputs) {
   KILN_CHECK(op < OpRegistry::instance().ops().size(), ValueError,
              "Graph::add_call: op id {} is not in the op table", op);
   const std::string what = "Graph::add_call(" + OpRegistry::instance().get(op).name + ")";
@@ -268,7 +280,8 @@ std::vector<Value*> Graph::add_call(OpId op, std::vector<Arg> args, std::vector<
                  ? insert_before_->position_
                  : nodes_.end();
   n->position_ = nodes_.insert(pos, std::move(node));
-  for (size_t i = 0; i < outputs.size(); ++i) new_value(n, static_cast<int>(i), std::move(outputs[i]));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    new_value(n, static_cast<int>(i), std::move(outputs[i]));
   n->add_use_of_args();
   return n->output_ptrs_;
 }

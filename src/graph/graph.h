@@ -43,6 +43,9 @@ struct TensorMeta {
   static TensorMeta contiguous(ScalarType dtype, SymDimVector sizes, bool requires_grad = false);
   // The meta of an existing tensor (real, Meta or traced).
   static TensorMeta of(const Tensor& t);
+  // Row-major strides. A symbolic size counts as itself (symbolic sizes are >= 2: 0 and 1 are
+  // specialized), a concrete one as max(size, 1), as for eager tensors.
+  static SymDimVector contiguous_strides(const SymDimVector& sizes);
   bool is_symbolic() const;
   bool has_contiguous_strides() const;
   // Structural equality (same integers or the same interned expressions); never guards.
@@ -195,7 +198,9 @@ class Graph {
   Node* insert_before() const { return insert_before_; }
   class InsertPoint {
    public:
-    InsertPoint(Graph& g, Node* before) : g_(g), saved_(g.insert_before_) { g.insert_before_ = before; }
+    InsertPoint(Graph& g, Node* before) : g_(g), saved_(g.insert_before_) {
+      g.insert_before_ = before;
+    }
     ~InsertPoint() { g_.insert_before_ = saved_; }
     InsertPoint(const InsertPoint&) = delete;
     InsertPoint& operator=(const InsertPoint&) = delete;

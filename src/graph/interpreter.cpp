@@ -7,7 +7,7 @@
 // occurrences are checked against it). Unbacked symbols (u0, ...) are bound from the actual sizes
 // of the first node output whose meta has one as a whole size. Before each call, symbolic words
 // in int and int-list constants are replaced by their values; a symbol with no value there is an
-// error naming the node.
+// error naming the node. Sizes bind before strides, so a symbol that is both takes the size.
 #include <typeinfo>
 #include <unordered_map>
 
@@ -40,12 +40,13 @@ void bind_input(const Value* placeholder, const Tensor& input, SymBindings& symb
   const TensorMeta& meta = placeholder->meta();
   KILN_CHECK(input.defined(), ValueError, "interpret: input '{}' ({}) is an undefined tensor",
              source, placeholder->name());
-  KILN_CHECK(input.dtype() == meta.dtype && input.dim() == static_cast<int64_t>(meta.sizes.size()),
-             ValueError,
-             "interpret: input '{}' ({}) should be {} but got a {} tensor of shape {}; pass a tensor "
-             "of the traced dtype and rank",
-             source, placeholder->name(), to_string(meta), dtype_name(input.dtype()),
-             shape_text(input.sizes()));
+  KILN_CHECK(
+      input.dtype() == meta.dtype && input.dim() == static_cast<int64_t>(meta.sizes.size()),
+      ValueError,
+      "interpret: input '{}' ({}) should be {} but got a {} tensor of shape {}; pass a tensor "
+      "of the traced dtype and rank",
+      source, placeholder->name(), to_string(meta), dtype_name(input.dtype()),
+      shape_text(input.sizes()));
   auto check_dims = [&](const SymDimVector& expected, IntArrayRef actual, const char* what) {
     for (size_t d = 0; d < expected.size(); ++d) {
       const std::string where =
@@ -109,7 +110,8 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   const std::span<Value* const> placeholders = g.placeholders();
   if (inputs.size() != placeholders.size()) {
     std::string names;
-    for (const Value* p : placeholders) names += (names.empty() ? "" : ", ") + p->producer()->source();
+    for (const Value* p : placeholders)
+      names += (names.empty() ? "" : ", ") + p->producer()->source();
     throw ValueError(fmt::format("interpret: the graph takes {} inputs ({}) but got {} tensors",
                                  placeholders.size(), names, inputs.size()));
   }
@@ -119,6 +121,14 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     bind_input(placeholders[i], inputs[i], symbols);
     env[placeholders[i]] = inputs[i];
   }
+  // Sizes first: a symbol that is both a size and a stride takes the size (strides of a
+  // non-contiguous input need not match the traced ones).
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SymDimVector& strides = placeholders[i]->meta().strides;
+    for (size_t d = 0; d < strides.size(); ++d)
+      symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
+  }
+  symbols.check_deferred();
   for (const Node* node : g.calls()) {
     const std::string context = "interpret: " + to_string(*node) + ": ";
     std::vector<Tensor> results;
@@ -134,7 +144,9 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
                node->outputs().size());
     for (size_t i = 0; i < results.size(); ++i) {
       const Value* v = node->outputs()[i];
-      if (results[i].defined()) symbols.bind_unbacked(v->meta().sizes, results[i].sizes());
+      if (results[i].defined() && results[i].dim() == static_cast<int64_t>(v->meta().sizes.size()))
+        for (size_t d = 0; d < v->meta().sizes.size(); ++d)
+          symbols.bind_if_unbound(v->meta().sizes[d], results[i].sizes()[d]);
       env[v] = std::move(results[i]);
     }
   }

@@ -49,7 +49,8 @@ std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::ve
       stack.emplace_back(fake_tensor(a.as_value()->meta()));
     } else if (a.is_list()) {
       std::vector<Tensor> tensors;
-      for (const Value* v : a.as_list()) tensors.push_back(v == nullptr ? Tensor() : fake_tensor(v->meta()));
+      for (const Value* v : a.as_list())
+        tensors.push_back(v == nullptr ? Tensor() : fake_tensor(v->meta()));
       stack.emplace_back(std::move(tensors));
     } else if (a.as_constant().is_device()) {
       stack.emplace_back(Device::Meta);  // factories: build on Meta, whatever device was recorded

@@ -15,13 +15,15 @@ namespace kiln::graph {
 namespace {
 
 // Inside LineParser: throws a ValueError at `column` of the current line.
-#define KILN_CHECK_AT(cond, column, ...)                    \
-  do {                                                      \
+#define KILN_CHECK_AT(cond, column, ...)                  \
+  do {                                                    \
     if (!(cond)) error(column, fmt::format(__VA_ARGS__)); \
   } while (0)
 
 bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -116,12 +118,23 @@ class LineParser {
     skip_space();
     if (peek() != c)
       error(pos_, fmt::format("expected '{}' but found {}", c,
-                              pos_ < line_.size() ? fmt::format("'{}'", line_[pos_]) : "the end of the line"));
+                              pos_ < line_.size() ? fmt::format("'{}'", line_[pos_])
+                                                  : "the end of the line"));
+    ++pos_;
+  }
+  // Between the elements of a list that ends with `close`.
+  void expect_separator(char close) {
+    skip_space();
+    if (peek() != ',')
+      error(pos_, fmt::format("expected ',' or '{}' but found {}", close,
+                              pos_ < line_.size() ? fmt::format("'{}'", line_[pos_])
+                                                  : "the end of the line"));
     ++pos_;
   }
   void expect_end() {
     skip_space();
-    if (pos_ < line_.size() && line_[pos_] != '#') error(pos_, "unexpected text after the statement");
+    if (pos_ < line_.size() && line_[pos_] != '#')
+      error(pos_, "unexpected text after the statement");
   }
   bool starts_with_word(std::string_view word) const {
     return line_.substr(pos_).starts_with(word) &&
@@ -162,15 +175,19 @@ class LineParser {
       char c = line_[pos_++];
       if (c == '\\' && pos_ < line_.size()) {
         const char e = line_[pos_++];
-        if (e == 'n') c = '\n';
-        else if (e == 't') c = '\t';
+        if (e == 'n')
+          c = '\n';
+        else if (e == 't')
+          c = '\t';
         else if (e == 'x' && pos_ + 2 <= line_.size()) {
           unsigned v = 0;
           auto [end, ec] = std::from_chars(line_.data() + pos_, line_.data() + pos_ + 2, v, 16);
-          if (ec != std::errc() || end != line_.data() + pos_ + 2) error(pos_ - 2, "bad \\x escape");
+          if (ec != std::errc() || end != line_.data() + pos_ + 2)
+            error(pos_ - 2, "bad \\x escape");
           c = static_cast<char>(v);
           pos_ += 2;
-        } else c = e;
+        } else
+          c = e;
       }
       out += c;
     }
@@ -211,7 +228,7 @@ class LineParser {
       const size_t column = pos_;
       dims.push_back(parse_sym(raw_element(), column));
       if (accept(close)) return dims;
-      expect(',');
+      expect_separator(close);
     }
   }
   TensorMeta parse_type() {
@@ -219,9 +236,10 @@ class LineParser {
     const size_t column = pos_;
     const std::string dtype_name = parse_ident("a dtype such as f32");
     const std::optional<ScalarType> dtype = text::dtype_from_short_name(dtype_name);
-    KILN_CHECK_AT(dtype.has_value(), column,
-                  "unknown dtype '{}' (expected one of b8 u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64)",
-                  dtype_name);
+    KILN_CHECK_AT(
+        dtype.has_value(), column,
+        "unknown dtype '{}' (expected one of b8 u8 u16 u32 u64 i8 i16 i32 i64 f16 bf16 f32 f64)",
+        dtype_name);
     expect('[');
     TensorMeta meta;
     meta.dtype = *dtype;
@@ -229,10 +247,10 @@ class LineParser {
     if (peek() == '{') {
       ++pos_;
       meta.strides = parse_dims('}');
-      KILN_CHECK_AT(meta.strides.size() == meta.sizes.size(), column,
-                    "{} strides for {} sizes", meta.strides.size(), meta.sizes.size());
+      KILN_CHECK_AT(meta.strides.size() == meta.sizes.size(), column, "{} strides for {} sizes",
+                    meta.strides.size(), meta.sizes.size());
     } else {
-      meta.strides = contiguous_strides(SymIntArrayRef(meta.sizes.data(), meta.sizes.size()));
+      meta.strides = TensorMeta::contiguous_strides(meta.sizes);
     }
     if (peek() == '@') {
       ++pos_;
@@ -242,7 +260,9 @@ class LineParser {
         expect(')');
       } else {
         const size_t start = pos_;
-        while (pos_ < line_.size() && (std::isalnum(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '-')) ++pos_;
+        while (pos_ < line_.size() &&
+               (std::isalnum(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '-'))
+          ++pos_;
         meta.offset = parse_sym(line_.substr(start, pos_ - start), offset_column);
       }
     }
@@ -269,7 +289,7 @@ class LineParser {
         while (true) {
           e.list.push_back(parse_element());
           if (accept(']')) break;
-          expect(',');
+          expect_separator(']');
         }
       }
     } else if (peek() == '"' || peek() == '\'') {
@@ -295,13 +315,15 @@ class LineParser {
     const char* begin = raw.data();
     const char* end = raw.data() + raw.size();
     int64_t i = 0;
-    if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end) return IValue(i);
+    if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end)
+      return IValue(i);
     uint64_t u = 0;
     if (auto [p, ec] = std::from_chars(begin, end, u); ec == std::errc() && p == end)
       return IValue(Scalar(u));
     if (raw.find_first_of(".eE") != std::string_view::npos) {
       double d = 0;
-      if (auto [p, ec] = std::from_chars(begin, end, d); ec == std::errc() && p == end) return IValue(d);
+      if (auto [p, ec] = std::from_chars(begin, end, d); ec == std::errc() && p == end)
+        return IValue(d);
     }
     return IValue(parse_sym(raw, column).raw());
   }
@@ -372,7 +394,8 @@ class LineParser {
         while (look < line_.size() && is_ident_char(line_[look])) ++look;
         size_t after = look;
         while (after < line_.size() && line_[after] == ' ') ++after;
-        if (look > pos_ && is_ident_start(line_[pos_]) && after < line_.size() && line_[after] == '=') {
+        if (look > pos_ && is_ident_start(line_[pos_]) && after < line_.size() &&
+            line_[after] == '=') {
           const std::string name(line_.substr(pos_, look - pos_));
           index = schema.index_of(name);
           KILN_CHECK_AT(index >= 0, column, "{} has no argument named '{}'; schema: {}", op.name,
@@ -386,10 +409,11 @@ class LineParser {
         if (args.size() <= static_cast<size_t>(index)) args.resize(index + 1);
         KILN_CHECK_AT(!args[index].has_value(), column, "argument '{}' is given twice",
                       schema.args[index].name);
-        const SchemaArg* type = static_cast<size_t>(index) < schema.args.size() ? &schema.args[index] : nullptr;
+        const SchemaArg* type =
+            static_cast<size_t>(index) < schema.args.size() ? &schema.args[index] : nullptr;
         args[index] = to_arg(e, type);
         if (accept(')')) break;
-        expect(',');
+        expect_separator(')');
       }
     }
     std::vector<Arg> out;
@@ -399,8 +423,8 @@ class LineParser {
         continue;
       }
       const SchemaArg& s = schema.args[i];
-      KILN_CHECK_AT(s.default_text.has_value(), pos_ - 1, "{}: argument '{}' is missing; schema: {}",
-                    op.name, s.name, op.schema);
+      KILN_CHECK_AT(s.default_text.has_value(), pos_ - 1,
+                    "{}: argument '{}' is missing; schema: {}", op.name, s.name, op.schema);
       out.push_back(default_arg(s, pos_ - 1));
     }
     return out;
@@ -415,7 +439,7 @@ class LineParser {
         skip_space();
         outputs.push_back(parse_value_use());
         if (accept(')')) break;
-        expect(',');
+        expect_separator(')');
       }
     }
     expect_end();
@@ -447,7 +471,8 @@ Graph parse_graph(std::string_view text) {
     const std::string_view content = trim(line);
     if (content.empty() || content.front() == '#') continue;
     if (returned)
-      throw ValueError(fmt::format("parse_graph: line {}:1: a statement after `return`", line_number));
+      throw ValueError(
+          fmt::format("parse_graph: line {}:1: a statement after `return`", line_number));
     returned = LineParser(line, line_number, g, values).parse_statement();
   }
   return g;

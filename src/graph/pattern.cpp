@@ -129,7 +129,8 @@ std::vector<Match> match(const Graph& pattern, Graph& g) {
   for (size_t i = 0; i < calls.size(); ++i) position[calls[i]] = i;
   const Node* anchor = pattern.outputs()[0]->producer();
   const std::vector<Node*> pattern_calls = pattern.calls();
-  const std::unordered_set<const Value*> pattern_outputs(pattern.outputs().begin(), pattern.outputs().end());
+  const std::unordered_set<const Value*> pattern_outputs(pattern.outputs().begin(),
+                                                         pattern.outputs().end());
 
   std::unordered_set<const Node*> taken;
   std::vector<Match> matches;
@@ -185,8 +186,8 @@ int replace(Graph& g, const Graph& pattern, const ReplacementBuilder& build) {
       news = build(g, m);
     }
     KILN_CHECK(news.size() == m.outputs.size(), ValueError,
-               "replace: the replacement gives {} values for a pattern with {} outputs", news.size(),
-               m.outputs.size());
+               "replace: the replacement gives {} values for a pattern with {} outputs",
+               news.size(), m.outputs.size());
     for (size_t i = 0; i < news.size(); ++i) {
       g.replace_all_uses(m.outputs[i], news[i]);
       if (news[i] != m.outputs[i]) replaced[m.outputs[i]] = news[i];
@@ -201,13 +202,14 @@ int replace(Graph& g, const Graph& pattern, const ReplacementBuilder& build) {
 }
 
 int replace(Graph& g, const Graph& pattern, const Graph& replacement) {
-  KILN_CHECK(replacement.placeholders().size() == pattern.placeholders().size() &&
-                 replacement.outputs().size() == pattern.outputs().size(),
-             ValueError,
-             "replace: the replacement has {} placeholders and {} outputs but the pattern has {} and "
-             "{}; they must agree (placeholders are bound by position)",
-             replacement.placeholders().size(), replacement.outputs().size(),
-             pattern.placeholders().size(), pattern.outputs().size());
+  KILN_CHECK(
+      replacement.placeholders().size() == pattern.placeholders().size() &&
+          replacement.outputs().size() == pattern.outputs().size(),
+      ValueError,
+      "replace: the replacement has {} placeholders and {} outputs but the pattern has {} and "
+      "{}; they must agree (placeholders are bound by position)",
+      replacement.placeholders().size(), replacement.outputs().size(),
+      pattern.placeholders().size(), pattern.outputs().size());
   return replace(g, pattern, [&](Graph& target, const Match& m) {
     std::unordered_map<const Value*, Value*> map;
     for (size_t i = 0; i < m.wildcards.size(); ++i) {

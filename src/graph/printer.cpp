@@ -14,11 +14,11 @@
 // contiguous ones, `@offset` only when the storage offset is not 0 (`@(expr)` when symbolic), and
 // `requires_grad` when set. Symbolic sizes print as sym::to_string expressions.
 // Arguments follow the op's schema: positional up to the first argument that has a default or is
-// keyword-only, `name=value` from there on. Constants: ints, floats (always with a '.', an exponent,
-// or inf/nan; the shortest text that reads back bit-identical), True/False, None, dtype names
-// (float32, int64: the long names, so they never collide with a symbol such as u8), devices (cpu,
-// meta), double-quoted strings, int lists `[2, s0]`, value lists `[%1, None]`. A Scalar prints like
-// the number it holds; its kind (int, float, bool) is kept by the literal's form.
+// keyword-only, `name=value` from there on. Constants: ints, floats (always with a '.', an
+// exponent, or inf/nan; the shortest text that reads back bit-identical), True/False, None, dtype
+// names (float32, int64: the long names, so they never collide with a symbol such as u8), devices
+// (cpu, meta), double-quoted strings, int lists `[2, s0]`, value lists `[%1, None]`. A Scalar
+// prints like the number it holds; its kind (int, float, bool) is kept by the literal's form.
 #include "src/graph/graph.h"
 #include "src/graph/schema.h"
 #include "src/graph/text.h"
@@ -68,7 +68,8 @@ std::string outputs_to_string(std::span<Value* const> outputs) {
 }  // namespace
 
 std::string to_string(const TensorMeta& meta) {
-  std::string out = fmt::format("{}[{}]", text::short_dtype_name(meta.dtype), join_dims(meta.sizes));
+  std::string out =
+      fmt::format("{}[{}]", text::short_dtype_name(meta.dtype), join_dims(meta.sizes));
   if (!meta.has_contiguous_strides()) out += fmt::format("{{{}}}", join_dims(meta.strides));
   if (!same(meta.offset, 0)) {
     const std::string offset = text::sym_int(meta.offset);
@@ -86,10 +87,14 @@ std::string constant_to_string(const IValue& c) {
   if (c.is_scalar()) {
     const Scalar s = c.scalar();
     switch (s.kind()) {
-      case Scalar::Kind::Bool: return s.to_bool() ? "True" : "False";
-      case Scalar::Kind::Int: return text::sym_int(SymInt::from_raw(s.to_int64()));
-      case Scalar::Kind::UInt: return std::to_string(s.to_uint64());
-      case Scalar::Kind::Double: return text::float_literal(s.to_double());
+      case Scalar::Kind::Bool:
+        return s.to_bool() ? "True" : "False";
+      case Scalar::Kind::Int:
+        return text::sym_int(SymInt::from_raw(s.to_int64()));
+      case Scalar::Kind::UInt:
+        return std::to_string(s.to_uint64());
+      case Scalar::Kind::Double:
+        return text::float_literal(s.to_double());
     }
   }
   if (c.is_int_list()) {
@@ -104,17 +109,20 @@ std::string constant_to_string(const IValue& c) {
   if (c.is_dtype()) return std::string(dtype_name(c.dtype()));
   if (c.is_device()) return c.device() == Device::Meta ? "meta" : "cpu";
   if (c.is_string()) return text::quoted(c.string());
-  return fmt::format("<{}>", c.type_name());  // tensors are never constants (Graph::add_call refuses them)
+  return fmt::format("<{}>",
+                     c.type_name());  // tensors are never constants (Graph::add_call refuses them)
 }
 
 std::string to_string(const Node& node) {
   switch (node.kind()) {
     case NodeKind::Placeholder:
-      return fmt::format("{} = placeholder({})", outputs_to_string(node.outputs()), text::quoted(node.source()));
+      return fmt::format("{} = placeholder({})", outputs_to_string(node.outputs()),
+                         text::quoted(node.source()));
     case NodeKind::Output: {
       std::string out = "return (";
       const std::vector<Value*>& values = node.args()[0].as_list();
-      for (size_t i = 0; i < values.size(); ++i) out += fmt::format("{}{}", i > 0 ? ", " : "", values[i]->name());
+      for (size_t i = 0; i < values.size(); ++i)
+        out += fmt::format("{}{}", i > 0 ? ", " : "", values[i]->name());
       return out + ")";
     }
     case NodeKind::Call:

@@ -72,7 +72,8 @@ int count_returns(std::string_view ret, bool* list) {
 }  // namespace
 
 bool SchemaArg::is_int_list() const {
-  return (type.starts_with("int[") || type.starts_with("SymInt[")) && type.find(']') != std::string::npos;
+  return (type.starts_with("int[") || type.starts_with("SymInt[")) &&
+         type.find(']') != std::string::npos;
 }
 
 int Schema::num_required() const {

@@ -30,10 +30,10 @@ struct SchemaArg {
 struct Schema {
   std::string name;
   std::vector<SchemaArg> args;
-  int num_returns = 1;         // tensors returned (when !returns_list)
-  bool returns_list = false;   // `-> Tensor[]`: any number of outputs
+  int num_returns = 1;        // tensors returned (when !returns_list)
+  bool returns_list = false;  // `-> Tensor[]`: any number of outputs
   bool mutates_an_argument = false;
-  int num_required() const;    // arguments without a default
+  int num_required() const;  // arguments without a default
   // Index of the argument called `name`, or -1.
   int index_of(std::string_view name) const;
 };

@@ -34,25 +34,32 @@ void check_arg_kinds(const Node& node, const Schema& schema) {
     const SchemaArg& s = schema.args[i];
     const bool none = a.is_constant() && a.as_constant().is_none();
     bool ok = true;
-    if (s.is_tensor()) ok = a.is_value() || (none && s.optional());
-    else if (s.is_tensor_list()) ok = a.is_list() || (none && s.optional());
-    else ok = a.is_constant() && (!none || s.optional() || s.default_text == "None");
+    if (s.is_tensor())
+      ok = a.is_value() || (none && s.optional());
+    else if (s.is_tensor_list())
+      ok = a.is_list() || (none && s.optional());
+    else
+      ok = a.is_constant() && (!none || s.optional() || s.default_text == "None");
     if (!ok)
-      fail(node, fmt::format("argument {} ('{}') has schema type {} but is {}", i, s.name, s.type,
-                             a.is_value() ? "a value" : a.is_list() ? "a list of values"
-                                                      : "the constant " + constant_to_string(a.as_constant())));
+      fail(node,
+           fmt::format("argument {} ('{}') has schema type {} but is {}", i, s.name, s.type,
+                       a.is_value()  ? "a value"
+                       : a.is_list() ? "a list of values"
+                                     : "the constant " + constant_to_string(a.as_constant())));
   }
 }
 
 void check_call(const Node& node) {
   const auto& ops = OpRegistry::instance().ops();
-  if (node.op() >= ops.size()) fail(node, fmt::format("op id {} is not in the op table", node.op()));
+  if (node.op() >= ops.size())
+    fail(node, fmt::format("op id {} is not in the op table", node.op()));
   const Schema& schema = schema_of(node.op_def());
   const size_t n = node.args().size();
   if (n > schema.args.size() || n < static_cast<size_t>(schema.num_required()))
-    fail(node, fmt::format("{} arguments, but the schema `{}` takes {}{}", n, node.op_def().schema,
-                           schema.num_required() == static_cast<int>(schema.args.size()) ? "" : "at most ",
-                           schema.args.size()));
+    fail(node, fmt::format(
+                   "{} arguments, but the schema `{}` takes {}{}", n, node.op_def().schema,
+                   schema.num_required() == static_cast<int>(schema.args.size()) ? "" : "at most ",
+                   schema.args.size()));
   check_arg_kinds(node, schema);
   if (!schema.returns_list && node.outputs().size() != static_cast<size_t>(schema.num_returns))
     fail(node, fmt::format("{} outputs, but the schema `{}` returns {}", node.outputs().size(),

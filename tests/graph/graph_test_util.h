@@ -39,8 +39,8 @@ inline void expect_identical(const Tensor& actual, const Tensor& expected) {
   const std::vector<double> e = expected.to(kFloat64).contiguous().to_vector<double>();
   ASSERT_EQ(a.size(), e.size());
   for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_EQ(std::memcmp(&a[i], &e[i], sizeof(double)), 0) << "element " << i << ": " << a[i]
-                                                            << " vs " << e[i];
+    EXPECT_EQ(std::memcmp(&a[i], &e[i], sizeof(double)), 0)
+        << "element " << i << ": " << a[i] << " vs " << e[i];
 }
 
 inline void expect_close(const Tensor& actual, const Tensor& expected, double tol = 1e-5) {

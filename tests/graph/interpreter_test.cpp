@@ -121,8 +121,11 @@ TEST(Interpreter, AnOpErrorNamesTheNodeAndKeepsItsKind) {
       "%0 : f32[2, 3] = placeholder(\"x\")\n"
       "%1 : f32[2, 2] = mm(%0, %0)\n"
       "return (%1)\n");
-  expect_error<ShapeError>([&] { interpret(g, std::vector<Tensor>{randn({2, 3})}); },
-                           {"interpret: %1 : f32[2, 2] = mm(%0, %0): ", "mm"});
+  expect_error<ShapeError>(
+      [&] {
+        interpret(g, std::vector<Tensor>{randn({2, 3})});
+      },
+      {"interpret: %1 : f32[2, 2] = mm(%0, %0): ", "mm"});
 }
 
 TEST(Interpreter, UseBeforeDefinitionIsAnErrorNotACrash) {

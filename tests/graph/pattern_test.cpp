@@ -1,6 +1,6 @@
 // Subgraph pattern matching and replacement.
-#include "graph_test_util.h"
 #include "src/graph/pattern.h"
+#include "graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
@@ -31,7 +31,7 @@ TEST(Pattern, ReplacesMulByTwoWithAddIncludingChains) {
   verify(g);
   const std::string text = to_string(g);
   EXPECT_EQ(text.find("mul.Scalar(%0, 2)"), std::string::npos) << text;
-  EXPECT_NE(text.find("mul.Scalar(%6, 3)"), std::string::npos) << text;  // reads the second add
+  EXPECT_NE(text.find("mul.Scalar(%6, 3)"), std::string::npos) << text;    // reads the second add
   EXPECT_NE(text.find("mul.Scalar(%0, 2.0)"), std::string::npos) << text;  // 2.0 is not 2
   EXPECT_NE(text.find("%5 : f32[4] = add(%0, %0, alpha=1)"), std::string::npos) << text;
   EXPECT_NE(text.find("%6 : f32[4] = add(%5, %5, alpha=1)"), std::string::npos) << text;
@@ -138,7 +138,9 @@ TEST(Pattern, MatchesDoNotOverlap) {
   ASSERT_EQ(matches.size(), 1u);
   EXPECT_EQ(matches[0].outputs[0], g.value(2));
   // Replace with the wildcard itself: neg(neg(x)) -> x.
-  EXPECT_EQ(replace(g, double_neg, [](Graph&, const Match& m) { return std::vector<Value*>{m.wildcards[0]}; }), 1);
+  EXPECT_EQ(replace(g, double_neg,
+                    [](Graph&, const Match& m) { return std::vector<Value*>{m.wildcards[0]}; }),
+            1);
   verify(g);
   EXPECT_EQ(to_string(g),
             "%0 : f32[3] = placeholder(\"x\")\n"

@@ -42,9 +42,11 @@ TEST(Printer, ShowsOffsetsMultipleOutputsListsAndKeywordOnlyArguments) {
   g.set_outputs({row, mx[1], c, am});
   const std::string text = to_string(g);
   EXPECT_NE(text.find("%2 : f32[6]@12 = select(%0, 0, 2)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("%3 : f32[4], %4 : i64[4] = max.dim(%0, 1, False)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%3 : f32[4], %4 : i64[4] = max.dim(%0, 1, False)\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("%5 : f32[6, 6] = cat([%0, %1], dim=0)\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("%8 : f32[4, 3] = addmm(%7, %0, %6, beta=0.5, alpha=2)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("%8 : f32[4, 3] = addmm(%7, %0, %6, beta=0.5, alpha=2)\n"), std::string::npos)
+      << text;
 }
 
 TEST(Printer, ConstantsPrintReadably) {
@@ -59,7 +61,8 @@ TEST(Printer, ConstantsPrintReadably) {
   EXPECT_EQ(constant_to_string(IValue(std::nan(""))), "nan");
   EXPECT_EQ(constant_to_string(IValue(Scalar(2.0))), "2.0");
   EXPECT_EQ(constant_to_string(IValue(Scalar(false))), "False");
-  EXPECT_EQ(constant_to_string(IValue(Scalar(uint64_t{18446744073709551615u}))), "18446744073709551615");
+  EXPECT_EQ(constant_to_string(IValue(Scalar(uint64_t{18446744073709551615u}))),
+            "18446744073709551615");
   EXPECT_EQ(constant_to_string(IValue(kBFloat16)), "bfloat16");
   EXPECT_EQ(constant_to_string(IValue(Device::Meta)), "meta");
   EXPECT_EQ(constant_to_string(IValue("say \"hi\"\n\\")), "\"say \\\"hi\\\"\\n\\\\\"");
@@ -84,10 +87,13 @@ Graph many_ops_graph() {
   std::vector<Value*> mx = call(g, "max.dim", {V(c), C(1), C(true)});
   Value* sm = call1(g, "sum", {V(c), C(std::vector<int64_t>{0}), C(false), C(IValue())});
   Value* cast = call1(g, "_to_copy", {V(sm), C(kFloat64)});
-  Value* full = call1(g, "full", {C(std::vector<int64_t>{2, 3}), C(Scalar(1.5)), C(kFloat32), C(Device::CPU)});
+  Value* full = call1(g, "full",
+                      {C(std::vector<int64_t>{2, 3}), C(Scalar(1.5)), C(kFloat32), C(Device::CPU)});
   Value* gl = call1(g, "gelu", {V(full), C("tanh")});
-  Value* ln = call1(g, "layer_norm", {V(x), C(std::vector<int64_t>{6}), V(w), C(IValue()), C(1e-5)});
-  Value* nn = call1(g, "nan_to_num", {V(x), C(0.0), C(std::numeric_limits<double>::infinity()), C(IValue())});
+  Value* ln =
+      call1(g, "layer_norm", {V(x), C(std::vector<int64_t>{6}), V(w), C(IValue()), C(1e-5)});
+  Value* nn = call1(g, "nan_to_num",
+                    {V(x), C(0.0), C(std::numeric_limits<double>::infinity()), C(IValue())});
   Value* loss = call1(g, "mse_loss", {V(x), V(y), C("sum")});
   g.set_outputs({gathered, mx[0], mx[1], cast, gl, ln, nn, loss});
   return g;
@@ -124,7 +130,12 @@ TEST(Parser, RoundTripsGraphsOfManyOps) {
 }
 
 TEST(Parser, KeepsScalarKindsAndFloatBits) {
-  const double values[] = {0.1, -0.0, 1e-300, 1.7976931348623157e308, 5e-324, 3.0,
+  const double values[] = {0.1,
+                           -0.0,
+                           1e-300,
+                           1.7976931348623157e308,
+                           5e-324,
+                           3.0,
                            std::numeric_limits<double>::infinity(),
                            -std::numeric_limits<double>::infinity()};
   for (double d : values) {
@@ -144,11 +155,12 @@ TEST(Parser, KeepsScalarKindsAndFloatBits) {
     const char* literal;
     Scalar::Kind kind;
   };
-  for (const Case& k : {Case{"1", Scalar::Kind::Int}, Case{"1.0", Scalar::Kind::Double},
-                        Case{"True", Scalar::Kind::Bool},
-                        Case{"18446744073709551615", Scalar::Kind::UInt}}) {
-    Graph g = parse_graph(std::string("%0 : u64[3] = placeholder(\"x\")\n%1 : u64[3] = fill_(%0, ") +
-                          k.literal + ")\n");
+  for (const Case& k :
+       {Case{"1", Scalar::Kind::Int}, Case{"1.0", Scalar::Kind::Double},
+        Case{"True", Scalar::Kind::Bool}, Case{"18446744073709551615", Scalar::Kind::UInt}}) {
+    Graph g =
+        parse_graph(std::string("%0 : u64[3] = placeholder(\"x\")\n%1 : u64[3] = fill_(%0, ") +
+                    k.literal + ")\n");
     const IValue& c = g.calls()[0]->args()[1].as_constant();
     ASSERT_TRUE(c.is_scalar()) << k.literal;
     EXPECT_EQ(c.scalar().kind(), k.kind) << k.literal;
@@ -174,8 +186,8 @@ TEST(Parser, ReadsEveryConstantKind) {
   const std::vector<Node*> calls = g.calls();
   EXPECT_EQ(calls[0]->args()[1].as_constant().dtype(), kFloat64);
   EXPECT_EQ(calls[1]->args()[2].as_constant().string(), "it's");
-  EXPECT_EQ(calls[2]->args()[2].as_constant().dtype(), kBFloat16);
-  EXPECT_EQ(calls[2]->args()[3].as_constant().device(), Device::Meta);
+  EXPECT_EQ(calls[2]->args()[1].as_constant().dtype(), kBFloat16);
+  EXPECT_EQ(calls[2]->args()[2].as_constant().device(), Device::Meta);
   EXPECT_TRUE(calls[3]->args()[1].as_constant().is_none());
   ASSERT_TRUE(calls[4]->args()[1].is_list());
   EXPECT_EQ(calls[4]->args()[1].as_list()[0], nullptr);
@@ -227,7 +239,7 @@ TEST(Parser, ErrorsNameLineAndColumn) {
   expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = add(%0, %0, beta=2)\n"); },
                            {"line 2", "no argument named 'beta'", "Scalar alpha=1"});
   expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = neg(%0\n"); },
-                           {"line 2:21", "expected ')'", "the end of the line"});
+                           {"line 2:21", "expected ',' or ')'", "the end of the line"});
   expect_error<ValueError>([&] { parse_graph(x + "%0 : f32[3] = neg(%0)\n"); },
                            {"line 2:1", "%0 is defined twice"});
   expect_error<ValueError>([&] { parse_graph(x + "return (%0)\n%1 : f32[3] = neg(%0)\n"); },
@@ -237,8 +249,9 @@ TEST(Parser, ErrorsNameLineAndColumn) {
       {"line 3", "placeholders must come before"});
   expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = add(%0, alpha=1, %0)\n"); },
                            {"line 2", "positional argument after a keyword"});
-  expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = add(%0, %0, alpha=1, alpha=2)\n"); },
-                           {"line 2", "'alpha' is given twice"});
+  expect_error<ValueError>(
+      [&] { parse_graph(x + "%1 : f32[3] = add(%0, %0, alpha=1, alpha=2)\n"); },
+      {"line 2", "'alpha' is given twice"});
   expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = fill_(%0, \"open)\n"); },
                            {"line 2", "unterminated string"});
   expect_error<ValueError>([&] { parse_graph(x + "%1 : f32[3] = neg(%0) junk\n"); },
@@ -252,7 +265,8 @@ TEST(Parser, ErrorsNameLineAndColumn) {
 
 TEST(Schema, ParsesNamesTypesDefaultsAndMutation) {
   const Schema s = parse_schema(
-      "addmm_(Tensor(a!) self, Tensor? mat1, int[2] k=1, *, Scalar beta=1, str m=\"a,b\") -> (Tensor(a!), Tensor)");
+      "addmm_(Tensor(a!) self, Tensor? mat1, int[2] k=1, *, Scalar beta=1, str m=\"a,b\") -> "
+      "(Tensor(a!), Tensor)");
   EXPECT_EQ(s.name, "addmm_");
   ASSERT_EQ(s.args.size(), 5u);
   EXPECT_TRUE(s.args[0].mutated);

@@ -11,12 +11,11 @@ const std::string kInputs =
     "%1 : f32[3, 4] = placeholder(\"w\")\n";
 
 TEST(Verifier, AcceptsWellFormedGraphs) {
-  EXPECT_NO_THROW(verify(parse_graph(kInputs +
-                                     "%2 : f32[2, 4] = mm(%0, %1)\n"
-                                     "%3 : f32[4, 2]{1, 4} = transpose(%2, 0, 1)\n"
-                                     "%4 : f32[8, 2] = cat([%3, %3], dim=0)\n"
-                                     "%5 : f32[2, 3] = full([2, 3], 1.5, float32, cpu)\n"
-                                     "return (%4, %5)\n")));
+  EXPECT_NO_THROW(verify(parse_graph(kInputs + "%2 : f32[2, 4] = mm(%0, %1)\n"
+                                               "%3 : f32[4, 2]{1, 4} = transpose(%2, 0, 1)\n"
+                                               "%4 : f32[8, 2] = cat([%3, %3], dim=0)\n"
+                                               "%5 : f32[2, 3] = full([2, 3], 1.5, float32, cpu)\n"
+                                               "return (%4, %5)\n")));
 }
 
 TEST(Verifier, CatchesUseBeforeDefinition) {
@@ -45,12 +44,15 @@ TEST(Verifier, CatchesUseOfAnErasedNode) {
 TEST(Verifier, CatchesWrongArity) {
   expect_error<ValueError>(
       [&] { verify(parse_graph(kInputs + "%2 : f32[2, 4] = mm(%0, %1, %1)\nreturn (%2)\n")); },
-      {"`%2 : f32[2, 4] = mm(%0, %1, %1)`", "3 arguments", "mm(Tensor self, Tensor mat2)", "takes 2"});
+      {"`%2 : f32[2, 4] = mm(%0, %1, %1)`", "3 arguments", "mm(Tensor self, Tensor mat2)",
+       "takes 2"});
   expect_error<ValueError>(
       [&] { verify(parse_graph(kInputs + "%2 : f32[2, 4] = mm(%0)\nreturn (%2)\n")); },
       {"mm(%0)", "1 arguments"});
   expect_error<ValueError>(
-      [&] { verify(parse_graph(kInputs + "%2 : f32[2, 4], %3 : f32[2, 4] = mm(%0, %1)\nreturn (%2)\n")); },
+      [&] {
+        verify(parse_graph(kInputs + "%2 : f32[2, 4], %3 : f32[2, 4] = mm(%0, %1)\nreturn (%2)\n"));
+      },
       {"2 outputs", "returns 1"});
 }
 
