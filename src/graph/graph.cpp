@@ -210,6 +210,9 @@ Graph& Graph::operator=(Graph&& other) noexcept {
 }
 
 Value* Graph::new_value(Node* producer, int index, TensorMeta meta) {
+  // Empty strides mean contiguous (metas written by hand); see TensorMeta.
+  if (meta.strides.empty() && !meta.sizes.empty())
+    meta.strides = TensorMeta::contiguous_strides(meta.sizes);
   int id = 0;
   if (!pending_ids_.empty()) {
     id = pending_ids_.back();

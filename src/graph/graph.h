@@ -31,7 +31,8 @@
 namespace kiln::graph {
 
 // What a Value is known to be without running the graph: a tensor's dtype, sizes, strides, storage
-// offset (each possibly symbolic) and whether it requires grad.
+// offset (each possibly symbolic) and whether it requires grad. A graph fills empty strides with
+// the contiguous ones when it creates the value.
 struct TensorMeta {
   ScalarType dtype = kFloat32;
   SymDimVector sizes;

@@ -125,7 +125,7 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   // non-contiguous input need not match the traced ones).
   for (size_t i = 0; i < inputs.size(); ++i) {
     const SymDimVector& strides = placeholders[i]->meta().strides;
-    for (size_t d = 0; d < strides.size(); ++d)
+    for (size_t d = 0; d < strides.size() && d < static_cast<size_t>(inputs[i].dim()); ++d)
       symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
   }
   symbols.check_deferred();

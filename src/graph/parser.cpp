@@ -315,8 +315,10 @@ class LineParser {
     const char* begin = raw.data();
     const char* end = raw.data() + raw.size();
     int64_t i = 0;
-    if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end)
-      return IValue(i);
+    if (auto [p, ec] = std::from_chars(begin, end, i); ec == std::errc() && p == end) {
+      // Below -2^62 an int word would read as a symbolic SymInt: only a Scalar may hold it.
+      return i > SymInt::kSymbolicTagMax ? IValue(i) : IValue(Scalar(i));
+    }
     uint64_t u = 0;
     if (auto [p, ec] = std::from_chars(begin, end, u); ec == std::errc() && p == end)
       return IValue(Scalar(u));
@@ -360,6 +362,12 @@ class LineParser {
     IValue& c = e.constant;
     if (type != nullptr && type->is_scalar() && (c.is_int() || c.is_double() || c.is_bool()))
       return Arg::constant(IValue(c.scalar()));
+    const bool int_type =
+        type != nullptr && (type->type.starts_with("int") || type->type.starts_with("SymInt"));
+    KILN_CHECK_AT(!(int_type && c.is_scalar()), e.column,
+                  "{} is out of range for an int argument (values below -2^62 are reserved for "
+                  "symbolic sizes)",
+                  constant_to_string(c));
     return Arg::constant(std::move(c));
   }
 

@@ -89,8 +89,8 @@ std::string constant_to_string(const IValue& c) {
     switch (s.kind()) {
       case Scalar::Kind::Bool:
         return s.to_bool() ? "True" : "False";
-      case Scalar::Kind::Int:
-        return text::sym_int(SymInt::from_raw(s.to_int64()));
+      case Scalar::Kind::Int:  // never symbolic (Scalar has no SymInt constructor)
+        return std::to_string(s.to_int64());
       case Scalar::Kind::UInt:
         return std::to_string(s.to_uint64());
       case Scalar::Kind::Double:

@@ -57,9 +57,6 @@ int64_t SymBindings::value_or_throw(SymInt s, const Node& node) const {
 IValue SymBindings::concretize(const IValue& c, const Node& node) const {
   if (c.is_int() && SymInt::from_raw(c.to_int()).is_symbolic())
     return IValue(value_or_throw(SymInt::from_raw(c.to_int()), node));
-  if (c.is_scalar() && c.scalar().kind() == Scalar::Kind::Int &&
-      SymInt::from_raw(c.scalar().to_int64()).is_symbolic())
-    return IValue(Scalar(value_or_throw(SymInt::from_raw(c.scalar().to_int64()), node)));
   if (c.is_int_list()) {
     const IntArrayRef words = c.int_list();
     bool symbolic = false;

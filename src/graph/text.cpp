@@ -36,7 +36,13 @@ std::string sym_int(SymInt s) {
 SymInt parse_sym_int(std::string_view t) {
   int64_t value = 0;
   auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (ec == std::errc() && end == t.data() + t.size()) return SymInt(value);
+  if (ec == std::errc() && end == t.data() + t.size()) {
+    KILN_CHECK(value > SymInt::kSymbolicTagMax, ValueError,
+               "{} is below -2^62, the range reserved for symbolic sizes (Note [SymInt "
+               "representation])",
+               t);
+    return SymInt(value);
+  }
   const sym::ExprPtr e = sym::parse(t);
   KILN_CHECK(!e->is_bool(), ValueError,
              "expected a size or integer expression, got the condition '{}'", t);

@@ -105,6 +105,9 @@ void verify(const Graph& g) {
     for (const Value* v : node->outputs()) {
       if (v->producer() != node) fail(*node, "internal: " + v->name() + " names another producer");
       if (!defined.insert(v).second) fail(*node, v->name() + " is defined twice");
+      if (v->meta().strides.size() != v->meta().sizes.size())
+        fail(*node, fmt::format("{} has {} sizes but {} strides", v->name(), v->meta().sizes.size(),
+                                v->meta().strides.size()));
     }
   }
   if (g.output_node() == nullptr)

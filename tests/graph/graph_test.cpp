@@ -143,6 +143,20 @@ TEST(Graph, MovedGraphKeepsWorking) {
   EXPECT_NO_THROW(verify(moved));
 }
 
+TEST(Graph, EmptyStridesMeanContiguous) {
+  Graph g;
+  TensorMeta meta;
+  meta.dtype = kInt32;
+  meta.sizes = {2, 1, 3};
+  Value* x = g.add_placeholder("x", meta);
+  ASSERT_EQ(x->meta().strides.size(), 3u);
+  EXPECT_EQ(x->meta().strides[0].raw(), 3);
+  EXPECT_EQ(x->meta().strides[1].raw(), 3);
+  EXPECT_EQ(x->meta().strides[2].raw(), 1);
+  EXPECT_TRUE(x->meta() == TensorMeta::contiguous(kInt32, {2, 1, 3}));
+  EXPECT_EQ(to_string(x->meta()), "i32[2, 1, 3]");
+}
+
 TEST(Graph, SideEffectsComeFromTagsSchemaOrFlag) {
   Graph g;
   Value* x = input(g, "x", kFloat32, {3});

@@ -287,3 +287,59 @@ TEST(Schema, ParsesNamesTypesDefaultsAndMutation) {
 
 }  // namespace
 }  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+
+// Bad input never crashes: every truncation and many one-character edits of a valid text either
+// parse (and then verify or fail with a kiln::Error) or fail with a kiln::ValueError.
+TEST(Parser, DamagedTextNeverCrashes) {
+  const std::string text = to_string(many_ops_graph()) +
+                           "%40 : f32[s0 - 1, 2*s1]{1, s0}@(s1 + 3) = placeholder(\"late\")\n";
+  auto attempt = [](const std::string& damaged) {
+    try {
+      Graph g = parse_graph(damaged);
+      try {
+        verify(g);
+      } catch (const Error&) {
+      }
+      (void)to_string(g);
+    } catch (const ValueError&) {
+    }
+  };
+  for (size_t n = 0; n <= text.size(); ++n) attempt(text.substr(0, n));
+  const char junk[] = {'%', '[', ']', '(', ')', ',', '=', '"',
+                       '@', '{', '}', '-', '9', 's', ' ', '\n'};
+  for (size_t i = 0; i < text.size(); i += 3)
+    for (char c : junk) {
+      std::string damaged = text;
+      damaged[i] = c;
+      attempt(damaged);
+    }
+}
+
+}  // namespace
+}  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+
+TEST(Parser, IntegersInTheSymbolicRangeAreErrorsExceptForScalars) {
+  const std::string x = "%0 : i64[3] = placeholder(\"x\")\n";
+  Graph g = parse_graph(x + "%1 : i64[3] = fill_(%0, -9223372036854775808)\n");
+  const IValue& c = g.calls()[0]->args()[1].as_constant();
+  EXPECT_EQ(c.scalar().to_int64(), INT64_MIN);
+  EXPECT_EQ(to_string(parse_graph(to_string(g))), to_string(g));
+  testing::expect_error<ValueError>(
+      [&] { parse_graph(x + "%1 : i64[3] = select(%0, 0, -9223372036854775808)\n"); },
+      {"line 2:29", "reserved for symbolic sizes"});
+  testing::expect_error<ValueError>(
+      [&] { parse_graph(x + "%1 : i64[3] = view(%0, [-9223372036854775808])\n"); },
+      {"line 2", "int list may only hold"});
+  testing::expect_error<ValueError>(
+      [&] { parse_graph("%0 : i64[-9223372036854775807] = placeholder(\"x\")\n"); },
+      {"line 1:10", "reserved for symbolic sizes"});
+}
+
+}  // namespace
+}  // namespace kiln::graph

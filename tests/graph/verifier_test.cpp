@@ -80,8 +80,12 @@ TEST(Verifier, CatchesMetasThatDisagreeWithTheOp) {
       {"mm(%1, %0)", "meta function rejects"});
 }
 
-TEST(Verifier, CatchesAMissingReturnAndForeignValues) {
+TEST(Verifier, CatchesAMissingReturnAndMalformedMetas) {
   expect_error<ValueError>([&] { verify(parse_graph(kInputs)); }, {"no return"});
+  Graph g = parse_graph(kInputs + "return (%0)\n");
+  g.value(1)->mutable_meta().strides.pop_back();
+  expect_error<ValueError>([&] { verify(g); },
+                           {"placeholder(\"w\")", "%1 has 2 sizes but 1 strides"});
 }
 
 TEST(Verifier, SkipsMetaCheckForDataDependentOps) {
