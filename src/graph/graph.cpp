@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <unordered_set>
 
 #include "src/graph/schema.h"
 
@@ -156,10 +157,11 @@ bool Node::uses(const Value* v) const {
   return false;
 }
 
+// Called for a new node, or right after remove_use_of_args: the node is in no users list yet, and
+// inputs() is distinct, so a plain push_back keeps each user once (no search: a value read by
+// thousands of nodes must not make building the graph quadratic).
 void Node::add_use_of_args() {
-  for (Value* v : inputs())
-    if (std::find(v->users_.begin(), v->users_.end(), this) == v->users_.end())
-      v->users_.push_back(this);
+  for (Value* v : inputs()) v->users_.push_back(this);
 }
 
 void Node::remove_use_of_args() {
@@ -244,15 +246,21 @@ Value* Graph::value(int id) const {
   return it == values_by_id_.end() ? nullptr : it->second;
 }
 
-void Graph::check_owned(const Arg& arg, std::string_view what) const {
-  for (Value* v : arg.values())
-    KILN_CHECK(v->producer()->owning_graph() == this, ValueError,
+void Graph::check_owned(const Arg& arg, std::string_view caller, std::string_view op) const {
+  // `what` is formatted only on failure: add_call is on the tracer's hot path.
+  auto what = [&] { return op.empty() ? std::string(caller) : fmt::format("{}({})", caller, op); };
+  auto check = [&](const Value* v) {
+    KILN_CHECK(v == nullptr || v->producer()->owning_graph() == this, ValueError,
                "{}: value {} belongs to another graph; values can only be used in the graph that "
                "defines them (clone the graph or add a placeholder)",
-               what, v->name());
+               what(), v->name());
+  };
+  if (arg.is_value()) check(arg.as_value());
+  if (arg.is_list())
+    for (const Value* v : arg.as_list()) check(v);
   if (arg.is_constant())
     KILN_CHECK(!arg.as_constant().is_tensor() && !arg.as_constant().is_tensor_list(), ValueError,
-               "{}: a tensor cannot be a constant argument; make it a placeholder", what);
+               "{}: a tensor cannot be a constant argument; make it a placeholder", what());
 }
 
 Value* Graph::add_placeholder(std::string source, TensorMeta meta) {
@@ -272,8 +280,7 @@ std::vector<Value*> Graph::add_call(OpId op, std::vector<Arg> args,
                                     std::vector<TensorMeta> outputs) {
   KILN_CHECK(op < OpRegistry::instance().ops().size(), ValueError,
              "Graph::add_call: op id {} is not in the op table", op);
-  const std::string what = "Graph::add_call(" + OpRegistry::instance().get(op).name + ")";
-  for (const Arg& a : args) check_owned(a, what);
+  for (const Arg& a : args) check_owned(a, "Graph::add_call", OpRegistry::instance().get(op).name);
   auto node = std::unique_ptr<Node>(new Node(this, NodeKind::Call));
   Node* n = node.get();
   n->op_ = op;
@@ -336,6 +343,7 @@ void Graph::replace_all_uses(Value* from, Value* to) {
              ValueError, "Graph::replace_all_uses({}, {}): both values must belong to this graph",
              from->name(), to->name());
   const std::vector<Node*> users = from->users_;
+  std::unordered_set<const Node*> to_users(to->users_.begin(), to->users_.end());
   for (Node* user : users) {
     for (Arg& a : user->args_) {
       if (a.is_value() && a.as_value() == from) {
@@ -346,8 +354,7 @@ void Graph::replace_all_uses(Value* from, Value* to) {
         a = Arg::list(std::move(list));
       }
     }
-    if (std::find(to->users_.begin(), to->users_.end(), user) == to->users_.end())
-      to->users_.push_back(user);
+    if (to_users.insert(user).second) to->users_.push_back(user);
   }
   from->users_.clear();
 }

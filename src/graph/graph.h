@@ -226,7 +226,7 @@ class Graph {
  private:
   friend class Node;
   Value* new_value(Node* producer, int index, TensorMeta meta);
-  void check_owned(const Arg& arg, std::string_view what) const;
+  void check_owned(const Arg& arg, std::string_view caller, std::string_view op = {}) const;
 
   std::list<std::unique_ptr<Node>> nodes_;   // placeholders and calls, program order
   std::list<std::unique_ptr<Node>> erased_;  // Note [Graph ownership and stable pointers]

@@ -57,16 +57,27 @@ void bind_input(const Value* placeholder, const Tensor& input, SymBindings& symb
   check_dims(meta.sizes, input.sizes(), "size");
 }
 
-using Env = std::unordered_map<const Value*, Tensor>;
+// The tensor of each value computed so far, indexed by value id (ids are below next_value_id).
+class Env {
+ public:
+  explicit Env(int num_ids) : slots_(static_cast<size_t>(num_ids)) {}
+  void bind(const Value* v, Tensor t) {
+    slots_.at(static_cast<size_t>(v->id())) = {v, std::move(t)};
+  }
+  const Tensor& lookup(const Value* v) const {
+    const size_t id = static_cast<size_t>(v->id());
+    KILN_CHECK(id < slots_.size() && slots_[id].first == v, ValueError,
+               "{} is used before it is defined (or by a node of another graph); run verify() on "
+               "the graph to find the broken node",
+               v->name());
+    return slots_[id].second;
+  }
 
-const Tensor& lookup(const Env& env, const Value* v) {
-  auto it = env.find(v);
-  KILN_CHECK(it != env.end(), ValueError,
-             "{} is used before it is defined (or by a node of another graph); run verify() on the "
-             "graph to find the broken node",
-             v->name());
-  return it->second;
-}
+ private:
+  std::vector<std::pair<const Value*, Tensor>> slots_;
+};
+
+const Tensor& lookup(const Env& env, const Value* v) { return env.lookup(v); }
 
 Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols) {
   Stack stack;
@@ -116,10 +127,10 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
                                  placeholders.size(), names, inputs.size()));
   }
   SymBindings symbols;
-  Env env;
+  Env env(g.next_value_id());
   for (size_t i = 0; i < inputs.size(); ++i) {
     bind_input(placeholders[i], inputs[i], symbols);
-    env[placeholders[i]] = inputs[i];
+    env.bind(placeholders[i], inputs[i]);
   }
   // Sizes first: a symbol that is both a size and a stride takes the size (strides of a
   // non-contiguous input need not match the traced ones).
@@ -130,24 +141,25 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   }
   symbols.check_deferred();
   for (const Node* node : g.calls()) {
-    const std::string context = "interpret: " + to_string(*node) + ": ";
+    // Built only on error: printing a node costs more than running a small op.
+    auto context = [node] { return fmt::format("interpret: {}: ", to_string(*node)); };
     std::vector<Tensor> results;
     try {
       Stack args = box_arguments(*node, env, symbols);
       Stack out = dispatch::call(node->op(), args);
       results = flatten_outputs(out);
     } catch (const Error& e) {
-      rethrow_with_context(e, context);
+      rethrow_with_context(e, context());
     }
     KILN_CHECK(results.size() == node->outputs().size(), ValueError,
-               "{}the op returned {} tensors but the node has {} outputs", context, results.size(),
-               node->outputs().size());
+               "{}the op returned {} tensors but the node has {} outputs", context(),
+               results.size(), node->outputs().size());
     for (size_t i = 0; i < results.size(); ++i) {
       const Value* v = node->outputs()[i];
       if (results[i].defined() && results[i].dim() == static_cast<int64_t>(v->meta().sizes.size()))
         for (size_t d = 0; d < v->meta().sizes.size(); ++d)
           symbols.bind_if_unbound(v->meta().sizes[d], results[i].sizes()[d]);
-      env[v] = std::move(results[i]);
+      env.bind(v, std::move(results[i]));
     }
   }
   std::vector<Tensor> outputs;

@@ -57,6 +57,26 @@ std::unordered_set<const Value*> mutated_values(const Graph& g) {
   return mutated;
 }
 
+// Equal calls hash equally: numbers hash by their value as the op sees it (constants_equal).
+size_t call_hash(const Node& n) {
+  size_t h = std::hash<OpId>()(n.op());
+  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (const Arg& a : n.args()) {
+    mix(static_cast<size_t>(a.kind()));
+    if (a.is_value()) {
+      mix(std::hash<const void*>()(a.as_value()));
+    } else if (a.is_list()) {
+      for (const Value* v : a.as_list()) mix(std::hash<const void*>()(v));
+    } else {
+      const IValue& c = a.as_constant();
+      const bool number = c.is_int() || c.is_double() || c.is_bool() || c.is_scalar();
+      mix(number ? std::hash<double>()(c.scalar().to_double())
+                 : std::hash<std::string>()(constant_to_string(c)));
+    }
+  }
+  return h;
+}
+
 bool same_call(const Node& a, const Node& b) {
   if (a.op() != b.op() || a.args().size() != b.args().size() ||
       a.outputs().size() != b.outputs().size())
@@ -70,7 +90,7 @@ bool same_call(const Node& a, const Node& b) {
 
 int eliminate_common_subexpressions(Graph& g) {
   const std::unordered_set<const Value*> mutated = mutated_values(g);
-  std::unordered_map<OpId, std::vector<Node*>> seen;
+  std::unordered_map<size_t, std::vector<Node*>> seen;  // call_hash -> candidates
   int removed = 0;
   for (Node* node : g.calls()) {
     if (node->mutates()) {
@@ -81,7 +101,7 @@ int eliminate_common_subexpressions(Graph& g) {
     bool output_mutated = false;
     for (const Value* v : node->outputs()) output_mutated |= mutated.count(v) != 0;
     if (output_mutated) continue;
-    std::vector<Node*>& candidates = seen[node->op()];
+    std::vector<Node*>& candidates = seen[call_hash(*node)];
     Node* match = nullptr;
     for (Node* c : candidates)
       if (same_call(*c, *node)) match = c;

@@ -1,5 +1,6 @@
 // The graph verifier: the invariants every pass must keep (STYLE.md: one IR, a spec, an
 // interpreter). Checked in program order; the first violation throws, naming the node's line.
+#include <unordered_map>
 #include <unordered_set>
 
 #include "src/graph/graph.h"
@@ -13,15 +14,28 @@ namespace {
   throw ValueError(fmt::format("verify: `{}`: {}", to_string(node), what));
 }
 
-void check_uses(const Graph& g, const Node& node, const std::unordered_set<const Value*>& defined) {
+// Users lists as sets, built on first use (a value may have thousands of users).
+class UserSets {
+ public:
+  bool contains(const Value* v, const Node* user) {
+    auto [it, inserted] = sets_.try_emplace(v);
+    if (inserted) it->second.insert(v->users().begin(), v->users().end());
+    return it->second.count(user) != 0;
+  }
+
+ private:
+  std::unordered_map<const Value*, std::unordered_set<const Node*>> sets_;
+};
+
+void check_uses(const Graph& g, const Node& node, const std::unordered_set<const Value*>& defined,
+                UserSets& user_sets) {
   for (const Arg& a : node.args()) {
     for (const Value* v : a.values()) {
       if (v->producer()->owning_graph() != &g) fail(node, v->name() + " belongs to another graph");
       if (v->producer()->erased())
         fail(node, v->name() + " is an output of an erased node; replace its uses before erasing");
       if (defined.count(v) == 0) fail(node, v->name() + " is used before it is defined");
-      const std::vector<Node*>& users = v->users();
-      if (std::find(users.begin(), users.end(), &node) == users.end())
+      if (!user_sets.contains(v, &node))
         fail(node, "internal: the users list of " + v->name() + " does not contain this node");
     }
   }
@@ -91,9 +105,10 @@ void check_meta(const Node& node) {
 
 void verify(const Graph& g) {
   std::unordered_set<const Value*> defined;
+  UserSets user_sets;
   for (const Node* node : g.nodes()) {
     if (node->erased()) fail(*node, "internal: an erased node is still in program order");
-    check_uses(g, *node, defined);
+    check_uses(g, *node, defined, user_sets);
     if (node->kind() == NodeKind::Call) {
       check_call(*node);
       check_meta(*node);
