@@ -281,6 +281,11 @@ std::vector<Value*> Graph::add_call(OpId op, std::vector<Arg> args,
   KILN_CHECK(op < OpRegistry::instance().ops().size(), ValueError,
              "Graph::add_call: op id {} is not in the op table", op);
   for (const Arg& a : args) check_owned(a, "Graph::add_call", OpRegistry::instance().get(op).name);
+  KILN_CHECK(
+      insert_before_ == nullptr || insert_before_->kind_ != NodeKind::Placeholder, ValueError,
+      "Graph::add_call({}): the insertion point is a placeholder, but calls come after every "
+      "placeholder; insert before a call",
+      OpRegistry::instance().get(op).name);
   auto node = std::unique_ptr<Node>(new Node(this, NodeKind::Call));
   Node* n = node.get();
   n->op_ = op;

@@ -106,8 +106,12 @@ void check_meta(const Node& node) {
 void verify(const Graph& g) {
   std::unordered_set<const Value*> defined;
   UserSets user_sets;
+  bool seen_call = false;
   for (const Node* node : g.nodes()) {
     if (node->erased()) fail(*node, "internal: an erased node is still in program order");
+    if (node->kind() == NodeKind::Placeholder && seen_call)
+      fail(*node, "a placeholder after a call; inputs come first");
+    seen_call |= node->kind() == NodeKind::Call;
     check_uses(g, *node, defined, user_sets);
     if (node->kind() == NodeKind::Call) {
       check_call(*node);

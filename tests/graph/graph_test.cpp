@@ -108,6 +108,11 @@ TEST(Graph, InsertPointPutsNewCallsBeforeANode) {
   EXPECT_EQ(calls[2], m.h->producer());
   EXPECT_TRUE(m.g.comes_before(neg->producer(), m.h->producer()));
   EXPECT_FALSE(m.g.comes_before(m.h->producer(), neg->producer()));
+  {
+    Graph::InsertPoint at(m.g, m.x->producer());
+    expect_error<ValueError>([&] { call1(m.g, "neg", {V(m.x)}); },
+                             {"add_call(neg)", "insertion point is a placeholder"});
+  }
   // After the scope, calls go to the end again.
   Value* last = call1(m.g, "neg", {V(m.r)});
   EXPECT_EQ(m.g.calls().back(), last->producer());
