@@ -74,7 +74,9 @@ class LineParser {
     for (const auto& d : defs) ids.push_back(d.first);
     if (name == "placeholder") {
       if (defs.size() != 1) error(name_column, "a placeholder defines exactly one value");
-      if (!g_.calls().empty()) error(name_column, "placeholders must come before every call");
+      // Every value defined so far is a placeholder's, unless a call came before (O(1) check).
+      if (values_.size() != g_.placeholders().size())
+        error(name_column, "placeholders must come before every call");
       expect('(');
       skip_space();
       std::string source = parse_string();
