@@ -1,0 +1,176 @@
+// The reference interpreter: runs a graph's ops one by one through the dispatcher, so autograd
+// records when inputs require grad and in-place ops mutate the caller's tensors.
+//
+// Note [Binding symbols when interpreting]
+// A graph with symbolic sizes is run with concrete tensors. Every symbol that is a whole size or
+// stride of a placeholder's meta takes the actual input's value at its first occurrence (later
+// occurrences are checked against it). Unbacked symbols (u0, ...) are bound from the actual sizes
+// of the first node output whose meta has one as a whole size. Before each call, symbolic words
+// in int and int-list constants are replaced by their values; a symbol with no value there is an
+// error naming the node. Sizes bind before strides, so a symbol that is both takes the size.
+#include <typeinfo>
+#include <unordered_map>
+
+#include "src/graph/graph.h"
+#include "src/graph/sym_bindings.h"
+#include "src/graph/text.h"
+
+namespace kiln::graph {
+namespace {
+
+std::string shape_text(IntArrayRef sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(sizes[i]);
+  return out + "]";
+}
+
+// Rethrows `e` as the same kiln::Error kind with `context` in front of its message.
+[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
+  const std::string message = context + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(message);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(message);
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
+  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
+  throw Error(message);
+}
+
+void bind_input(const Value* placeholder, const Tensor& input, SymBindings& symbols) {
+  const std::string& source = placeholder->producer()->source();
+  const TensorMeta& meta = placeholder->meta();
+  KILN_CHECK(input.defined(), ValueError, "interpret: input '{}' ({}) is an undefined tensor",
+             source, placeholder->name());
+  KILN_CHECK(
+      input.dtype() == meta.dtype && input.dim() == static_cast<int64_t>(meta.sizes.size()),
+      ValueError,
+      "interpret: input '{}' ({}) should be {} but got a {} tensor of shape {}; pass a tensor "
+      "of the traced dtype and rank",
+      source, placeholder->name(), to_string(meta), dtype_name(input.dtype()),
+      shape_text(input.sizes()));
+  auto check_dims = [&](const SymDimVector& expected, IntArrayRef actual, const char* what) {
+    for (size_t d = 0; d < expected.size(); ++d) {
+      const std::string where =
+          fmt::format("interpret: input '{}' ({}) {} {}", source, placeholder->name(), what, d);
+      symbols.bind_or_check(expected[d], actual[d], where);
+    }
+  };
+  check_dims(meta.sizes, input.sizes(), "size");
+}
+
+// The tensor of each value computed so far, indexed by value id (ids are below next_value_id).
+class Env {
+ public:
+  explicit Env(int num_ids) : slots_(static_cast<size_t>(num_ids)) {}
+  void bind(const Value* v, Tensor t) {
+    slots_.at(static_cast<size_t>(v->id())) = {v, std::move(t)};
+  }
+  const Tensor& lookup(const Value* v) const {
+    const size_t id = static_cast<size_t>(v->id());
+    KILN_CHECK(id < slots_.size() && slots_[id].first == v, ValueError,
+               "{} is used before it is defined (or by a node of another graph); run verify() on "
+               "the graph to find the broken node",
+               v->name());
+    return slots_[id].second;
+  }
+
+ private:
+  std::vector<std::pair<const Value*, Tensor>> slots_;
+};
+
+const Tensor& lookup(const Env& env, const Value* v) { return env.lookup(v); }
+
+Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols) {
+  Stack stack;
+  for (const Arg& a : node.args()) {
+    switch (a.kind()) {
+      case Arg::Kind::Value:
+        stack.emplace_back(lookup(env, a.as_value()));
+        break;
+      case Arg::Kind::List: {
+        std::vector<Tensor> tensors;
+        for (Value* v : a.as_list()) tensors.push_back(v == nullptr ? Tensor() : lookup(env, v));
+        stack.emplace_back(std::move(tensors));
+        break;
+      }
+      case Arg::Kind::Constant:
+        stack.emplace_back(symbols.concretize(a.as_constant(), node));
+        break;
+    }
+  }
+  return stack;
+}
+
+// The tensors of an op's outputs: a Tensor[] result counts as one output per element.
+std::vector<Tensor> flatten_outputs(Stack& out) {
+  std::vector<Tensor> tensors;
+  for (IValue& v : out) {
+    if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list()) tensors.push_back(t);
+    } else if (v.is_tensor()) {
+      tensors.push_back(std::move(v.tensor()));
+    } else {
+      tensors.emplace_back();
+    }
+  }
+  return tensors;
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
+  const std::span<Value* const> placeholders = g.placeholders();
+  if (inputs.size() != placeholders.size()) {
+    std::string names;
+    for (const Value* p : placeholders)
+      names += (names.empty() ? "" : ", ") + p->producer()->source();
+    throw ValueError(fmt::format("interpret: the graph takes {} inputs ({}) but got {} tensors",
+                                 placeholders.size(), names, inputs.size()));
+  }
+  SymBindings symbols;
+  Env env(g.next_value_id());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    bind_input(placeholders[i], inputs[i], symbols);
+    env.bind(placeholders[i], inputs[i]);
+  }
+  // Sizes first: a symbol that is both a size and a stride takes the size (strides of a
+  // non-contiguous input need not match the traced ones).
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SymDimVector& strides = placeholders[i]->meta().strides;
+    for (size_t d = 0; d < strides.size() && d < static_cast<size_t>(inputs[i].dim()); ++d)
+      symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
+  }
+  symbols.check_deferred();
+  for (const Node* node : g.calls()) {
+    // Built only on error: printing a node costs more than running a small op.
+    auto context = [node] { return fmt::format("interpret: {}: ", to_string(*node)); };
+    std::vector<Tensor> results;
+    try {
+      Stack args = box_arguments(*node, env, symbols);
+      Stack out = dispatch::call(node->op(), args);
+      results = flatten_outputs(out);
+    } catch (const Error& e) {
+      rethrow_with_context(e, context());
+    }
+    KILN_CHECK(results.size() == node->outputs().size(), ValueError,
+               "{}the op returned {} tensors but the node has {} outputs", context(),
+               results.size(), node->outputs().size());
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Value* v = node->outputs()[i];
+      if (results[i].defined() && results[i].dim() == static_cast<int64_t>(v->meta().sizes.size()))
+        for (size_t d = 0; d < v->meta().sizes.size(); ++d)
+          symbols.bind_if_unbound(v->meta().sizes[d], results[i].sizes()[d]);
+      env.bind(v, std::move(results[i]));
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (const Value* v : g.outputs()) {
+    try {
+      outputs.push_back(lookup(env, v));
+    } catch (const Error& e) {
+      rethrow_with_context(e, "interpret: return: ");
+    }
+  }
+  return outputs;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,79 @@
+#include "src/graph/meta_inference.h"
+
+#include "kiln/autograd.h"
+#include "src/core/tensor_factory.h"
+
+namespace kiln::graph {
+namespace {
+
+bool symbolic_constant(const IValue& c) {
+  if (c.is_int()) return SymInt::from_raw(c.to_int()).is_symbolic();
+  if (c.is_int_list())
+    for (int64_t w : c.int_list())
+      if (SymInt::from_raw(w).is_symbolic()) return true;
+  return false;
+}
+
+DimVector concrete(const SymDimVector& dims) {
+  DimVector out;
+  for (SymInt s : dims) out.push_back(s.raw());
+  return out;
+}
+
+// A Meta tensor with exactly `meta`'s sizes, strides and offset.
+Tensor fake_tensor(const TensorMeta& meta) {
+  const DimVector sizes = concrete(meta.sizes), strides = concrete(meta.strides);
+  int64_t extent = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) extent = 0;
+    if (extent > 0) extent += (sizes[d] - 1) * std::abs(strides[d]);
+  }
+  const int64_t offset = meta.offset.raw();
+  Tensor base = empty_tensor(DimVector{offset + extent}, meta.dtype, Device::Meta);
+  return make_view(base, meta.sizes, meta.strides, meta.offset);
+}
+
+}  // namespace
+
+std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::vector<Arg>& args) {
+  const OpDef& def = OpRegistry::instance().get(op);
+  if (def.has_tag(kTagDynamicOutput)) return std::nullopt;
+  for (const Arg& a : args) {
+    for (const Value* v : a.values())
+      if (v->meta().is_symbolic()) return std::nullopt;
+    if (a.is_constant() && symbolic_constant(a.as_constant())) return std::nullopt;
+  }
+  Stack stack;
+  for (const Arg& a : args) {
+    if (a.is_value()) {
+      stack.emplace_back(fake_tensor(a.as_value()->meta()));
+    } else if (a.is_list()) {
+      std::vector<Tensor> tensors;
+      for (const Value* v : a.as_list())
+        tensors.push_back(v == nullptr ? Tensor() : fake_tensor(v->meta()));
+      stack.emplace_back(std::move(tensors));
+    } else if (a.as_constant().is_device()) {
+      stack.emplace_back(Device::Meta);  // factories: build on Meta, whatever device was recorded
+    } else {
+      stack.emplace_back(a.as_constant());
+    }
+  }
+  // Only the backend runs: no autograd recording, no tracing of the verifier's own calls.
+  NoGradGuard no_grad;
+  dispatch::ExcludeKeysGuard exclude(
+      {DispatchKey::Trace, DispatchKey::Vmap, DispatchKey::Autograd, DispatchKey::Subclass});
+  Stack out = dispatch::call(op, stack);
+  std::vector<TensorMeta> metas;
+  for (const IValue& v : out) {
+    if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list()) metas.push_back(TensorMeta::of(t));
+    } else if (v.is_tensor() && v.tensor().defined()) {
+      metas.push_back(TensorMeta::of(v.tensor()));
+    } else {
+      return std::nullopt;  // an undefined (optional) output: no meta to compare
+    }
+  }
+  return metas;
+}
+
+}  // namespace kiln::graph
