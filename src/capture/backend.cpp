@@ -8,7 +8,7 @@
 
 #include "kiln/error.h"
 #include "src/graph/graph.h"
-#include "src/graph/interpreter.h"
+
 
 namespace kiln::capture {
 namespace {

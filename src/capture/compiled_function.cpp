@@ -11,7 +11,7 @@
 
 #include "kiln/compile.h"
 #include "src/capture/tracer.h"
-#include "src/graph/printer.h"
+#include "src/graph/graph.h"
 #include "src/trace/logs.h"
 #include "src/trace/metrics.h"
 #include "src/trace/trace.h"

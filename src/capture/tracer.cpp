@@ -8,9 +8,10 @@
 #include <set>
 
 #include "kiln/autograd.h"
+#include "src/core/shape.h"
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
-#include "src/graph/printer.h"
+#include "src/graph/graph.h"
 
 namespace kiln::capture {
 namespace {
@@ -126,8 +127,8 @@ Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
     strides = contiguous_strides(SymIntArrayRef(sizes));
   } else {
     guard.contiguous = false;
-    guard.strides.assign(real.strides().begin(), real.strides().end());
-    strides.assign(real.strides().begin(), real.strides().end());
+    guard.strides = SmallVector<int64_t, 5>(real.strides().begin(), real.strides().end());
+    strides = SymDimVector(real.strides().begin(), real.strides().end());
   }
   auto storage = make_intrusive<StorageImpl>(real.impl()->storage()->nbytes(), Device::Meta);
   Tensor fake(make_intrusive<TensorImpl>(std::move(storage), real.dtype(), std::move(sizes),
@@ -578,5 +579,4 @@ const bool g_trace_key_registered = [] {
 }();
 }  // namespace
 
-}  // namespace
 }  // namespace kiln::capture
