@@ -63,6 +63,15 @@ std::vector<std::vector<bool>> FunctionState::shape_policy(const std::vector<Arg
   for (const ArgValue& a : args) {
     const Tensor* t = std::get_if<Tensor>(&a);
     if (t == nullptr) continue;
+    if (!t->defined()) {  // None (Note [Guard evaluation]: guarded to stay undefined)
+      dynamic.emplace_back();
+      if (k >= first_sizes.size()) {
+        first_sizes.emplace_back();
+        changed.emplace_back();
+      }
+      ++k;
+      continue;
+    }
     const int64_t nd = t->dim();
     std::vector<bool> dims(nd, false);
     const IntArrayRef sizes = t->sizes();

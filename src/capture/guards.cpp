@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "kiln/autograd.h"
 
 namespace kiln::capture {
@@ -87,7 +89,7 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
 }  // namespace
 
 size_t GuardSet::size() const {
-  size_t n = scalars.size() + training.size() + ranges.size() + shape_guards.size() +
+  size_t n = scalars.size() + undefined_tensors.size() + training.size() + ranges.size() + shape_guards.size() +
              (grad_mode ? 1 : 0);
   for (const TensorGuard& t : tensors) n += 4 + t.sizes.size();
   return n;
@@ -130,6 +132,9 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
     if (!same_scalar(s.value, args[s.arg]))
       return fail(fmt::format("arg{} changed from {} to {}", s.arg, arg_value_str(s.value),
                               arg_value_str(args[s.arg])));
+  for (int arg : guards.undefined_tensors)
+    if (std::get<Tensor>(args[arg]).defined())
+      return fail(fmt::format("arg{} was an undefined tensor and now is defined", arg));
   for (const auto& [module, training] : guards.training)
     if (module->is_training() != training)
       return fail(fmt::format("a module's training mode changed from {} to {}", training,
@@ -173,6 +178,7 @@ std::string describe(const GuardSet& guards, const SymbolTable& table) {
     out += fmt::format("grad mode is {}\n", *guards.grad_mode ? "enabled" : "disabled");
   for (const ScalarGuard& s : guards.scalars)
     out += fmt::format("arg{} == {}\n", s.arg, arg_value_str(s.value));
+  for (int arg : guards.undefined_tensors) out += fmt::format("arg{} is undefined\n", arg);
   for (const auto& [module, training] : guards.training)
     out += fmt::format("{} module is in {} mode\n", module->name(), training ? "train" : "eval");
   for (const TensorGuard& g : guards.tensors) {

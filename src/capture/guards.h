@@ -64,6 +64,7 @@ struct ShapeGuardRef {
 struct GuardSet {
   std::vector<TensorGuard> tensors;
   std::vector<ScalarGuard> scalars;
+  std::vector<int> undefined_tensors;  // tensor arguments that were undefined (None)
   std::vector<std::pair<const nn::Module*, bool>> training;  // module, is_training when traced
   std::optional<bool> grad_mode;
   std::vector<SymbolRange> ranges;

@@ -153,8 +153,12 @@ void Tracer::start_inputs() {
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgValue& a = args[i];
     if (const Tensor* t = std::get_if<Tensor>(&a)) {
-      KILN_CHECK(t->defined(), ValueError, "{}: argument {} is an undefined tensor",
-                 req_.function_name, i);
+      if (!t->defined()) {  // None: passed on as it is, and guarded to stay None
+        result_.guards.undefined_tensors.push_back(static_cast<int>(i));
+        fake_args_.push_back(Tensor());
+        ++tensor_index;
+        continue;
+      }
       KILN_CHECK(t->device() != Device::Meta, ValueError,
                  "{}: argument {} is a Meta tensor; compiled functions take CPU tensors",
                  req_.function_name, i);
@@ -261,6 +265,10 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
       std::vector<graph::Value*> values;
       for (const Tensor& t : v.tensor_list()) values.push_back(value_of(t));
       gargs.push_back(graph::Arg::list(std::move(values)));
+    } else if (v.is_device() && v.device() == Device::Meta) {
+      // Fake tensors live on Meta, so code that asks a fake for its device (zeros_like,
+      // new tensors "on the input's device") passes Meta; the real inputs are on CPU.
+      gargs.push_back(graph::Arg::constant(IValue(Device::CPU)));
     } else {
       gargs.push_back(graph::Arg::constant(v));
     }

@@ -106,11 +106,14 @@ bool scalars_identical(const Scalar& a, const Scalar& b) {
 }  // namespace
 
 bool constants_equal(const IValue& a, const IValue& b) {
+  const bool a_sym = a.is_int() && a.to_sym_int().is_symbolic();
+  const bool b_sym = b.is_int() && b.to_sym_int().is_symbolic();
+  if (a_sym || b_sym) return a_sym && b_sym && a.to_sym_int().raw() == b.to_sym_int().raw();
   const std::optional<Scalar> na = as_number(a), nb = as_number(b);
   if (na || nb) return na && nb && scalars_identical(*na, *nb);
   if (a.is_none() || b.is_none()) return a.is_none() && b.is_none();
   if (a.is_int_list() && b.is_int_list()) {
-    const IntArrayRef x = a.int_list(), y = b.int_list();
+    const IntArrayRef x = raw_words(a), y = raw_words(b);
     return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin());
   }
   if (a.is_dtype() && b.is_dtype()) return a.dtype() == b.dtype();

@@ -30,6 +30,13 @@
 
 namespace kiln::graph {
 
+// The words of an int-list constant as they are, symbolic ones included (IValue::int_list()
+// would specialize them; Note [Boxed SymInts]).
+inline IntArrayRef raw_words(const IValue& c) {
+  const SymIntArrayRef list = c.sym_int_list();
+  return IntArrayRef(reinterpret_cast<const int64_t*>(list.data()), list.size());
+}
+
 // What a Value is known to be without running the graph: a tensor's dtype, sizes, strides, storage
 // offset (each possibly symbolic) and whether it requires grad. A graph fills empty strides with
 // the contiguous ones when it creates the value.

@@ -7,9 +7,9 @@ namespace kiln::graph {
 namespace {
 
 bool symbolic_constant(const IValue& c) {
-  if (c.is_int()) return SymInt::from_raw(c.to_int()).is_symbolic();
+  if (c.is_int()) return c.to_sym_int().is_symbolic();
   if (c.is_int_list())
-    for (int64_t w : c.int_list())
+    for (int64_t w : raw_words(c))
       if (SymInt::from_raw(w).is_symbolic()) return true;
   return false;
 }

@@ -354,7 +354,7 @@ class LineParser {
         for (const Element& x : e.list) {
           KILN_CHECK_AT(x.kind == Element::Kind::Constant && x.constant.is_int(), x.column,
                         "an int list may only hold integers and sizes");
-          ints.push_back(x.constant.to_int());
+          ints.push_back(x.constant.to_sym_int().raw());
         }
         return Arg::constant(IValue(std::move(ints)));
       }
@@ -381,7 +381,7 @@ class LineParser {
     if (s.is_int_list() && e.kind == Element::Kind::Constant && e.constant.is_int()) {
       const size_t open = s.type.find('[');
       const int n = std::max(1, std::atoi(s.type.c_str() + open + 1));
-      return Arg::constant(IValue(DimVector(static_cast<size_t>(n), e.constant.to_int())));
+      return Arg::constant(IValue(DimVector(static_cast<size_t>(n), e.constant.to_sym_int().raw())));
     }
     if (e.kind == Element::Kind::Constant && e.constant.is_none() && s.is_tensor_list())
       return Arg::constant(IValue());

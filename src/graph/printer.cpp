@@ -82,7 +82,7 @@ std::string to_string(const TensorMeta& meta) {
 std::string constant_to_string(const IValue& c) {
   if (c.is_none()) return "None";
   if (c.is_bool()) return c.to_bool() ? "True" : "False";
-  if (c.is_int()) return text::sym_int(SymInt::from_raw(c.to_int()));
+  if (c.is_int()) return text::sym_int(c.to_sym_int());
   if (c.is_double()) return text::float_literal(c.to_double());
   if (c.is_scalar()) {
     const Scalar s = c.scalar();
@@ -99,7 +99,7 @@ std::string constant_to_string(const IValue& c) {
   }
   if (c.is_int_list()) {
     std::string out = "[";
-    const IntArrayRef ints = c.int_list();
+    const IntArrayRef ints = raw_words(c);
     for (size_t i = 0; i < ints.size(); ++i) {
       if (i > 0) out += ", ";
       out += text::sym_int(SymInt::from_raw(ints[i]));

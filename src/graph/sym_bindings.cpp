@@ -55,10 +55,10 @@ int64_t SymBindings::value_or_throw(SymInt s, const Node& node) const {
 }
 
 IValue SymBindings::concretize(const IValue& c, const Node& node) const {
-  if (c.is_int() && SymInt::from_raw(c.to_int()).is_symbolic())
-    return IValue(value_or_throw(SymInt::from_raw(c.to_int()), node));
+  if (c.is_int() && c.to_sym_int().is_symbolic())
+    return IValue(value_or_throw(c.to_sym_int(), node));
   if (c.is_int_list()) {
-    const IntArrayRef words = c.int_list();
+    const IntArrayRef words = raw_words(c);
     bool symbolic = false;
     for (int64_t w : words) symbolic |= SymInt::from_raw(w).is_symbolic();
     if (!symbolic) return c;

@@ -67,7 +67,7 @@ Tensor BatchNormBase::forward(const Tensor& input) {
   // Batch statistics in training, and always when there are no running statistics.
   const bool use_batch_stats = is_training() || !running_mean.defined();
   if (use_batch_stats) {
-    const int64_t values_per_channel = input.numel() / num_features;
+    const SymInt values_per_channel = input.sym_numel() / num_features;  // stays symbolic
     KILN_CHECK(values_per_channel > 1, ValueError,
                "{}: expected more than 1 value per channel when training, got an input of shape "
                "{}",

@@ -45,7 +45,7 @@ TEST(GraphBreak, FullgraphRaisesNamingTheUsersLine) {
         return x * v;
       },
       {.fullgraph = true});
-  const int line = __LINE__ - 5;
+  const int line = __LINE__ - 4;
   try {
     f(ones({3}));
     FAIL() << "no GraphBreakError";
