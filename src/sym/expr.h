@@ -62,7 +62,9 @@ class Expr {
 };
 using ExprPtr = const Expr*;
 
-// Factories: simplify, then intern (Note [Interned expressions]).
+// Factories: simplify, then intern (Note [Interned expressions]); the canonical form they produce
+// is Note [Canonical form] in simplify.cpp. Arithmetic on a condition, or logic on an integer, is a
+// ValueError, as are division by a zero constant and constant overflow.
 ExprPtr integer(int64_t v);
 ExprPtr symbol(std::string_view name);  // "s0", "u3"
 ExprPtr boolean(bool v);

@@ -11,18 +11,12 @@
 #include <algorithm>
 
 #include "kiln/error.h"
+#include "src/sym/intern.h"
 
 namespace kiln::sym {
 namespace {
 
 thread_local ShapeEnv* current_env = nullptr;
-
-std::string origin_of(std::source_location loc) {
-  std::string_view file = loc.file_name();
-  if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
-    file.remove_prefix(slash + 1);
-  return fmt::format("{}:{}", file, loc.line());
-}
 
 // "s0 = 4, s1 = 5" for the symbols of `e`.
 std::string symbol_values(ExprPtr e, const std::function<std::optional<int64_t>(ExprPtr)>& value) {
@@ -36,6 +30,14 @@ std::string symbol_values(ExprPtr e, const std::function<std::optional<int64_t>(
 }
 
 }  // namespace
+
+std::string origin_of(std::source_location loc) {
+  std::string_view file = loc.file_name();
+  if (size_t slash = file.rfind('/'); slash != std::string_view::npos) {
+    file.remove_prefix(slash + 1);
+  }
+  return fmt::format("{}:{}", file, loc.line());
+}
 
 ShapeEnv::ShapeEnv(ShapeEnvOptions options) : options_(options) {}
 
@@ -79,21 +81,54 @@ ExprPtr ShapeEnv::apply_replacements(ExprPtr e) const {
 }
 
 std::optional<bool> ShapeEnv::decide_by_ranges(ExprPtr condition) const {
-  ValueRange r = bound(condition, [&](ExprPtr s) {
-    const SymbolInfo* i = info(s);
-    return i ? i->range : ValueRange::unbounded();
-  });
+  ValueRange r = range_of(condition);
   if (!r.is_singleton()) return std::nullopt;
   return r.lower != 0;
 }
 
-ExprPtr ShapeEnv::simplify(ExprPtr e) const {
-  ExprPtr r = apply_replacements(e);
-  if (r->is_bool()) {
-    if (std::optional<bool> known = decide_by_ranges(r)) return boolean(*known);
-  }
-  return r;
+ValueRange ShapeEnv::range_of(ExprPtr e) const {
+  return bound(e, [&](ExprPtr s) {
+    const SymbolInfo* i = info(s);
+    return i ? i->range : ValueRange::unbounded();
+  });
 }
+
+// Bottom-up rewrites that the value ranges justify: Max(s0, 1) is s0 when s0 >= 2; s0//8 is 0 and
+// s0 % 8 is s0 when 0 <= s0 < 8; a comparison the ranges decide is a constant.
+ExprPtr ShapeEnv::simplify_with_ranges(ExprPtr e) const {
+  std::unordered_map<ExprPtr, ExprPtr> memo;
+  auto go = [&](auto& self, ExprPtr x) -> ExprPtr {
+    if (x->args().empty()) return x;
+    if (auto it = memo.find(x); it != memo.end()) return it->second;
+    std::vector<ExprPtr> args;
+    for (ExprPtr a : x->args()) args.push_back(self(self, a));
+    ExprPtr r = std::equal(args.begin(), args.end(), x->args().begin())
+                    ? x
+                    : detail::rebuild(x->kind(), args);
+    if (r->kind() == ExprKind::Min || r->kind() == ExprKind::Max) {
+      ExprPtr a = r->args()[0], b = r->args()[1];
+      ValueRange ra = range_of(a), rb = range_of(b);
+      bool is_min = r->kind() == ExprKind::Min;
+      if (ra.upper <= rb.lower)
+        r = is_min ? a : b;
+      else if (rb.upper <= ra.lower)
+        r = is_min ? b : a;
+    } else if (r->kind() == ExprKind::FloorDiv || r->kind() == ExprKind::Mod) {
+      ExprPtr divisor = r->args()[1];
+      ValueRange rx = range_of(r->args()[0]);
+      if (divisor->is_integer() && rx.lower >= 0 && rx.upper < divisor->value()) {
+        r = r->kind() == ExprKind::Mod ? r->args()[0] : integer(0);
+      }
+    } else if (r->is_bool()) {
+      if (std::optional<bool> known = decide_by_ranges(r)) r = boolean(*known);
+    }
+    memo.emplace(x, r);
+    return r;
+  };
+  return go(go, e);
+}
+
+ExprPtr ShapeEnv::simplify(ExprPtr e) const { return simplify_with_ranges(apply_replacements(e)); }
 
 std::optional<bool> ShapeEnv::statically_known(ExprPtr condition) const {
   ExprPtr c = simplify(condition);
@@ -250,6 +285,24 @@ void ShapeEnv::add_runtime_assert(ExprPtr condition, std::source_location loc) {
   narrow_range(c);
 }
 
+ExprPtr ShapeEnv::range_condition(const SymbolInfo& i) {
+  ExprPtr in_range = boolean(true);
+  if (i.range.lower != ValueRange::kNegInf) in_range = le(integer(i.range.lower), i.symbol);
+  if (i.range.upper != ValueRange::kPosInf) {
+    in_range = logical_and(in_range, le(i.symbol, integer(i.range.upper)));
+  }
+  return in_range;
+}
+
+ExprPtr ShapeEnv::all_guards() const {
+  ExprPtr all = boolean(true);
+  for (const SymbolInfo& i : symbols_) {
+    if (!i.unbacked) all = logical_and(all, range_condition(i));
+  }
+  for (const ShapeGuard& g : guards_) all = logical_and(all, g.condition);
+  return all;
+}
+
 bool ShapeEnv::check_guards(const std::function<std::optional<int64_t>(ExprPtr)>& value,
                             std::string* failed) const {
   auto fail = [&](ExprPtr condition, const std::string& origin, const char* what) {
@@ -261,11 +314,7 @@ bool ShapeEnv::check_guards(const std::function<std::optional<int64_t>(ExprPtr)>
   };
   for (const SymbolInfo& i : symbols_) {
     if (i.unbacked) continue;
-    ExprPtr in_range = boolean(true);
-    if (i.range.lower != ValueRange::kNegInf) in_range = le(integer(i.range.lower), i.symbol);
-    if (i.range.upper != ValueRange::kPosInf) {
-      in_range = logical_and(in_range, le(i.symbol, integer(i.range.upper)));
-    }
+    ExprPtr in_range = range_condition(i);
     std::optional<int64_t> v = value(i.symbol);
     if (!v) return fail(in_range, i.source, "cannot be checked");
     if (!i.range.contains(*v)) return fail(in_range, i.source, "is false");

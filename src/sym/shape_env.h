@@ -23,10 +23,13 @@ struct ShapeEnvOptions {
   bool duck_shape = true;           // inputs with equal sizes share one symbol
 };
 
+// "model.cpp:12": where a guard or assert came from (the file's name without its directory).
+std::string origin_of(std::source_location loc);
+
 // A condition that held while tracing and must hold for the compiled code to be reused.
 struct ShapeGuard {
   ExprPtr condition;   // boolean, in terms of backed symbols
-  std::string origin;  // "file.cpp:12 (in fn)" of the C++ code that branched
+  std::string origin;  // origin_of() the C++ code that branched
 };
 
 struct RuntimeAssert {
@@ -47,7 +50,7 @@ struct DataDependentError : Error {
   DataDependentError(ExprPtr condition, std::string origin, const std::string& message)
       : Error(message), condition(condition), origin(std::move(origin)) {}
   ExprPtr condition;   // simplified, in terms of the unbacked symbols
-  std::string origin;  // "file.cpp:12" of the code that branched
+  std::string origin;  // origin_of() the code that branched
 };
 
 // Called by guard_bool for a condition on unbacked symbols instead of throwing
@@ -87,8 +90,12 @@ class ShapeEnv {
   // words: "s0 >= 8 (from model.cpp:12) is false: s0 = 4".
   bool check_guards(const std::function<std::optional<int64_t>(ExprPtr symbol)>& value,
                     std::string* failed = nullptr) const;
+  // The same conditions as one expression (an And), to compile into a CompiledExpr for the
+  // cache's fast path; check_guards() then explains a failure.
+  ExprPtr all_guards() const;
 
-  // Replacements (s1 -> s0 after a guard s0 == s1), applied by simplify().
+  // Applies the replacements (s1 -> s0 after a guard s0 == s1), then rewrites what the value
+  // ranges decide (Max(s0, 1) is s0 for a size symbol; `s0 >= 0` is True).
   ExprPtr simplify(ExprPtr e) const;
 
   const std::vector<ShapeGuard>& guards() const { return guards_; }
@@ -122,7 +129,10 @@ class ShapeEnv {
   std::unordered_set<ExprPtr> asserted_;
   DataDependentHandler handler_;
 
+  static ExprPtr range_condition(const SymbolInfo& info);  // "s0 >= 2" for a backed symbol
   ExprPtr apply_replacements(ExprPtr e) const;
+  ExprPtr simplify_with_ranges(ExprPtr e) const;
+  ValueRange range_of(ExprPtr e) const;
   std::optional<bool> decide_by_ranges(ExprPtr condition) const;
   bool uses_unbacked(ExprPtr e) const;
   void add_replacement(ExprPtr equality);

@@ -128,7 +128,7 @@ SymBool logical_not(SymBool a) { return SymBool::from_expr(sym::logical_not(a.ex
 
 void check(SymBool cond, std::source_location loc) {
   if (!cond.is_symbolic()) {
-    KILN_CHECK(cond.raw() == 1, ValueError, "check failed at {}:{}", loc.file_name(), loc.line());
+    KILN_CHECK(cond.raw() == 1, ValueError, "check failed at {}", sym::origin_of(loc));
     return;
   }
   env_for("kiln::check", cond.expr()).add_runtime_assert(cond.expr(), loc);

@@ -111,3 +111,21 @@ TEST(SymPrint, RandomExpressionsRoundTripAndKeepTheirValue) {
   }
   EXPECT_EQ(checked, 12000);
 }
+
+// Sums and products are canonical polynomials: the order and grouping of operands never shows.
+TEST(SymExpr, RandomSumsAndProductsAreCommutativeAndAssociative) {
+  std::mt19937 rng(42);
+  for (int i = 0; i < 1000; ++i) {
+    ExprPtr a = test_support::random_int_expr(rng, 2).expr;
+    ExprPtr b = test_support::random_int_expr(rng, 2).expr;
+    ExprPtr c = test_support::random_int_expr(rng, 2).expr;
+    ASSERT_EQ(add(a, b), add(b, a)) << to_string(a) << " + " << to_string(b);
+    ASSERT_EQ(mul(a, b), mul(b, a)) << to_string(a) << " * " << to_string(b);
+    ASSERT_EQ(add(add(a, b), c), add(a, add(b, c)));
+    ASSERT_EQ(mul(mul(a, b), c), mul(a, mul(b, c)));
+    ASSERT_EQ(mul(a, add(b, c)), add(mul(a, b), mul(a, c)));
+    ASSERT_EQ(sub(add(a, b), b), a);
+    ASSERT_EQ(eq(a, b), eq(b, a));
+    ASSERT_EQ(logical_not(lt(a, b)), le(b, a));
+  }
+}

@@ -106,6 +106,19 @@ TEST(ShapeEnv, StaticallyKnownConditionsAreNotGuarded) {
   EXPECT_EQ(env.simplify(lt(s0, I(0))), boolean(false));
 }
 
+TEST(ShapeEnv, SimplifyUsesValueRanges) {
+  ShapeEnv env;
+  ExprPtr s0 = env.create_size_symbol(5, "x.size(0)").expr();
+  EXPECT_EQ(env.simplify(max(s0, I(1))), s0);
+  EXPECT_EQ(env.simplify(min(s0, I(2))), I(2));
+  EXPECT_EQ(env.simplify(add(max(s0, I(1)), s0)), mul(I(2), s0));
+  ExprPtr u0 = env.create_unbacked_symbol("item()", ValueRange::between(0, 7)).expr();
+  EXPECT_EQ(env.simplify(mod(u0, I(8))), u0);
+  EXPECT_EQ(env.simplify(floordiv(u0, I(8))), I(0));
+  EXPECT_EQ(env.simplify(logical_and(le(I(0), u0), lt(I(3), s0))), lt(I(3), s0));
+  EXPECT_EQ(env.simplify(max(s0, u0)), max(s0, u0));  // undecided
+}
+
 TEST(ShapeEnv, EqualityGuardsReplaceTheNewerSymbol) {
   ShapeEnv env({.specialize_zero_one = true, .duck_shape = false});
   ExprPtr s0 = env.create_size_symbol(8, "x.size(0)").expr();
@@ -220,6 +233,12 @@ TEST(ShapeEnv, CheckGuardsExplainsTheFirstFailure) {
   EXPECT_EQ(failed, "s1 >= 2 (from x.size(1)) is false: s1 = 1");
   EXPECT_FALSE(env.check_guards(values({{"s0", 9}}), &failed));
   EXPECT_NE(failed.find("cannot be checked"), std::string::npos) << failed;
+  // all_guards() is the conjunction of the same conditions.
+  EXPECT_EQ(env.all_guards()->args().size(), 4u);  // s0 >= 2, s1 >= 2, s0 >= 8, s0 > s1
+  for (auto [v0, v1] : {std::pair{10, 3}, {9, 2}, {4, 3}, {9, 12}, {9, 1}}) {
+    auto value = values({{"s0", v0}, {"s1", v1}});
+    EXPECT_EQ(evaluate(env.all_guards(), value) == 1, env.check_guards(value)) << v0 << ", " << v1;
+  }
 }
 
 TEST(ShapeEnv, ScopeSetsTheCurrentEnvironmentPerThread) {
