@@ -32,7 +32,7 @@ void check_pair(std::string_view loss, const Tensor& input, const Tensor& target
                 std::string_view reduction) {
   check_reduction(loss, reduction, false);
   check_floating(loss, input);
-  broadcast_shapes(loss, input.sizes(), target.sizes());
+  sym_broadcast_shapes(loss, input.sym_sizes(), target.sym_sizes());
 }
 
 // log(x) clamped at -100 for x in [0, 1], with a zero (not NaN) gradient at x = 0.
@@ -79,16 +79,16 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                             std::string_view reduction) {
   check_reduction("binary_cross_entropy", reduction, false);
   check_floating("binary_cross_entropy", input);
-  KILN_CHECK(target.sizes() == input.sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ShapeError,
              "binary_cross_entropy: target must have the input's shape {}, got {}; reshape the "
              "target (e.g. unsqueeze or view)",
-             shape_str(input.sizes()), shape_str(target.sizes()));
+             shape_str(input.sym_sizes()), shape_str(target.sym_sizes()));
   if (weight.defined())
-    broadcast_shapes("binary_cross_entropy (weight)", weight.sizes(), input.sizes());
+    sym_broadcast_shapes("binary_cross_entropy (weight)", weight.sym_sizes(), input.sym_sizes());
   KILN_CHECK(logical_and(input >= 0.0, input <= 1.0).all().item<bool>(), ValueError,
              "binary_cross_entropy: every input must be a probability in [0, 1] (input of shape "
              "{}); for logits use binary_cross_entropy_with_logits",
-             shape_str(input.sizes()));
+             shape_str(input.sym_sizes()));
   Tensor loss = -(target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input));
   if (weight.defined()) loss = loss * weight;
   return reduce(loss, reduction);
@@ -98,7 +98,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduct
               bool log_target) {
   check_reduction("kl_div", reduction, true);
   check_floating("kl_div", input);
-  broadcast_shapes("kl_div", input.sizes(), target.sizes());
+  sym_broadcast_shapes("kl_div", input.sym_sizes(), target.sym_sizes());
   Tensor loss;
   if (log_target) {
     loss = target.exp() * (target - input);

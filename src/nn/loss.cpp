@@ -83,9 +83,9 @@ BCEWithLogitsLoss::BCEWithLogitsLoss(BCEWithLogitsLossOptions options)
 Tensor BCEWithLogitsLoss::compute(const Tensor& input, const Tensor& target) {
   // The op reports this as a ValueError (as PyTorch does); a shape mismatch is a ShapeError here,
   // as for the other losses.
-  KILN_CHECK(target.sizes() == input.sizes(), ShapeError,
+  KILN_CHECK(shapes_equal(target.sym_sizes(), input.sym_sizes()), ShapeError,
              "BCEWithLogitsLoss: target must have the input's shape {}, got {}",
-             shape_str(input.sizes()), shape_str(target.sizes()));
+             shape_str(input.sym_sizes()), shape_str(target.sym_sizes()));
   return with_context(*this, [&] {
     return binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   });

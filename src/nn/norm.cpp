@@ -57,7 +57,7 @@ Tensor BatchNormBase::forward(const Tensor& input) {
   check_input_dim(input);
   KILN_CHECK(input.size(1) == num_features, ShapeError,
              "{}: expected {} channels in dim 1, got an input of shape {}", describe(*this),
-             num_features, shape_str(input.sizes()));
+             num_features, shape_str(input.sym_sizes()));
   double factor = options.momentum.value_or(0.0);
   if (is_training() && options.track_running_stats) {
     NoGradGuard no_grad;
@@ -71,7 +71,7 @@ Tensor BatchNormBase::forward(const Tensor& input) {
     KILN_CHECK(values_per_channel > 1, ValueError,
                "{}: expected more than 1 value per channel when training, got an input of shape "
                "{}",
-               describe(*this), shape_str(input.sizes()));
+               describe(*this), shape_str(input.sym_sizes()));
   }
   const bool pass_stats = !is_training() || options.track_running_stats;
   return with_context(*this, [&] {
@@ -91,12 +91,12 @@ std::string BatchNormBase::extra_repr() const {
 void BatchNorm1d::check_input_dim(const Tensor& input) const {
   KILN_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError,
              "{}: expected a 2-D (N, C) or 3-D (N, C, L) input, got shape {}", describe(*this),
-             shape_str(input.sizes()));
+             shape_str(input.sym_sizes()));
 }
 
 void BatchNorm2d::check_input_dim(const Tensor& input) const {
   KILN_CHECK(input.dim() == 4, ShapeError, "{}: expected a 4-D (N, C, H, W) input, got shape {}",
-             describe(*this), shape_str(input.sizes()));
+             describe(*this), shape_str(input.sym_sizes()));
 }
 
 // ---- LayerNorm ----
@@ -122,9 +122,9 @@ void LayerNorm::reset_parameters() {
 Tensor LayerNorm::forward(const Tensor& input) {
   const int64_t n = static_cast<int64_t>(normalized_shape.size());
   KILN_CHECK(
-      input.dim() >= n && input.sizes().slice(input.dim() - n) == IntArrayRef(normalized_shape),
+      input.dim() >= n && shapes_equal(input.sym_sizes().slice(input.dim() - n), normalized_shape),
       ShapeError, "{}: the input's trailing dims must be {}, got an input of shape {}",
-      describe(*this), shape_str(normalized_shape), shape_str(input.sizes()));
+      describe(*this), shape_str(normalized_shape), shape_str(input.sym_sizes()));
   return with_context(*this,
                       [&] { return layer_norm(input, normalized_shape, weight, bias, eps); });
 }
@@ -159,7 +159,7 @@ void GroupNorm::reset_parameters() {
 Tensor GroupNorm::forward(const Tensor& input) {
   KILN_CHECK(input.dim() >= 2 && input.size(1) == num_channels, ShapeError,
              "{}: expected an input (N, {}, *), got shape {}", describe(*this), num_channels,
-             shape_str(input.sizes()));
+             shape_str(input.sym_sizes()));
   return with_context(*this, [&] { return group_norm(input, num_groups, weight, bias, eps); });
 }
 

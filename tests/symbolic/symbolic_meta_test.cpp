@@ -217,6 +217,16 @@ TEST_F(SymbolicMetaTest, IntListArgumentsSpecializeInPlace) {
   EXPECT_EQ(i.to_int(), 6);
 }
 
+TEST_F(SymbolicMetaTest, FlattenModulesKeepTheBatchSymbolic) {
+  nn::Flatten flatten;
+  Tensor x = fake({s0, 3, 4});
+  Tensor f = flatten.forward(x);
+  EXPECT_EQ(str(f.sym_sizes()), "[s0, 12]");
+  nn::Unflatten unflatten(1, {2, -1});
+  EXPECT_EQ(str(unflatten.forward(f).sym_sizes()), "[s0, 2, 6]");
+  EXPECT_TRUE(env.guards().empty());
+}
+
 TEST(SymbolicMetaEagerTest, SymbolicShapesNeedTheMetaDevice) {
   ShapeEnv env;
   ShapeEnv::Scope scope(&env);
