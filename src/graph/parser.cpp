@@ -362,8 +362,11 @@ class LineParser {
         break;
     }
     IValue& c = e.constant;
-    if (type != nullptr && type->is_scalar() && (c.is_int() || c.is_double() || c.is_bool()))
+    if (type != nullptr && type->is_scalar() && (c.is_int() || c.is_double() || c.is_bool())) {
+      KILN_CHECK_AT(!(c.is_int() && c.to_sym_int().is_symbolic()), e.column,
+                    "a Scalar argument cannot be a symbolic size");
       return Arg::constant(IValue(c.scalar()));
+    }
     const bool int_type =
         type != nullptr && (type->type.starts_with("int") || type->type.starts_with("SymInt"));
     KILN_CHECK_AT(!(int_type && c.is_scalar()), e.column,

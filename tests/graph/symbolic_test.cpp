@@ -25,7 +25,7 @@ TEST(Symbolic, PrintsAndParsesSymbolicSizesAndConstants) {
   const SymInt s0 = SymInt::from_expr(sym::symbol("s0"));
   EXPECT_TRUE(same(g.placeholders()[0]->meta().sizes[0], s0));
   EXPECT_TRUE(same(g.value(4)->meta().sizes[0], s0 * 2));
-  const IntArrayRef words = g.value(5)->producer()->args()[1].as_constant().int_list();
+  const IntArrayRef words = raw_words(g.value(5)->producer()->args()[1].as_constant());
   EXPECT_TRUE(same(SymInt::from_raw(words[0]), s0));
   EXPECT_EQ(words[1], 2);
   // Symbolic strides and offsets round-trip too.
