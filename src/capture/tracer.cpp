@@ -281,6 +281,12 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
     metas.push_back(meta_of(out.tensor()));
   }
   std::vector<graph::Value*> values = seg_->graph.add_call(op.id, std::move(gargs), metas);
+  // Note [Grad mode of a node]: a mode other than the one the call started in (the entry guard)
+  // is recorded on the node, so a NoGradGuard inside the function holds when the graph runs.
+  if (GradMode::is_enabled() != *result_.guards.grad_mode && !values.empty())
+    values[0]->producer()->set_grad_mode(GradMode::is_enabled()
+                                             ? graph::Node::GradMode::Enabled
+                                             : graph::Node::GradMode::Disabled);
   for (size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& fake = outputs[j].tensor();
     values_[fake.impl()] = values[j];

@@ -148,6 +148,14 @@ class Node {
   // random ops, ops whose schema mutates an argument (`Tensor(a!)`), or a node marked explicitly.
   bool has_side_effects() const;
   void set_has_side_effects(bool v) { side_effects_flag_ = v; }
+
+  // Note [Grad mode of a node]
+  // A call traced under NoGradGuard (or EnableGradGuard) records that mode; the interpreter
+  // runs the node in it. Inherit (the default) runs in the caller's mode. Printed as a trailing
+  // `# no_grad` / `# enable_grad`, which the parser reads back.
+  enum class GradMode : uint8_t { Inherit, Disabled, Enabled };
+  GradMode grad_mode() const { return grad_mode_; }
+  void set_grad_mode(GradMode m) { grad_mode_ = m; }
   bool mutates() const;  // in-place op or a schema argument marked `!`
 
  private:
@@ -164,6 +172,7 @@ class Node {
   std::vector<Value*> output_ptrs_;
   std::string source_;
   bool side_effects_flag_ = false;
+  GradMode grad_mode_ = GradMode::Inherit;
   bool erased_ = false;
   std::list<std::unique_ptr<Node>>::iterator position_;
 };

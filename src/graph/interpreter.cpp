@@ -12,11 +12,30 @@
 #include <unordered_map>
 
 #include "src/graph/graph.h"
+
+#include <optional>
+
+#include "kiln/autograd.h"
 #include "src/graph/sym_bindings.h"
 #include "src/graph/text.h"
 
 namespace kiln::graph {
 namespace {
+
+// Runs a node in the grad mode it was traced in (Note [Grad mode of a node]).
+class ScopedGradMode {
+ public:
+  explicit ScopedGradMode(bool enabled) : saved_(GradMode::is_enabled()) {
+    GradMode::set_enabled(enabled);
+  }
+  ~ScopedGradMode() { GradMode::set_enabled(saved_); }
+  ScopedGradMode(const ScopedGradMode&) = delete;
+  ScopedGradMode& operator=(const ScopedGradMode&) = delete;
+
+ private:
+  bool saved_;
+};
+
 
 std::string shape_text(IntArrayRef sizes) {
   std::string out = "[";
@@ -146,6 +165,9 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     std::vector<Tensor> results;
     try {
       Stack args = box_arguments(*node, env, symbols);
+      std::optional<ScopedGradMode> grad_mode;  // Note [Grad mode of a node]
+      if (node->grad_mode() != Node::GradMode::Inherit)
+        grad_mode.emplace(node->grad_mode() == Node::GradMode::Enabled);
       Stack out = dispatch::call(node->op(), args);
       results = flatten_outputs(out);
     } catch (const Error& e) {

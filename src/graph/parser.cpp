@@ -93,6 +93,11 @@ class LineParser {
       g_.set_next_value_ids(ids);
       std::vector<Value*> outs = g_.add_call(op->id, std::move(args), std::move(metas));
       for (size_t i = 0; i < outs.size(); ++i) values_[ids[i]] = outs[i];
+      // Note [Grad mode of a node]: the trailing comment carries the node's grad mode.
+      skip_space();
+      const std::string_view rest = line_.substr(pos_);
+      if (rest == "# no_grad") outs.at(0)->producer()->set_grad_mode(Node::GradMode::Disabled);
+      if (rest == "# enable_grad") outs.at(0)->producer()->set_grad_mode(Node::GradMode::Enabled);
     }
     expect_end();
     return false;

@@ -79,7 +79,7 @@ size_t call_hash(const Node& n) {
 
 bool same_call(const Node& a, const Node& b) {
   if (a.op() != b.op() || a.args().size() != b.args().size() ||
-      a.outputs().size() != b.outputs().size())
+      a.outputs().size() != b.outputs().size() || a.grad_mode() != b.grad_mode())
     return false;
   for (size_t i = 0; i < a.args().size(); ++i)
     if (!args_equal(a.args()[i], b.args()[i])) return false;

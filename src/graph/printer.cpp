@@ -143,7 +143,11 @@ std::string to_string(const Node& node) {
     }
     out += arg_to_string(node.args()[i]);
   }
-  return out + ")";
+  out += ")";
+  // Note [Grad mode of a node]
+  if (node.grad_mode() == Node::GradMode::Disabled) out += "  # no_grad";
+  if (node.grad_mode() == Node::GradMode::Enabled) out += "  # enable_grad";
+  return out;
 }
 
 std::string to_string(const Graph& g) {

@@ -147,6 +147,25 @@ TEST(Compile, GradModeIsGuarded) {
   EXPECT_NE(f.stats().recompile_reasons.at(0).find("grad mode changed"), std::string::npos);
 }
 
+TEST(Compile, NoGradGuardInsideTheFunctionHoldsWhenTheGraphRuns) {
+  // An SGD-like update of a leaf that requires grad is only legal under NoGradGuard.
+  auto f = compile([](const Tensor& w, const Tensor& g) {
+    Tensor loss = (w * w).sum();
+    {
+      NoGradGuard no_grad;
+      w.sub_(g * 0.5);
+    }
+    return loss;
+  });
+  Tensor w = ones({3}).requires_grad_(), g = full({3}, 2.0);
+  Tensor loss = f(w, g);
+  EXPECT_TRUE(loss.requires_grad());
+  expect_equal(w.detach(), zeros({3}));
+  EXPECT_NE(f.describe().find("# no_grad"), std::string::npos) << f.describe();
+  f(w, g);  // the cache hit runs the update under no_grad too
+  expect_equal(w.detach(), full({3}, -1.0));
+}
+
 TEST(Compile, GradientsFlowThroughTheEagerBackend) {
   nn::Linear fc(4, 3);
   auto f = compile([](nn::Module& m, const Tensor& x) { return m(x).tanh().sum(); });

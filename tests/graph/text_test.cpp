@@ -343,3 +343,28 @@ TEST(Parser, IntegersInTheSymbolicRangeAreErrorsExceptForScalars) {
 
 }  // namespace
 }  // namespace kiln::graph
+
+namespace kiln::graph {
+namespace {
+TEST(Text, GradModeOfANodeRoundTrips) {
+  const std::string text =
+      "%0 : f32[3] = placeholder(\"w\")\n"
+      "%1 : f32[3] = mul.Scalar(%0, 2)  # no_grad\n"
+      "%2 : f32[3] = mul.Scalar(%0, 2)  # enable_grad\n"
+      "%3 : f32[3] = mul.Scalar(%0, 2)\n"
+      "return (%1, %2, %3)\n";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(to_string(g), text);
+  EXPECT_EQ(eliminate_common_subexpressions(g), 0);  // different grad modes never merge
+  Tensor w = ones({3}).requires_grad_();
+  std::vector<Tensor> out = interpret(g, std::vector<Tensor>{w});
+  EXPECT_FALSE(out[0].requires_grad());
+  EXPECT_TRUE(out[1].requires_grad());
+  EXPECT_TRUE(out[2].requires_grad());
+  NoGradGuard no_grad;
+  out = interpret(g, std::vector<Tensor>{w});
+  EXPECT_TRUE(out[1].requires_grad());  // enable_grad wins over the caller's mode
+  EXPECT_FALSE(out[2].requires_grad());
+}
+}  // namespace
+}  // namespace kiln::graph
