@@ -195,6 +195,7 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
   while (true) {
     std::vector<Tensor> inputs = gather_inputs(*segment, args, outputs);
     outputs.push_back(segment->compiled(inputs));
+    check_runtime_asserts(*segment, outputs, entry.symbols, values);
     path.push_back(segment);
     if (!segment->brk) {
       std::vector<Tensor> results;

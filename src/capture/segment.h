@@ -46,12 +46,19 @@ struct BreakPoint {
   std::string where;                    // the user's file:line
 };
 
+// A kiln::check() on data-dependent sizes: checked after the segment that defines them runs.
+struct RuntimeCheck {
+  sym::ExprPtr condition = nullptr;
+  std::string origin;
+  std::vector<UnbackedBinding> bindings;
+};
+
 struct Segment {
   graph::Graph graph;
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
   GuardSet guards;               // segments after the first (Note [Trace tree])
-  std::vector<ShapeGuardRef> runtime_asserts;
+  std::vector<RuntimeCheck> runtime_checks;
   std::optional<BreakPoint> brk;  // none: the last segment of its path
   std::map<std::string, std::vector<std::unique_ptr<Segment>>> children;  // by break value
   std::vector<OutputRef> results;  // last segment: the function's results

@@ -60,7 +60,7 @@ class Tracer final : public TracingHooks {
   Tensor fake_of(const Tensor& t);
   graph::Value* lift(const InputRef& ref, const Tensor& fake);
   graph::TensorMeta meta_of(const Tensor& fake) const;
-  void finish_segment(std::optional<BreakPoint> brk, const std::vector<Tensor>& needed);
+  void finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> needed);
   void start_segment(const std::string& key);
   [[noreturn]] void graph_break_error(const std::string& reason, const std::source_location& loc);
   std::vector<int64_t> symbol_hints() const;
@@ -316,7 +316,23 @@ std::vector<int64_t> Tracer::symbol_hints() const {
   return hints;
 }
 
-void Tracer::finish_segment(std::optional<BreakPoint> brk, const std::vector<Tensor>& needed) {
+void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> needed) {
+  // kiln::check() calls recorded in this segment: the tensors whose sizes define their unbacked
+  // symbols become outputs, so the checks can read them when the segment has run.
+  const auto& asserts = env_.runtime_asserts();
+  std::vector<std::pair<size_t, std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>>>>
+      checks;
+  for (size_t i = runtime_assert_mark_; i < asserts.size(); ++i) {
+    std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
+    for (sym::ExprPtr s : sym::free_symbols(asserts[i].condition)) {
+      auto it = unbacked_defs_.find(s);
+      if (it == unbacked_defs_.end()) continue;
+      needed.push_back(it->second.first);
+      defs.emplace_back(s, it->second);
+    }
+    checks.emplace_back(i, std::move(defs));
+  }
+  runtime_assert_mark_ = asserts.size();
   // Outputs: what the code still holds (Note [Trace tree]) plus what the break reads.
   std::vector<graph::Value*> outs;
   std::vector<const TensorImpl*> out_fakes;
@@ -347,10 +363,12 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, const std::vector<Ten
   for (size_t i = shape_guard_mark_; i < shape_guards.size(); ++i)
     guards().shape_guards.push_back({shape_guards[i].condition, shape_guards[i].origin});
   shape_guard_mark_ = shape_guards.size();
-  const auto& asserts = env_.runtime_asserts();
-  for (size_t i = runtime_assert_mark_; i < asserts.size(); ++i)
-    seg_->runtime_asserts.push_back({asserts[i].condition, asserts[i].origin});
-  runtime_assert_mark_ = asserts.size();
+  for (const auto& [i, defs] : checks) {
+    RuntimeCheck check{asserts[i].condition, asserts[i].origin, {}};
+    for (const auto& [symbol, def] : defs)
+      check.bindings.push_back({symbol, prior_.at(fake_of(def.first).impl()), def.second});
+    seg_->runtime_checks.push_back(std::move(check));
+  }
   seg_->brk = std::move(brk);
 
   if (replaying()) {
@@ -376,6 +394,7 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, const std::vector<Ten
     if (node->kind() == graph::NodeKind::Placeholder) result_.placeholders += 1;
   }
   outputs_by_depth_.push_back(run_paused(*seg_, inputs));
+  check_runtime_asserts(*seg_, outputs_by_depth_, result_.symbols, symbol_hints());
 }
 
 void Tracer::start_segment(const std::string& key) {
@@ -551,6 +570,41 @@ std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgV
       inputs.push_back(resolve(ref, args));
   }
   return inputs;
+}
+
+namespace {
+std::optional<int64_t> evaluate_with(sym::ExprPtr e, const std::vector<UnbackedBinding>& bindings,
+                                     const std::vector<std::vector<Tensor>>& outputs_by_depth,
+                                     const SymbolTable& symbols,
+                                     const std::vector<int64_t>& symbol_values) {
+  auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
+    for (const UnbackedBinding& b : bindings)
+      if (b.symbol == s)
+        return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
+    const int i = symbols.index_of(s);
+    if (i < 0) return std::nullopt;
+    return symbol_values[i];
+  };
+  return sym::evaluate(e, lookup);
+}
+}  // namespace
+
+void check_runtime_asserts(const Segment& segment,
+                           const std::vector<std::vector<Tensor>>& outputs_by_depth,
+                           const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
+  for (const RuntimeCheck& check : segment.runtime_checks) {
+    const std::optional<int64_t> ok = evaluate_with(check.condition, check.bindings,
+                                                    outputs_by_depth, symbols, symbol_values);
+    if (ok && *ok != 0) continue;
+    std::string values;
+    for (const UnbackedBinding& b : check.bindings)
+      values += fmt::format("{}{} = {}", values.empty() ? "" : ", ", sym::to_string(b.symbol),
+                            outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim]);
+    throw ValueError(fmt::format(
+        "kiln::check failed at {}: {} does not hold for this call ({}); the compiled function "
+        "asserted it about a data-dependent size",
+        check.origin, sym::to_string(check.condition), values.empty() ? "?" : values));
+  }
 }
 
 std::string branch_key(const BreakPoint& brk,

@@ -55,6 +55,10 @@ TraceResult trace(const TraceRequest& request);
 // Gathers a segment's inputs for a call: arguments, slots, constants, and earlier outputs.
 std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgValue>& args,
                                   const std::vector<std::vector<Tensor>>& outputs_by_depth);
+// Raises ValueError naming the check's line when a segment's kiln::check() fails for this call.
+void check_runtime_asserts(const Segment& segment,
+                           const std::vector<std::vector<Tensor>>& outputs_by_depth,
+                           const SymbolTable& symbols, const std::vector<int64_t>& symbol_values);
 // The value that picks a break's next segment ("true", "3", "1.5"...).
 std::string branch_key(const BreakPoint& brk,
                        const std::vector<std::vector<Tensor>>& outputs_by_depth,

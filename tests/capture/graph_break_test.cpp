@@ -108,6 +108,29 @@ TEST(GraphBreak, BranchingOnADataDependentSizeBreaks) {
   EXPECT_THROW(strict(many), GraphBreakError);
 }
 
+TEST(GraphBreak, CheckAssertsADataDependentSizeInsteadOfBreaking) {
+  auto fn = [](const Tensor& x) {
+    Tensor idx = x.gt(0).nonzero();
+    kiln::check(idx.size(0) >= 2);  // a runtime assert, not a graph break
+    return idx.sum() * 1;
+  };
+  auto f = compile(fn, {.fullgraph = true});
+  Tensor ok = tensor({1.0, 2.0, -1.0, 3.0});
+  expect_equal(f(ok), fn(ok));
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  Tensor ok2 = tensor({1.0, 2.0, 5.0, -3.0});
+  expect_equal(f(ok2), fn(ok2));
+  EXPECT_EQ(f.stats().compiles, 1);
+  try {
+    f(tensor({1.0, -2.0, -1.0, -3.0}));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("kiln::check failed at graph_break_test.cpp:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("= 1"), std::string::npos) << msg;
+  }
+}
+
 TEST(GraphBreak, InPlaceUpdatesBeforeABreakHappenOnce) {
   auto fn = [](const Tensor& acc, const Tensor& x) {
     acc.add_(x);
