@@ -37,7 +37,9 @@ struct UnbackedBinding {
 };
 
 struct BreakPoint {
-  enum class Kind : uint8_t { Item, Bool };
+  // Item: a value read from a tensor; Bool: a data-dependent condition; Eager: an op marked not
+  // traceable runs eagerly in its own one-node segment (one child, key "").
+  enum class Kind : uint8_t { Item, Bool, Eager };
   Kind kind = Kind::Item;
   OutputRef tensor;                     // Item: the tensor whose value the code read
   sym::ExprPtr condition = nullptr;     // Bool: a condition over unbacked (and backed) symbols
@@ -57,6 +59,7 @@ struct Segment {
   graph::Graph graph;
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
+  bool eager_only = false;       // a not-traceable op's segment: always the eager backend
   GuardSet guards;               // segments after the first (Note [Trace tree])
   std::vector<RuntimeCheck> runtime_checks;
   std::optional<BreakPoint> brk;  // none: the last segment of its path

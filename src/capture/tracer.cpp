@@ -43,6 +43,7 @@ class Tracer final : public TracingHooks {
 
   TraceResult run();
   void handle_op(const OpDef& op, Stack& args, Stack& outputs);
+  void record_op(const OpDef& op, Stack& args, Stack& outputs);
   Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) override;
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
 
@@ -85,6 +86,7 @@ class Tracer final : public TracingHooks {
   size_t shape_guard_mark_ = 0;
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
+  bool in_eager_segment_ = false;
   std::chrono::steady_clock::time_point trace_start_ = std::chrono::steady_clock::now();
 };
 
@@ -226,7 +228,40 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   return lift(ref, twin);
 }
 
+// An op marked not traceable (kTagNotTraceable) ends the current graph and runs eagerly in a
+// one-node segment of its own; tracing continues in a new graph after it (Note [Trace tree]).
 void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
+  if (!op.has_tag(kTagNotTraceable) || in_eager_segment_) {
+    record_op(op, args, outputs);
+    return;
+  }
+  const std::string reason = fmt::format("op {} is marked not traceable", op.name);
+  if (req_.options->fullgraph)
+    throw GraphBreakError(fmt::format(
+        "{}: graph break while compiling with fullgraph=true: {}. Call it outside the compiled "
+        "function or compile with fullgraph=false",
+        req_.function_name, reason));
+  std::vector<Tensor> tensor_args;
+  for (const IValue& v : args) {
+    if (v.is_tensor() && v.tensor().defined()) tensor_args.push_back(v.tensor());
+    if (v.is_tensor_list())
+      for (const Tensor& t : v.tensor_list()) tensor_args.push_back(t);
+  }
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Eager, .reason = reason}, tensor_args);
+  start_segment("");
+  in_eager_segment_ = true;
+  record_op(op, args, outputs);
+  std::vector<Tensor> results;
+  for (const IValue& out : outputs) results.push_back(out.tensor());
+  seg_->eager_only = true;
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Eager, .reason = reason}, results);
+  in_eager_segment_ = false;
+  result_.breaks += 1;
+  result_.break_reasons.push_back(reason);
+  start_segment("");
+}
+
+void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
   // Map every tensor first: real tensors get their fake twins, so the meta function below never
   // sees (or bumps the version of) a real tensor.
   Stack fake_args = args;
@@ -383,7 +418,8 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   }
   std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
   const auto backend_start = std::chrono::steady_clock::now();
-  seg_->compiled = lookup_backend(req_.options->backend)(seg_->graph, inputs);
+  seg_->compiled =
+      lookup_backend(seg_->eager_only ? "eager" : req_.options->backend)(seg_->graph, inputs);
   result_.backend_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
   result_.graphs += 1;
@@ -610,6 +646,7 @@ void check_runtime_asserts(const Segment& segment,
 std::string branch_key(const BreakPoint& brk,
                        const std::vector<std::vector<Tensor>>& outputs_by_depth,
                        const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
+  if (brk.kind == BreakPoint::Kind::Eager) return "";
   if (brk.kind == BreakPoint::Kind::Item)
     return value_key(outputs_by_depth[brk.tensor.segment][brk.tensor.index]);
   auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {

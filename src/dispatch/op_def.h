@@ -40,6 +40,7 @@ enum OpTag : uint32_t {
   kTagPointwise = 1u << 5,
   kTagReduction = 1u << 6,
   kTagNondifferentiable = 1u << 7,  // integer/bool outputs only, no derivative expected
+  kTagNotTraceable = 1u << 8,  // kiln::compile runs it eagerly between graphs (a graph break)
 };
 
 struct OpDef {

@@ -5,6 +5,7 @@
 #include "kiln/compile.h"
 #include "kiln/kiln.h"
 #include "src/capture/backend.h"
+#include "src/dispatch/dispatcher.h"
 #include "tests/capture/compare.h"
 
 namespace kiln {
@@ -128,6 +129,56 @@ TEST(GraphBreak, CheckAssertsADataDependentSizeInsteadOfBreaking) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("kiln::check failed at graph_break_test.cpp:"), std::string::npos) << msg;
     EXPECT_NE(msg.find("= 1"), std::string::npos) << msg;
+  }
+}
+
+// A custom op marked not traceable: doubles a float32 tensor (eagerly only).
+OpId not_traceable_double() {
+  static const OpId id = [] {
+    OpDef def;
+    def.name = "test_not_traceable_double";
+    def.schema = "test_not_traceable_double(Tensor self) -> Tensor";
+    def.family = "test";
+    def.dtypes = DTypeSet{kFloat32};
+    def.tags = kTagNotTraceable;
+    def.meta = [](OpCall& call) {
+      call.set_output(0, call.tensor(0).dtype(), call.tensor(0).sym_sizes());
+    };
+    def.cpu = [](OpCall& call) {
+      const Tensor in = call.tensor(0).contiguous();
+      const float* x = in.data_ptr<float>();
+      float* y = call.output(0).data_ptr<float>();
+      for (int64_t i = 0; i < in.numel(); ++i) y[i] = 2 * x[i];
+    };
+    return OpRegistry::instance().add(std::move(def)).id;
+  }();
+  return id;
+}
+
+TEST(GraphBreak, OpsMarkedNotTraceableRunEagerlyBetweenGraphs) {
+  auto fn = [](const Tensor& x) {
+    Tensor a = x.exp();
+    Tensor b = dispatch::call_tensor(not_traceable_double(), a);
+    return b + a;
+  };
+  capture::compile_counter() = {};
+  auto f = compile(fn, {.backend = "count"});
+  Tensor x = randn({5});
+  expect_equal(f(x), fn(x));
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  // The graphs before and after the op go to the backend; the op itself runs eagerly.
+  EXPECT_EQ(capture::compile_counter().graphs, 2);
+  Tensor y = randn({5});
+  expect_equal(f(y), fn(y));
+  EXPECT_EQ(f.stats().compiles, 1);
+  auto strict = compile(fn, {.fullgraph = true});
+  try {
+    strict(x);
+    FAIL() << "no GraphBreakError";
+  } catch (const GraphBreakError& e) {
+    EXPECT_NE(std::string(e.what()).find("op test_not_traceable_double is marked not traceable"),
+              std::string::npos)
+        << e.what();
   }
 }
 
