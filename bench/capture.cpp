@@ -27,10 +27,10 @@ double guard_ns_per_tensor(int reps) {
     g.requires_grad = t.requires_grad();
     g.contiguous = true;
     for (int64_t d = 0; d < t.dim(); ++d)
-      g.sizes.push_back(d == 0 && symbolic_batch
-                            ? capture::TensorGuard::Dim{capture::TensorGuard::Dim::Kind::Bind, 0}
-                            : capture::TensorGuard::Dim{capture::TensorGuard::Dim::Kind::Static,
-                                                        t.sizes()[d]});
+      g.sizes.push_back(
+          d == 0 && symbolic_batch
+              ? capture::TensorGuard::Dim{capture::TensorGuard::Dim::Kind::Bind, 0}
+              : capture::TensorGuard::Dim{capture::TensorGuard::Dim::Kind::Static, t.sizes()[d]});
     return g;
   };
   symbols.symbols.push_back(nullptr);

@@ -33,8 +33,8 @@ inline constexpr std::nullopt_t automatic_dynamic = std::nullopt;
 struct CompileOptions {
   std::string backend = "eager";
   std::optional<bool> dynamic = automatic_dynamic;  // true: every dim symbolic; false: never
-  bool fullgraph = false;    // a graph break raises GraphBreakError instead of splitting
-  int recompile_limit = 8;   // then the function runs eagerly (one warning)
+  bool fullgraph = false;           // a graph break raises GraphBreakError instead of splitting
+  int recompile_limit = 8;          // then the function runs eagerly (one warning)
   bool specialize_zero_one = true;  // sizes 0 and 1 stay constants
   bool duck_shape = true;           // equal input sizes share one symbol
   std::string name;                 // for logs and errors; default "fn at file:line"
@@ -50,9 +50,9 @@ using ArgValue = std::variant<Tensor, int64_t, double, bool, nn::Module*>;
 
 // What a compiled function has done so far (for tests and tools).
 struct CompileStats {
-  int compiles = 0;          // traces that produced a cache entry (or a new branch of one)
+  int compiles = 0;  // traces that produced a cache entry (or a new branch of one)
   int cache_entries = 0;
-  int graphs = 0;            // graph segments compiled by the backend
+  int graphs = 0;  // graph segments compiled by the backend
   int graph_breaks = 0;
   int cache_hits = 0;
   bool fell_back_to_eager = false;
@@ -83,8 +83,7 @@ struct ArgTraits<Tensor> {
   static const Tensor& unbox(const ArgValue& v) { return std::get<Tensor>(v); }
 };
 template <typename T>
-  requires(std::integral<T> && !std::same_as<T, bool>)
-struct ArgTraits<T> {
+requires(std::integral<T> && !std::same_as<T, bool>) struct ArgTraits<T> {
   static ArgValue box(T v) { return static_cast<int64_t>(v); }
   static T unbox(const ArgValue& v) { return static_cast<T>(std::get<int64_t>(v)); }
 };
@@ -128,7 +127,8 @@ struct ResultTraits<std::tuple<Ts...>> {
   static std::tuple<Ts...> unflatten(std::vector<Tensor> v) {
     return [&]<size_t... I>(std::index_sequence<I...>) {
       return std::tuple<Ts...>(std::move(v.at(I))...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
   }
 };
 template <>
@@ -165,14 +165,15 @@ class Compiled<R(Args...)> {
   template <typename F>
   static CompiledFunction::Body make_body(F fn) {
     return [fn = std::move(fn)](const std::vector<ArgValue>& boxed) -> std::vector<Tensor> {
-      return [&]<size_t... I>(std::index_sequence<I...>) -> std::vector<Tensor> {
+      return [&]<size_t... I>(std::index_sequence<I...>)->std::vector<Tensor> {
         if constexpr (std::is_void_v<R>) {
           fn(Traits<Args>::unbox(boxed[I])...);
           return {};
         } else {
           return ResultTraits<R>::flatten(fn(Traits<Args>::unbox(boxed[I])...));
         }
-      }(std::index_sequence_for<Args...>{});
+      }
+      (std::index_sequence_for<Args...>{});
     };
   }
 

@@ -9,7 +9,6 @@
 #include "kiln/error.h"
 #include "src/graph/graph.h"
 
-
 namespace kiln::capture {
 namespace {
 

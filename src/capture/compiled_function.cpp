@@ -104,44 +104,54 @@ void FunctionState::log_compile(const TraceResult& result, const GuardSet& guard
                                 double guard_seconds, const std::vector<std::string>& reasons) {
   const trace::CompileId id{frame_id, stats.compiles - 1, 0};
   trace::log("dynamo_start", id, [&] {
-    return nlohmann::json{{"stack", nlohmann::json::array({trace::stack_frame(
-                                        where.file_name(), static_cast<int>(where.line()), name)})}};
+    return nlohmann::json{
+        {"stack", nlohmann::json::array({trace::stack_frame(
+                      where.file_name(), static_cast<int>(where.line()), name)})}};
   });
   if (!reasons.empty()) {
     trace::log_artifact("recompile_reasons", id, [&] { return nlohmann::json(reasons); });
-    trace::log_readable(trace::LogCategory::recompiles, [&] {
-      return fmt::format("recompiling {}: {}", name, fmt::join(reasons, "; "));
-    }, id);
+    trace::log_readable(
+        trace::LogCategory::recompiles,
+        [&] { return fmt::format("recompiling {}: {}", name, fmt::join(reasons, "; ")); }, id);
   }
   for (size_t k = 0; k < result.graph_texts.size(); ++k) {
     trace::log(
-        "dynamo_output_graph", id, [&] { return nlohmann::json{{"segment", k}}; },
+        "dynamo_output_graph", id,
+        [&] {
+          return nlohmann::json{{"segment", k}};
+        },
         [&] { return result.graph_texts[k]; });
-    trace::log_readable(trace::LogCategory::graph, [&] {
-      return fmt::format("graph {} of {}:\n{}", k, name, result.graph_texts[k]);
-    }, id);
+    trace::log_readable(
+        trace::LogCategory::graph,
+        [&] { return fmt::format("graph {} of {}:\n{}", k, name, result.graph_texts[k]); }, id);
   }
   for (const std::string& reason : result.break_reasons) {
     trace::log_artifact("dynamo_graph_break_reason", id, [&] { return reason; });
-    trace::log_readable(trace::LogCategory::graph_breaks,
-                        [&] { return fmt::format("graph break in {} at {}", name, reason); }, id);
+    trace::log_readable(
+        trace::LogCategory::graph_breaks,
+        [&] { return fmt::format("graph break in {} at {}", name, reason); }, id);
   }
   const std::string guard_text = capture::describe(guards, symbols);
-  trace::log("dynamo_guards", id, [] { return nlohmann::json::object(); }, [&] {
-    nlohmann::json list = nlohmann::json::array();
-    std::istringstream lines(guard_text);
-    for (std::string line; std::getline(lines, line);) list.push_back({{"code", line}});
-    return list;
-  });
-  trace::log_readable(trace::LogCategory::guards,
-                      [&] { return fmt::format("guards of {}:\n{}", name, guard_text); }, id);
+  trace::log(
+      "dynamo_guards", id, [] { return nlohmann::json::object(); },
+      [&] {
+        nlohmann::json list = nlohmann::json::array();
+        std::istringstream lines(guard_text);
+        for (std::string line; std::getline(lines, line);) list.push_back({{"code", line}});
+        return list;
+      });
+  trace::log_readable(
+      trace::LogCategory::guards,
+      [&] { return fmt::format("guards of {}:\n{}", name, guard_text); }, id);
   for (const std::string& s : result.symbols_text) {
     trace::log("create_symbol", id, [&] { return nlohmann::json{{"symbol", s}}; });
-    trace::log_readable(trace::LogCategory::dynamic, [&] { return "created " + s; }, id);
+    trace::log_readable(
+        trace::LogCategory::dynamic, [&] { return "created " + s; }, id);
   }
   for (const std::string& g : result.shape_guards) {
     trace::log("guard_added", id, [&] { return nlohmann::json{{"expr", g}}; });
-    trace::log_readable(trace::LogCategory::dynamic, [&] { return "guard added: " + g; }, id);
+    trace::log_readable(
+        trace::LogCategory::dynamic, [&] { return "guard added: " + g; }, id);
   }
   trace::log_compile_metrics([&] {
     trace::CompileMetrics m;
@@ -171,7 +181,10 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
   const trace::Stopwatch watch;
   auto entry = std::make_unique<CacheEntry>();
   entry->dynamic_dims = shape_policy(args);
-  TraceRequest request{.body = &body, .args = &args, .options = &options, .function_name = name,
+  TraceRequest request{.body = &body,
+                       .args = &args,
+                       .options = &options,
+                       .function_name = name,
                        .dynamic_dims = entry->dynamic_dims};
   TraceResult result = trace(request);
   entry->guards = std::move(result.guards);
@@ -216,9 +229,13 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
     }
     if (next == nullptr) {
       // A branch this entry has not seen: trace again, replaying the prefix (Note [Trace tree]).
-      TraceRequest request{.body = &body, .args = &args, .options = &options,
-                           .function_name = name, .dynamic_dims = entry.dynamic_dims,
-                           .replay_path = path, .replay_outputs = outputs};
+      TraceRequest request{.body = &body,
+                           .args = &args,
+                           .options = &options,
+                           .function_name = name,
+                           .dynamic_dims = entry.dynamic_dims,
+                           .replay_path = path,
+                           .replay_outputs = outputs};
       const trace::Stopwatch watch;
       TraceResult result = trace(request);
       stats.compiles += 1;

@@ -58,8 +58,8 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
     switch (dim.kind) {
       case TensorGuard::Dim::Kind::Static:
         if (actual != dim.value)
-          return fail(fmt::format("size of {} dim {} changed from {} to {}", src, d, dim.value,
-                                  actual));
+          return fail(
+              fmt::format("size of {} dim {} changed from {} to {}", src, d, dim.value, actual));
         break;
       case TensorGuard::Dim::Kind::Bind:
         values[dim.value] = actual;
@@ -80,8 +80,8 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
     const IntArrayRef strides = t.strides();
     for (size_t d = 0; d < g.strides.size(); ++d)
       if (strides[d] != g.strides[d])
-        return fail(fmt::format("stride of {} dim {} changed from {} to {}", src, d,
-                                g.strides[d], strides[d]));
+        return fail(fmt::format("stride of {} dim {} changed from {} to {}", src, d, g.strides[d],
+                                strides[d]));
   }
   return true;
 }
@@ -89,8 +89,8 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
 }  // namespace
 
 size_t GuardSet::size() const {
-  size_t n = scalars.size() + undefined_tensors.size() + training.size() + ranges.size() + shape_guards.size() +
-             (grad_mode ? 1 : 0);
+  size_t n = scalars.size() + undefined_tensors.size() + training.size() + ranges.size() +
+             shape_guards.size() + (grad_mode ? 1 : 0);
   for (const TensorGuard& t : tensors) n += 4 + t.sizes.size();
   return n;
 }
@@ -109,10 +109,14 @@ int SymbolTable::add(sym::ExprPtr s, std::string source) {
 
 const Tensor& resolve(const InputRef& ref, const std::vector<ArgValue>& args) {
   switch (ref.kind) {
-    case InputRef::Kind::Arg: return std::get<Tensor>(args[ref.index]);
-    case InputRef::Kind::Slot: return *ref.slot;
-    case InputRef::Kind::Constant: return ref.constant;
-    case InputRef::Kind::Prior: break;
+    case InputRef::Kind::Arg:
+      return std::get<Tensor>(args[ref.index]);
+    case InputRef::Kind::Slot:
+      return *ref.slot;
+    case InputRef::Kind::Constant:
+      return ref.constant;
+    case InputRef::Kind::Prior:
+      break;
   }
   throw Error("internal: resolve() called on a segment output reference");
 }
@@ -144,10 +148,11 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
   for (const SymbolRange& r : guards.ranges) {
     const int64_t v = values[r.symbol];
     if (v < r.lower || v > r.upper)
-      return fail(fmt::format("{} = {} is outside the range {} of {} (sizes 0 and 1 are "
-                              "specialized)",
-                              table.sources[r.symbol], v, range_str(r.lower, r.upper),
-                              sym::to_string(table.symbols[r.symbol])));
+      return fail(
+          fmt::format("{} = {} is outside the range {} of {} (sizes 0 and 1 are "
+                      "specialized)",
+                      table.sources[r.symbol], v, range_str(r.lower, r.upper),
+                      sym::to_string(table.symbols[r.symbol])));
   }
   if (!guards.shape_guards.empty()) {
     auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {

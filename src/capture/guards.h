@@ -24,15 +24,15 @@ namespace kiln::capture {
 struct InputRef {
   enum class Kind : uint8_t { Arg, Slot, Constant, Prior };
   Kind kind = Kind::Arg;
-  int index = -1;             // Arg: argument position; Prior: output index of that segment
-  int segment = -1;           // Prior: depth of the segment along the trace path
+  int index = -1;                // Arg: argument position; Prior: output index of that segment
+  int segment = -1;              // Prior: depth of the segment along the trace path
   const Tensor* slot = nullptr;  // Slot: the module's parameter/buffer slot
-  Tensor constant;            // Constant: a tensor the function captured (not an argument)
-  std::string source;         // "arg0", "model.fc1.weight", "constant0", "segment0[2]"
+  Tensor constant;               // Constant: a tensor the function captured (not an argument)
+  std::string source;            // "arg0", "model.fc1.weight", "constant0", "segment0[2]"
 };
 
 struct TensorGuard {
-  InputRef where;  // Arg or Slot
+  InputRef where;                        // Arg or Slot
   const TensorImpl* identity = nullptr;  // Slot: the tensor the slot held when traced
   ScalarType dtype = ScalarType::Float32;
   bool requires_grad = false;
@@ -75,7 +75,7 @@ struct GuardSet {
 // The symbols of one trace, by index; their values are bound while checking guards.
 struct SymbolTable {
   std::vector<sym::ExprPtr> symbols;
-  std::vector<std::string> sources;  // "arg0.size(0)"
+  std::vector<std::string> sources;    // "arg0.size(0)"
   int index_of(sym::ExprPtr s) const;  // -1 if absent
   int add(sym::ExprPtr s, std::string source);
 };

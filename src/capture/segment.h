@@ -41,11 +41,11 @@ struct BreakPoint {
   // traceable runs eagerly in its own one-node segment (one child, key "").
   enum class Kind : uint8_t { Item, Bool, Eager };
   Kind kind = Kind::Item;
-  OutputRef tensor;                     // Item: the tensor whose value the code read
-  sym::ExprPtr condition = nullptr;     // Bool: a condition over unbacked (and backed) symbols
+  OutputRef tensor;                       // Item: the tensor whose value the code read
+  sym::ExprPtr condition = nullptr;       // Bool: a condition over unbacked (and backed) symbols
   std::vector<UnbackedBinding> bindings;  // Bool: how to bind its unbacked symbols
-  std::string reason;                   // "item() on a tensor computed in the graph"
-  std::string where;                    // the user's file:line
+  std::string reason;                     // "item() on a tensor computed in the graph"
+  std::string where;                      // the user's file:line
 };
 
 // A kiln::check() on data-dependent sizes: checked after the segment that defines them runs.
@@ -59,8 +59,8 @@ struct Segment {
   graph::Graph graph;
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
-  bool eager_only = false;       // a not-traceable op's segment: always the eager backend
-  GuardSet guards;               // segments after the first (Note [Trace tree])
+  bool eager_only = false;  // a not-traceable op's segment: always the eager backend
+  GuardSet guards;          // segments after the first (Note [Trace tree])
   std::vector<RuntimeCheck> runtime_checks;
   std::optional<BreakPoint> brk;  // none: the last segment of its path
   std::map<std::string, std::vector<std::unique_ptr<Segment>>> children;  // by break value

@@ -20,16 +20,6 @@ std::string location_str(const std::source_location& loc) {
   return fmt::format("{}:{}", loc.file_name(), loc.line());
 }
 
-// The exact value of a (real) tensor as a key: dtype, shape and bytes.
-std::string value_key(const Tensor& real) {
-  const Tensor c = real.contiguous();
-  std::string key = fmt::format("{}{}:", dtype_name(c.dtype()), shape_str(c.sizes()));
-  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
-  const int64_t n = c.numel() * c.element_size();
-  for (int64_t i = 0; i < n; ++i) key += fmt::format("{:02x}", bytes[i]);
-  return key;
-}
-
 class Tracer;
 thread_local Tracer* g_current_tracer = nullptr;
 std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs);
@@ -166,8 +156,8 @@ void Tracer::start_inputs() {
                  req_.function_name, i);
       const std::string source = fmt::format("arg{}", i);
       TensorGuard guard;
-      guard.where = InputRef{.kind = InputRef::Kind::Arg, .index = static_cast<int>(i),
-                             .source = source};
+      guard.where =
+          InputRef{.kind = InputRef::Kind::Arg, .index = static_cast<int>(i), .source = source};
       Tensor fake = make_fake(*t, source, &req_.dynamic_dims[tensor_index++], guard);
       inputs_[fake.impl()] = guard.where;
       lift(guard.where, fake);
@@ -199,7 +189,8 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   const TensorImpl* impl = fake.impl();
   if (auto it = values_.find(impl); it != values_.end()) return it->second;
   if (auto it = prior_.find(impl); it != prior_.end()) {
-    InputRef ref{.kind = InputRef::Kind::Prior, .index = it->second.index,
+    InputRef ref{.kind = InputRef::Kind::Prior,
+                 .index = it->second.index,
                  .segment = it->second.segment,
                  .source = fmt::format("segment{}[{}]", it->second.segment, it->second.index)};
     return lift(ref, fake);
@@ -213,11 +204,12 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   InputRef ref;
   TensorGuard guard;
   if (auto slot = slots_.find(t.impl()); slot != slots_.end()) {
-    ref = InputRef{.kind = InputRef::Kind::Slot, .slot = slot->second.second,
-                   .source = slot->second.first};
+    ref = InputRef{
+        .kind = InputRef::Kind::Slot, .slot = slot->second.second, .source = slot->second.first};
     guard.identity = t.impl();
   } else {
-    ref = InputRef{.kind = InputRef::Kind::Constant, .constant = t,
+    ref = InputRef{.kind = InputRef::Kind::Constant,
+                   .constant = t,
                    .source = fmt::format("constant{}", constants_++)};
   }
   guard.where = ref;
@@ -319,9 +311,8 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
   // Note [Grad mode of a node]: a mode other than the one the call started in (the entry guard)
   // is recorded on the node, so a NoGradGuard inside the function holds when the graph runs.
   if (GradMode::is_enabled() != *result_.guards.grad_mode && !values.empty())
-    values[0]->producer()->set_grad_mode(GradMode::is_enabled()
-                                             ? graph::Node::GradMode::Enabled
-                                             : graph::Node::GradMode::Disabled);
+    values[0]->producer()->set_grad_mode(GradMode::is_enabled() ? graph::Node::GradMode::Enabled
+                                                                : graph::Node::GradMode::Disabled);
   for (size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& fake = outputs[j].tensor();
     values_[fake.impl()] = values[j];
@@ -453,22 +444,22 @@ void Tracer::start_segment(const std::string& key) {
 Tensor Tracer::materialize(const Tensor& t, const char* what, const std::source_location& loc) {
   const std::string reason = fmt::format("{} reads the value of a tensor", what);
   if (req_.options->fullgraph) graph_break_error(reason, loc);
-  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Item, .reason = reason,
-                            .where = location_str(loc)},
-                 {t});
+  finish_segment(
+      BreakPoint{.kind = BreakPoint::Kind::Item, .reason = reason, .where = location_str(loc)},
+      {t});
   const OutputRef ref = prior_.at(fake_of(t).impl());
   seg_->brk->tensor = ref;
   Tensor real = outputs_by_depth_[ref.segment][ref.index];
   result_.breaks += 1;
   result_.break_reasons.push_back(fmt::format("{}: {}", location_str(loc), reason));
-  start_segment(value_key(real));
+  start_segment(value_key_of(real));
   return real;
 }
 
 bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& loc) {
-  const std::string reason = fmt::format(
-      "the condition {} depends on data (a size or value the graph computes)",
-      sym::to_string(condition));
+  const std::string reason =
+      fmt::format("the condition {} depends on data (a size or value the graph computes)",
+                  sym::to_string(condition));
   if (req_.options->fullgraph) graph_break_error(reason, loc);
   std::vector<Tensor> needed;
   std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
@@ -479,13 +470,14 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
     KILN_CHECK(it != unbacked_defs_.end(), NotImplementedError,
                "{}: the condition {} at {} uses {}, which no traced tensor's size defines; a "
                "graph break cannot materialize it",
-               req_.function_name, sym::to_string(condition), location_str(loc),
-               sym::to_string(s));
+               req_.function_name, sym::to_string(condition), location_str(loc), sym::to_string(s));
     needed.push_back(it->second.first);
     defs.emplace_back(s, it->second);
   }
-  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Bool, .condition = condition,
-                            .reason = reason, .where = location_str(loc)},
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Bool,
+                            .condition = condition,
+                            .reason = reason,
+                            .where = location_str(loc)},
                  needed);
   for (const auto& [symbol, def] : defs)
     seg_->brk->bindings.push_back({symbol, prior_.at(fake_of(def.first).impl()), def.second});
@@ -577,92 +569,23 @@ TraceResult Tracer::run() {
   for (const sym::ShapeGuard& g : env_.guards())
     result_.shape_guards.push_back(fmt::format("{}  # {}", sym::to_string(g.condition), g.origin));
   for (const sym::SymbolInfo& info : env_.symbols())
-    result_.symbols_text.push_back(fmt::format(
-        "{} = {} ({}){}", sym::to_string(info.symbol),
-        info.hint ? std::to_string(*info.hint) : std::string("?"), info.source,
-        info.unbacked ? ", unbacked" : ""));
+    result_.symbols_text.push_back(
+        fmt::format("{} = {} ({}){}", sym::to_string(info.symbol),
+                    info.hint ? std::to_string(*info.hint) : std::string("?"), info.source,
+                    info.unbacked ? ", unbacked" : ""));
   result_.trace_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - trace_start_).count() -
       result_.backend_seconds;
   for (size_t i = 0; i < result_.symbols.symbols.size(); ++i) {
     const sym::SymbolInfo* info = env_.info(result_.symbols.symbols[i]);
     if (info == nullptr) continue;
-    result_.guards.ranges.push_back({static_cast<int>(i), std::max<int64_t>(info->range.lower, 0),
-                                     info->range.upper});
+    result_.guards.ranges.push_back(
+        {static_cast<int>(i), std::max<int64_t>(info->range.lower, 0), info->range.upper});
   }
   return std::move(result_);
 }
 
 }  // namespace
-
-std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgValue>& args,
-                                  const std::vector<std::vector<Tensor>>& outputs_by_depth) {
-  std::vector<Tensor> inputs;
-  inputs.reserve(segment.inputs.size());
-  for (const InputRef& ref : segment.inputs) {
-    if (ref.kind == InputRef::Kind::Prior)
-      inputs.push_back(outputs_by_depth[ref.segment][ref.index]);
-    else
-      inputs.push_back(resolve(ref, args));
-  }
-  return inputs;
-}
-
-namespace {
-std::optional<int64_t> evaluate_with(sym::ExprPtr e, const std::vector<UnbackedBinding>& bindings,
-                                     const std::vector<std::vector<Tensor>>& outputs_by_depth,
-                                     const SymbolTable& symbols,
-                                     const std::vector<int64_t>& symbol_values) {
-  auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
-    for (const UnbackedBinding& b : bindings)
-      if (b.symbol == s)
-        return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
-    const int i = symbols.index_of(s);
-    if (i < 0) return std::nullopt;
-    return symbol_values[i];
-  };
-  return sym::evaluate(e, lookup);
-}
-}  // namespace
-
-void check_runtime_asserts(const Segment& segment,
-                           const std::vector<std::vector<Tensor>>& outputs_by_depth,
-                           const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
-  for (const RuntimeCheck& check : segment.runtime_checks) {
-    const std::optional<int64_t> ok = evaluate_with(check.condition, check.bindings,
-                                                    outputs_by_depth, symbols, symbol_values);
-    if (ok && *ok != 0) continue;
-    std::string values;
-    for (const UnbackedBinding& b : check.bindings)
-      values += fmt::format("{}{} = {}", values.empty() ? "" : ", ", sym::to_string(b.symbol),
-                            outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim]);
-    throw ValueError(fmt::format(
-        "kiln::check failed at {}: {} does not hold for this call ({}); the compiled function "
-        "asserted it about a data-dependent size",
-        check.origin, sym::to_string(check.condition), values.empty() ? "?" : values));
-  }
-}
-
-std::string branch_key(const BreakPoint& brk,
-                       const std::vector<std::vector<Tensor>>& outputs_by_depth,
-                       const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
-  if (brk.kind == BreakPoint::Kind::Eager) return "";
-  if (brk.kind == BreakPoint::Kind::Item)
-    return value_key(outputs_by_depth[brk.tensor.segment][brk.tensor.index]);
-  auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
-    for (const UnbackedBinding& b : brk.bindings)
-      if (b.symbol == s)
-        return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
-    const int i = symbols.index_of(s);
-    if (i < 0) return std::nullopt;
-    return symbol_values[i];
-  };
-  const std::optional<int64_t> value = sym::evaluate(brk.condition, lookup);
-  KILN_CHECK(value.has_value(), Error,
-             "internal: the graph-break condition {} (at {}) could not be evaluated",
-             sym::to_string(brk.condition), brk.where);
-  return *value != 0 ? "true" : "false";
-}
 
 TraceResult trace(const TraceRequest& request) {
   Tracer tracer(request);

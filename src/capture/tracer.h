@@ -39,7 +39,7 @@ struct TraceResult {
   std::string branch_key;         // a new branch: the break value it hangs under
   GuardSet guards;                // entry guards (the first segment's)
   SymbolTable symbols;
-  std::vector<Tensor> results;    // this call's results
+  std::vector<Tensor> results;  // this call's results
   int graphs = 0, breaks = 0;
   std::vector<std::string> graph_texts;    // every new segment's graph, printed
   std::vector<std::string> break_reasons;  // "file:line: reason" of each graph break
@@ -52,6 +52,8 @@ struct TraceResult {
 // Traces once. Throws GraphBreakError for a break under fullgraph.
 TraceResult trace(const TraceRequest& request);
 
+// The exact value of a real tensor as a branch key (dtype, shape, bytes): a materialized value.
+std::string value_key_of(const Tensor& real);
 // Gathers a segment's inputs for a call: arguments, slots, constants, and earlier outputs.
 std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgValue>& args,
                                   const std::vector<std::vector<Tensor>>& outputs_by_depth);

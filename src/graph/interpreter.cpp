@@ -36,7 +36,6 @@ class ScopedGradMode {
   bool saved_;
 };
 
-
 std::string shape_text(IntArrayRef sizes) {
   std::string out = "[";
   for (size_t i = 0; i < sizes.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(sizes[i]);

@@ -389,7 +389,8 @@ class LineParser {
     if (s.is_int_list() && e.kind == Element::Kind::Constant && e.constant.is_int()) {
       const size_t open = s.type.find('[');
       const int n = std::max(1, std::atoi(s.type.c_str() + open + 1));
-      return Arg::constant(IValue(DimVector(static_cast<size_t>(n), e.constant.to_sym_int().raw())));
+      return Arg::constant(
+          IValue(DimVector(static_cast<size_t>(n), e.constant.to_sym_int().raw())));
     }
     if (e.kind == Element::Kind::Constant && e.constant.is_none() && s.is_tensor_list())
       return Arg::constant(IValue());

@@ -100,8 +100,8 @@ TEST(Compile, EqualSizesShareASymbolUnlessDuckSizingIsOff) {
 }
 
 TEST(Compile, SizeBranchInCppCodeIsGuardedOnTheHint) {
-  auto f = compile(
-      [](const Tensor& x) { return x.size(0) > 8 ? x * 2 : x - 1; }, {.dynamic = true});
+  auto f =
+      compile([](const Tensor& x) { return x.size(0) > 8 ? x * 2 : x - 1; }, {.dynamic = true});
   Tensor big = randn({16, 2}), big2 = randn({32, 2}), small = randn({4, 2});
   expect_equal(f(big), big * 2);
   expect_equal(f(big2), big2 * 2);
@@ -128,8 +128,7 @@ TEST(Compile, GuardFailuresAreReportedInWords) {
       << reasons[0];
   EXPECT_NE(reasons[1].find("arg1 changed from 2 to 3"), std::string::npos) << reasons[1];
   EXPECT_NE(reasons[2].find("rank of arg0 changed from 1 to 2"), std::string::npos) << reasons[2];
-  EXPECT_NE(reasons[3].find("requires_grad of arg0 changed from false to true"),
-            std::string::npos)
+  EXPECT_NE(reasons[3].find("requires_grad of arg0 changed from false to true"), std::string::npos)
       << reasons[3];
 }
 
@@ -244,8 +243,9 @@ TEST(Compile, ReturnsTuplesVectorsAndNothing) {
 
 TEST(Compile, UnknownBackendAndBadOptionsAreErrors) {
   auto f = [](const Tensor& x) { return x; };
-  EXPECT_NE(error_message([&] { compile(f, {.backend = "tensorrt"}); })
-                .find("unknown backend 'tensorrt'; registered backends: "),
+  EXPECT_NE(error_message([&] {
+              compile(f, {.backend = "tensorrt"});
+            }).find("unknown backend 'tensorrt'; registered backends: "),
             std::string::npos);
   EXPECT_THROW(compile(f, {.recompile_limit = 0}), ValueError);
   EXPECT_THROW(capture::register_backend("eager", nullptr), ValueError);

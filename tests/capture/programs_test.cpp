@@ -43,7 +43,8 @@ std::vector<Program> programs() {
     return std::vector<Tensor>{(a * 3.5 - 2).pow(2.0).sqrt().clamp(0.5, 4.0)};
   });
   add("activations", [](const Tensor& a, const Tensor&) {
-    return std::vector<Tensor>{gelu(a), silu(a), softplus(a), a.relu(), nn::functional::leaky_relu(a)};
+    return std::vector<Tensor>{gelu(a), silu(a), softplus(a), a.relu(),
+                               nn::functional::leaky_relu(a)};
   });
   add("where_and_masks", [](const Tensor& a, const Tensor& b) {
     Tensor mask = a.gt(b);
@@ -106,9 +107,12 @@ std::vector<Program> programs() {
     return std::vector<Tensor>{a.roll({1}, {1}), a.narrow(1, 0, 4).narrow(0, 0, 2).tril()};
   });
   // ---- linear algebra and networks
-  add("mlp_manual", [](const Tensor& x, const Tensor& w) {
-    return std::vector<Tensor>{(x.matmul(w) + 1).relu().matmul(w.t()).sum({1})};
-  }, matrix_and_weight);
+  add(
+      "mlp_manual",
+      [](const Tensor& x, const Tensor& w) {
+        return std::vector<Tensor>{(x.matmul(w) + 1).relu().matmul(w.t()).sum({1})};
+      },
+      matrix_and_weight);
   add("batched_matmul", [](const Tensor& a, const Tensor& b) {
     Tensor q = a.view({a.size(0), 2, 4}), k = b.view({b.size(0), 2, 4});
     return std::vector<Tensor>{q.matmul(k.transpose(1, 2)), bmm(q, k.transpose(1, 2))};
@@ -122,23 +126,43 @@ std::vector<Program> programs() {
     Tensor q = a.view({1, 2, a.size(0), 4}), k = b.view({1, 2, b.size(0), 4});
     return std::vector<Tensor>{scaled_dot_product_attention(q, k, k)};
   });
-  add("conv_pool_bn_functional", [](const Tensor& x, const Tensor& w) {
-    Tensor y = conv2d(x, w, {}, {1, 1}, {1, 1});
-    y = batch_norm(y, {}, {}, {}, {}, true, 0.1, 1e-5).relu();
-    return std::vector<Tensor>{max_pool2d(y, {2, 2}), avg_pool2d(y, {2, 2}),
-                               adaptive_avg_pool2d(y, {1, 1})};
-  }, [](int64_t n) { return std::make_pair(randn({n, 3, 8, 8}), randn({4, 3, 3, 3})); });
-  add("losses", [](const Tensor& logits, const Tensor& labels) {
-    return std::vector<Tensor>{cross_entropy(logits, labels), nll_loss(logits.log_softmax(1), labels),
-                               mse_loss(logits, logits.tanh())};
-  }, [](int64_t n) { return std::make_pair(randn({n, 5}), randint(0, 5, {n})); });
-  add("embedding_gather", [](const Tensor& idx, const Tensor& table) {
-    return std::vector<Tensor>{embedding(table, idx), table.index_select(0, idx),
-                               table.gather(0, idx.unsqueeze(1).expand({idx.size(0), 4}))};
-  }, [](int64_t n) { return std::make_pair(randint(0, 10, {n}), randn({10, 4})); });
-  add("one_hot_scatter", [](const Tensor& idx, const Tensor&) {
-    return std::vector<Tensor>{one_hot(idx, 6), zeros({idx.size(0), 6}).scatter(1, idx.unsqueeze(1), 1.0)};
-  }, [](int64_t n) { return std::make_pair(randint(0, 6, {n}), Tensor()); });
+  add(
+      "conv_pool_bn_functional",
+      [](const Tensor& x, const Tensor& w) {
+        Tensor y = conv2d(x, w, {}, {1, 1}, {1, 1});
+        y = batch_norm(y, {}, {}, {}, {}, true, 0.1, 1e-5).relu();
+        return std::vector<Tensor>{max_pool2d(y, {2, 2}), avg_pool2d(y, {2, 2}),
+                                   adaptive_avg_pool2d(y, {1, 1})};
+      },
+      [](int64_t n) {
+        return std::make_pair(randn({n, 3, 8, 8}), randn({4, 3, 3, 3}));
+      });
+  add(
+      "losses",
+      [](const Tensor& logits, const Tensor& labels) {
+        return std::vector<Tensor>{cross_entropy(logits, labels),
+                                   nll_loss(logits.log_softmax(1), labels),
+                                   mse_loss(logits, logits.tanh())};
+      },
+      [](int64_t n) {
+        return std::make_pair(randn({n, 5}), randint(0, 5, {n}));
+      });
+  add(
+      "embedding_gather",
+      [](const Tensor& idx, const Tensor& table) {
+        return std::vector<Tensor>{embedding(table, idx), table.index_select(0, idx),
+                                   table.gather(0, idx.unsqueeze(1).expand({idx.size(0), 4}))};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(0, 10, {n}), randn({10, 4}));
+      });
+  add(
+      "one_hot_scatter",
+      [](const Tensor& idx, const Tensor&) {
+        return std::vector<Tensor>{one_hot(idx, 6),
+                                   zeros({idx.size(0), 6}).scatter(1, idx.unsqueeze(1), 1.0)};
+      },
+      [](int64_t n) { return std::make_pair(randint(0, 6, {n}), Tensor()); });
   // ---- in-place updates
   add("inplace_on_intermediate", [](const Tensor& a, const Tensor& b) {
     Tensor t = a * 2;
@@ -163,48 +187,76 @@ std::vector<Program> programs() {
     if (a.size(0) >= 4) return std::vector<Tensor>{a * 2};
     return std::vector<Tensor>{a - 2};
   });
-  add("data_branch", [](const Tensor& a, const Tensor&) {
-    if (a.sum().item<double>() > 0) return std::vector<Tensor>{a.exp()};
-    return std::vector<Tensor>{a.neg()};
-  }, two_matrices, -1);  // compiles depend on the data; checked elsewhere
-  add("nonzero_count_branch", [](const Tensor& a, const Tensor&) {
-    Tensor idx = a.gt(1.0).nonzero();
-    if (idx.size(0) == 0) return std::vector<Tensor>{a};
-    return std::vector<Tensor>{a.clamp(std::nullopt, 1.0)};
-  }, two_matrices, -1);
+  add(
+      "data_branch",
+      [](const Tensor& a, const Tensor&) {
+        if (a.sum().item<double>() > 0) return std::vector<Tensor>{a.exp()};
+        return std::vector<Tensor>{a.neg()};
+      },
+      two_matrices, -1);  // compiles depend on the data; checked elsewhere
+  add(
+      "nonzero_count_branch",
+      [](const Tensor& a, const Tensor&) {
+        Tensor idx = a.gt(1.0).nonzero();
+        if (idx.size(0) == 0) return std::vector<Tensor>{a};
+        return std::vector<Tensor>{a.clamp(std::nullopt, 1.0)};
+      },
+      two_matrices, -1);
   // ---- unsigned and mixed dtypes
-  add("uint8_wraparound", [](const Tensor& a, const Tensor& b) {
-    return std::vector<Tensor>{a + b, a * b, a - b, bitwise_xor(a, b)};
-  }, [](int64_t n) {
-    return std::make_pair(randint(0, 256, {n, 4}, kUInt8), randint(0, 256, {n, 4}, kUInt8));
-  });
-  add("uint16_shifts_and_compare", [](const Tensor& a, const Tensor& b) {
-    return std::vector<Tensor>{bitwise_right_shift(a, 3), bitwise_left_shift(a, 2), a.gt(b), maximum(a, b)};
-  }, [](int64_t n) {
-    return std::make_pair(randint(0, 65536, {n, 4}, kUInt16), randint(0, 65536, {n, 4}, kUInt16));
-  });
-  add("uint32_uint64_reductions", [](const Tensor& a, const Tensor& b) {
-    Tensor big = a.to(kUInt64) * 4000000000ull;
-    return std::vector<Tensor>{a.sum(), big.sum({1}), (a % 7), a.to(kUInt32).amax({0}), b.to(kUInt32) / 3};
-  }, [](int64_t n) {
-    return std::make_pair(randint(0, 1000, {n, 4}, kUInt32), randint(0, 1000, {n, 4}, kInt64));
-  });
-  add("mixed_promotion", [](const Tensor& a, const Tensor& b) {
-    return std::vector<Tensor>{a + b, a.to(kInt32) * 2 + b, (b > 0.5).to(kUInt8) + a.to(kUInt8)};
-  }, [](int64_t n) { return std::make_pair(randint(-5, 5, {n, 4}, kInt64), randn({n, 4})); });
-  add("int_division", [](const Tensor& a, const Tensor& b) {
-    Tensor d = b.abs() + 1;
-    return std::vector<Tensor>{a.div(d, "floor"), a.div(d, "trunc"), a.remainder(d), a.div(d)};
-  }, [](int64_t n) {
-    return std::make_pair(randint(-50, 50, {n, 4}, kInt64), randint(-5, 5, {n, 4}, kInt64));
-  });
+  add(
+      "uint8_wraparound",
+      [](const Tensor& a, const Tensor& b) {
+        return std::vector<Tensor>{a + b, a * b, a - b, bitwise_xor(a, b)};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(0, 256, {n, 4}, kUInt8), randint(0, 256, {n, 4}, kUInt8));
+      });
+  add(
+      "uint16_shifts_and_compare",
+      [](const Tensor& a, const Tensor& b) {
+        return std::vector<Tensor>{bitwise_right_shift(a, 3), bitwise_left_shift(a, 2), a.gt(b),
+                                   maximum(a, b)};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(0, 65536, {n, 4}, kUInt16),
+                              randint(0, 65536, {n, 4}, kUInt16));
+      });
+  add(
+      "uint32_uint64_reductions",
+      [](const Tensor& a, const Tensor& b) {
+        Tensor big = a.to(kUInt64) * 4000000000ull;
+        return std::vector<Tensor>{a.sum(), big.sum({1}), (a % 7), a.to(kUInt32).amax({0}),
+                                   b.to(kUInt32) / 3};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(0, 1000, {n, 4}, kUInt32), randint(0, 1000, {n, 4}, kInt64));
+      });
+  add(
+      "mixed_promotion",
+      [](const Tensor& a, const Tensor& b) {
+        return std::vector<Tensor>{a + b, a.to(kInt32) * 2 + b,
+                                   (b > 0.5).to(kUInt8) + a.to(kUInt8)};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(-5, 5, {n, 4}, kInt64), randn({n, 4}));
+      });
+  add(
+      "int_division",
+      [](const Tensor& a, const Tensor& b) {
+        Tensor d = b.abs() + 1;
+        return std::vector<Tensor>{a.div(d, "floor"), a.div(d, "trunc"), a.remainder(d), a.div(d)};
+      },
+      [](int64_t n) {
+        return std::make_pair(randint(-50, 50, {n, 4}, kInt64), randint(-5, 5, {n, 4}, kInt64));
+      });
   add("float64_and_half", [](const Tensor& a, const Tensor& b) {
-    return std::vector<Tensor>{a.to(kFloat64).exp() * b.to(kFloat64), (a.to(kFloat16) + 1).to(kFloat32),
-                               a.to(kBFloat16) * 2};
+    return std::vector<Tensor>{a.to(kFloat64).exp() * b.to(kFloat64),
+                               (a.to(kFloat16) + 1).to(kFloat32), a.to(kBFloat16) * 2};
   });
   add("bool_logic", [](const Tensor& a, const Tensor& b) {
     Tensor p = a.gt(0), q = b.lt(0);
-    return std::vector<Tensor>{logical_and(p, q), logical_or(p, q), logical_xor(p, q), p.any(), q.all()};
+    return std::vector<Tensor>{logical_and(p, q), logical_or(p, q), logical_xor(p, q), p.any(),
+                               q.all()};
   });
   return p;
 }
@@ -213,8 +265,8 @@ class Programs : public ::testing::TestWithParam<Program> {};
 
 TEST_P(Programs, CompiledEqualsEager) {
   const Program& prog = GetParam();
-  auto compiled = compile([&](const Tensor& a, const Tensor& b) { return prog.fn(a, b); },
-                          {.name = prog.name});
+  auto compiled =
+      compile([&](const Tensor& a, const Tensor& b) { return prog.fn(a, b); }, {.name = prog.name});
   for (int64_t batch : {6, 10, 14}) {
     manual_seed(static_cast<uint64_t>(batch));
     auto [a, b] = prog.inputs(batch);
@@ -320,9 +372,8 @@ TEST(ModulePrograms, TrainingStepWithBackwardOutsideTheCompiledForward) {
   examples::FashionCNN a;
   manual_seed(19);
   examples::FashionCNN b;
-  auto loss_fn = compile([](nn::Module& m, const Tensor& x, const Tensor& y) {
-    return cross_entropy(m(x), y);
-  });
+  auto loss_fn = compile(
+      [](nn::Module& m, const Tensor& x, const Tensor& y) { return cross_entropy(m(x), y); });
   optim::SGD opt_a(a.parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD opt_b(b.parameters(), {.lr = 0.1, .momentum = 0.9});
   for (int step = 0; step < 3; ++step) {
@@ -346,4 +397,3 @@ TEST(ModulePrograms, TrainingStepWithBackwardOutsideTheCompiledForward) {
 
 }  // namespace
 }  // namespace kiln
-

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 class TraceDir {
  public:
-  TraceDir() : path_(fs::temp_directory_path() / ("kiln_capture_trace_" + std::to_string(getpid()))) {
+  TraceDir()
+      : path_(fs::temp_directory_path() / ("kiln_capture_trace_" + std::to_string(getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
     trace::set_directory_for_testing(path_.string());
@@ -90,10 +91,9 @@ TEST(CaptureTrace, EveryArtifactIsWrittenWithIdsAndPayloadMd5) {
   std::map<std::string, std::vector<const trace::Record*>> by_kind;
   for (const trace::Record& r : records)
     by_kind[r.kind == "artifact" ? "artifact:" + r.artifact_name() : r.kind].push_back(&r);
-  for (const char* kind :
-       {"dynamo_start", "dynamo_output_graph", "dynamo_guards", "compilation_metrics",
-        "artifact:recompile_reasons", "artifact:dynamo_graph_break_reason", "guard_added",
-        "create_symbol"})
+  for (const char* kind : {"dynamo_start", "dynamo_output_graph", "dynamo_guards",
+                           "compilation_metrics", "artifact:recompile_reasons",
+                           "artifact:dynamo_graph_break_reason", "guard_added", "create_symbol"})
     EXPECT_FALSE(by_kind[kind].empty()) << "no " << kind << " record";
 
   // Two compiles of one function: one frame id, compile ids 0 and 1.
