@@ -374,8 +374,8 @@ TEST(ModulePrograms, TrainingStepWithBackwardOutsideTheCompiledForward) {
   examples::FashionCNN b;
   auto loss_fn = compile(
       [](nn::Module& m, const Tensor& x, const Tensor& y) { return cross_entropy(m(x), y); });
-  optim::SGD opt_a(a.parameters(), {.lr = 0.1, .momentum = 0.9});
-  optim::SGD opt_b(b.parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt_a(a.parameters(), {.lr = 0.01, .momentum = 0.9});
+  optim::SGD opt_b(b.parameters(), {.lr = 0.01, .momentum = 0.9});
   for (int step = 0; step < 3; ++step) {
     Tensor x = randn({8, 1, 28, 28}), y = randint(0, 10, {8});
     opt_a.zero_grad();
