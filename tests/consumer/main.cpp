@@ -12,6 +12,15 @@ int main() {
     std::cerr << "kiln_consumer: unexpected values\n";
     return 1;
   }
+  // kiln::compile from the installed headers: traced once, then a cache hit.
+  auto doubled = kiln::compile([](const kiln::Tensor& x) { return x * 2 + 1; });
+  const kiln::Tensor y = doubled(a);
+  const kiln::Tensor y2 = doubled(a);
+  if (y.to_vector<float>()[5] != 11.0f || y2.to_vector<float>()[0] != 1.0f ||
+      doubled.stats().compiles != 1 || doubled.stats().cache_hits != 1) {
+    std::cerr << "kiln_consumer: kiln::compile gave unexpected results\n";
+    return 1;
+  }
   std::cout << "kiln_consumer: ok\n";
   return 0;
 }
