@@ -20,9 +20,12 @@ namespace kiln {
 
 void mark_dynamic(const Tensor& t, int64_t dim) {
   KILN_CHECK(t.defined(), ValueError, "mark_dynamic: the tensor is undefined");
-  KILN_CHECK(dim >= -t.dim() && dim < t.dim() && t.dim() <= 32, IndexError,
+  KILN_CHECK(dim >= -t.dim() && dim < t.dim(), IndexError,
              "mark_dynamic: dim {} is out of range for a tensor of rank {}", dim, t.dim());
-  t.impl()->mark_dynamic_dim(dim < 0 ? dim + t.dim() : dim);
+  const int64_t d = dim < 0 ? dim + t.dim() : dim;
+  KILN_CHECK(d < 32, NotImplementedError,
+             "mark_dynamic: only the first 32 dims can be marked dynamic (asked for dim {})", d);
+  t.impl()->mark_dynamic_dim(d);
 }
 
 namespace capture {
@@ -89,7 +92,7 @@ std::vector<std::vector<bool>> FunctionState::shape_policy(const std::vector<Arg
       if (options.dynamic.has_value())
         dims[d] = *options.dynamic;
       else
-        dims[d] = changed[k][d] || ((t->impl()->marked_dynamic_dims() >> d) & 1u);
+        dims[d] = changed[k][d] || (d < 32 && ((t->impl()->marked_dynamic_dims() >> d) & 1u));
     }
     dynamic.push_back(std::move(dims));
     ++k;
