@@ -2,7 +2,6 @@
 #pragma once
 
 #include "kiln/autograd.h"
-#include "kiln/compile.h"
 #include "kiln/data/dataloader.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/fashion_mnist.h"

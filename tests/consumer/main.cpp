@@ -2,6 +2,7 @@
 // (headers, library, CMake config and its dependencies).
 #include <iostream>
 
+#include "kiln/compile.h"
 #include "kiln/kiln.h"
 
 int main() {
