@@ -1,0 +1,99 @@
+// What the code-generating backend hands to the runtime (DESIGN.md section 5): a Program is the
+// compiled form of one graph. It names the buffers, the kernels of the generated translation unit
+// and the extern calls (matmul, convolution, ... run by the eager kernels) in execution order.
+//
+// Note [Programs are data]
+// A Program holds no pointers into the lowering's IR: sizes are expressions over the graph's size
+// symbols (sym::Expr), extern calls are one-node graphs, kernels are names of `extern "C"`
+// symbols in the generated library. That is what makes the graph-level cache possible: a warm
+// start reads a Program back from JSON and loads the cached `.so`, and never lowers (and it is
+// what an AOT package stores next to its library).
+//
+// Kernel ABI (Note [Kernel ABI]): every generated kernel is
+//   extern "C" void <name>(void* const* buffers, const int64_t* symbols);
+// `buffers[i]` is the data pointer of Program::buffers[kernel.buffers[i]], already offset to the
+// buffer's first element; `symbols[j]` is the value of Program::symbols[j] for this call (every
+// kernel gets the whole symbol array).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kiln/dtype.h"
+#include "src/sym/expr.h"
+
+namespace kiln::runtime {
+
+// Where a size symbol's value comes from at each call: inputs[input].size(dim) (or .stride(dim)),
+// or the output size of an extern step (unbacked sizes from data-dependent ops).
+struct SymbolSource {
+  sym::ExprPtr symbol = nullptr;
+  enum class From : uint8_t { InputSize, InputStride, ExternOutputSize } from = From::InputSize;
+  int index = 0;  // the input, or the step (ExternOutputSize)
+  int dim = 0;
+};
+
+// Sizes, strides and storage offset, in elements, as expressions over the symbols.
+struct Layout {
+  std::vector<sym::ExprPtr> sizes;
+  std::vector<sym::ExprPtr> strides;
+  sym::ExprPtr offset = nullptr;  // nullptr means 0
+};
+
+struct BufferDesc {
+  enum class Kind : uint8_t {
+    Input,         // inputs[input]; its layout is the input's own (read at run time)
+    Intermediate,  // allocated by the runtime in `slot` (Note [Buffer reuse] in src/sched)
+    Extern,        // the output of an extern step (allocated by the eager op)
+  } kind = Kind::Intermediate;
+  std::string name;  // "arg0", "buf3": the name the generated code uses
+  ScalarType dtype = kFloat32;
+  Layout layout;     // Intermediate: contiguous, offset 0; Extern: as the op returns it
+  int input = -1;    // Input only
+  int slot = -1;     // Intermediate only: buffers sharing a slot share memory (disjoint lifetimes)
+};
+
+struct KernelStep {
+  std::string name;          // the extern "C" symbol
+  std::vector<int> buffers;  // indices into Program::buffers, in the kernel's argument order
+};
+
+// One op run by the eager kernels: `call` is a graph with one placeholder per entry of `args`,
+// one call node and an output node (src/graph text, parsed back on load). Its outputs become
+// `outputs` (buffer indices, of kind Extern).
+struct ExternStep {
+  std::string call;        // graph text
+  std::vector<int> args;   // buffer per placeholder (a buffer index)
+  std::vector<Layout> arg_views;  // the view of that buffer the op reads (index-remapped views)
+  std::vector<int> outputs;
+};
+
+// A buffer's memory is updated in place with a kernel's result: copies `src` into input buffer
+// `dst` (used when a kernel cannot store into a mutated input directly).
+struct CopyStep {
+  int dst = 0;
+  int src = 0;
+};
+
+using Step = std::variant<KernelStep, ExternStep, CopyStep>;
+
+// A graph output: a view of a buffer (outputs never copy; Note [Views never allocate]).
+struct OutputDesc {
+  int buffer = 0;
+  Layout view;
+};
+
+struct Program {
+  int num_inputs = 0;
+  std::vector<sym::ExprPtr> symbols;          // the kernels' symbol array, in order
+  std::vector<SymbolSource> symbol_sources;   // one per entry of `symbols`
+  std::vector<BufferDesc> buffers;
+  std::vector<sym::ExprPtr> slot_bytes;       // per slot: bytes as an expression
+  std::vector<Step> steps;
+  std::vector<OutputDesc> outputs;
+  std::string source_hash;                    // the generated library this program runs
+};
+
+}  // namespace kiln::runtime
