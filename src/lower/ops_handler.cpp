@@ -1,0 +1,96 @@
+#include "src/lower/ops_handler.h"
+
+#include "kiln/error.h"
+
+namespace kiln::lower {
+namespace {
+
+thread_local OpsHandler* current_handler = nullptr;
+
+constexpr std::string_view kUnaryNames[] = {
+#define KILN_NAME_ENTRY(name) #name,
+    KILN_LOOP_UNARY_OPS(KILN_NAME_ENTRY)};
+constexpr std::string_view kBinaryNames[] = {KILN_LOOP_BINARY_OPS(KILN_NAME_ENTRY)};
+#undef KILN_NAME_ENTRY
+
+}  // namespace
+
+std::string_view name_of(UnaryOp op) { return kUnaryNames[static_cast<int>(op)]; }
+std::string_view name_of(BinaryOp op) { return kBinaryNames[static_cast<int>(op)]; }
+
+bool produces_bool(UnaryOp op) {
+  return op == UnaryOp::logical_not || op == UnaryOp::isnan || op == UnaryOp::isinf ||
+         op == UnaryOp::isfinite;
+}
+
+bool produces_bool(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::eq:
+    case BinaryOp::ne:
+    case BinaryOp::lt:
+    case BinaryOp::le:
+    case BinaryOp::gt:
+    case BinaryOp::ge:
+    case BinaryOp::logical_and:
+    case BinaryOp::logical_or:
+    case BinaryOp::logical_xor:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string_view name_of(ReductionType r) {
+  switch (r) {
+    case ReductionType::sum: return "sum";
+    case ReductionType::prod: return "prod";
+    case ReductionType::max: return "max";
+    case ReductionType::min: return "min";
+    case ReductionType::argmax: return "argmax";
+    case ReductionType::argmin: return "argmin";
+    case ReductionType::any: return "any";
+    case ReductionType::all: return "all";
+    case ReductionType::welford_mean: return "welford_mean";
+    case ReductionType::welford_m2: return "welford_m2";
+  }
+  return "?";
+}
+
+ScalarType reduction_result_dtype(ReductionType r, ScalarType value_dtype) {
+  switch (r) {
+    case ReductionType::argmax:
+    case ReductionType::argmin:
+      return kInt64;
+    case ReductionType::any:
+    case ReductionType::all:
+      return kBool;
+    default:
+      return value_dtype;
+  }
+}
+
+OpsHandler& ops() {
+  KILN_CHECK(current_handler != nullptr, ValueError,
+             "lower: a loop body ran with no ops handler installed (use lower::HandlerScope)");
+  return *current_handler;
+}
+
+HandlerScope::HandlerScope(OpsHandler& handler) : previous_(current_handler) {
+  current_handler = &handler;
+}
+HandlerScope::~HandlerScope() { current_handler = previous_; }
+
+Val load(BufferRef b, sym::ExprPtr index) { return ops().load(b, index); }
+
+Val constant(double v, ScalarType dtype) {
+  if (is_floating(dtype)) return ops().constant_float(v, dtype);
+  if (dtype == kBool) return ops().constant_int(v != 0 ? 1 : 0, dtype);
+  return ops().constant_int(static_cast<int64_t>(v), dtype);
+}
+
+Val cast(Val x, ScalarType dtype) { return x.dtype == dtype ? x : ops().to_dtype(x, dtype); }
+Val unary(UnaryOp op, Val x) { return ops().unary(op, x); }
+Val binary(BinaryOp op, Val a, Val b) { return ops().binary(op, a, b); }
+Val where(Val cond, Val a, Val b) { return ops().where(cond, a, b); }
+
+}  // namespace kiln::lower
