@@ -108,16 +108,21 @@ double round_out(double v, bool down, ScalarType dtype, int extra) {
   });
 }
 
-// A floating result [lo, hi] computed in double, rounded outward to the dtype; `inexact` adds one
-// ulp each way for functions libm does not round correctly.
+// A floating result [lo, hi] computed in double, rounded outward to the dtype; `inexact` adds two
+// ulps each way for functions libm does not round correctly (a float32 function may also differ
+// from its double counterpart by a rounding). The extra ulps never cross zero: libm is faithful,
+// so a result that is exactly 0 (exp(-inf), tanh(0)) comes out exactly, and a sign is kept.
 ValueInterval float_result(double lo, double hi, bool maybe_nan, ScalarType dtype,
                            bool inexact = false) {
   if (std::isnan(lo)) lo = -kInf;
   if (std::isnan(hi)) hi = kInf;
   ValueInterval r;
   r.dtype = dtype;
-  r.lo = round_out(lo, true, dtype, inexact ? 1 : 0);
-  r.hi = round_out(hi, false, dtype, inexact ? 1 : 0);
+  const int extra = inexact ? 2 : 0;
+  r.lo = round_out(lo, true, dtype, extra);
+  r.hi = round_out(hi, false, dtype, extra);
+  if (lo >= 0 && r.lo < 0) r.lo = 0;
+  if (hi <= 0 && r.hi > 0) r.hi = 0;
   r.maybe_nan = maybe_nan;
   return r;
 }
