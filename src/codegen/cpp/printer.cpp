@@ -50,11 +50,11 @@ std::string float_literal(double v, ScalarType dtype) {
   if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
   if (std::isinf(v)) {
     std::string inf = f32 ? "__builtin_inff()" : "__builtin_inf()";
-    return v < 0 ? "(-" + inf + ")" : inf;
+    return v < 0 ? fmt::format("(-{})", inf) : inf;
   }
   // Hex floats are exact.
   std::string s = fmt::format("{:a}", v);
-  if (f32) return "(float)" + s;
+  if (f32) return fmt::format("(float){}", s);
   return s;
 }
 
@@ -81,8 +81,8 @@ std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
   switch (e->kind()) {
     case ExprKind::Integer: return int_literal(e->value());
     case ExprKind::Symbol: return e->name();
-    case ExprKind::Add: return "(" + join_args(e->args(), r, " + ") + ")";
-    case ExprKind::Mul: return "(" + join_args(e->args(), r, " * ") + ")";
+    case ExprKind::Add: return fmt::format("({})", join_args(e->args(), r, " + "));
+    case ExprKind::Mul: return fmt::format("({})", join_args(e->args(), r, " * "));
     case ExprKind::FloorDiv:
     case ExprKind::Mod: {
       const bool div = e->kind() == ExprKind::FloorDiv;
@@ -102,13 +102,13 @@ std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
     }
     case ExprKind::True: return "true";
     case ExprKind::False: return "false";
-    case ExprKind::Eq: return "(" + join_args(e->args(), r, " == ") + ")";
-    case ExprKind::Ne: return "(" + join_args(e->args(), r, " != ") + ")";
-    case ExprKind::Lt: return "(" + join_args(e->args(), r, " < ") + ")";
-    case ExprKind::Le: return "(" + join_args(e->args(), r, " <= ") + ")";
-    case ExprKind::And: return "(" + join_args(e->args(), r, " && ") + ")";
-    case ExprKind::Or: return "(" + join_args(e->args(), r, " || ") + ")";
-    case ExprKind::Not: return "(!" + cpp_expr(e->args()[0], r) + ")";
+    case ExprKind::Eq: return fmt::format("({})", join_args(e->args(), r, " == "));
+    case ExprKind::Ne: return fmt::format("({})", join_args(e->args(), r, " != "));
+    case ExprKind::Lt: return fmt::format("({})", join_args(e->args(), r, " < "));
+    case ExprKind::Le: return fmt::format("({})", join_args(e->args(), r, " <= "));
+    case ExprKind::And: return fmt::format("({})", join_args(e->args(), r, " && "));
+    case ExprKind::Or: return fmt::format("({})", join_args(e->args(), r, " || "));
+    case ExprKind::Not: return fmt::format("(!{})", cpp_expr(e->args()[0], r));
   }
   return "?";
 }
@@ -157,7 +157,7 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
     return emit(buffer.dtype, false, scalar_load(at));
   }
   const bool reduced = buffer.dtype == kFloat16 || buffer.dtype == kBFloat16;
-  if (buffer.dtype != kFloat32 && !reduced) throw NotVectorizable("a load of " + std::string(dtype_name(buffer.dtype)));
+  if (buffer.dtype != kFloat32 && !reduced) throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
   if (*coef == sym::integer(1) && !reduced) return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
   const std::string stride = cpp_expr(*coef, ranges_);
   const char* gather = buffer.dtype == kFloat16 ? "kiln_gather_h" : buffer.dtype == kBFloat16 ? "kiln_gather_bf" : "kiln_gather";
@@ -237,8 +237,8 @@ Val CppPrinter::unary(UnaryOp op, Val x) {
     const std::string& v = repr(x).expr;
     auto sleef = [&](const char* f) { return emit(t, true, fmt::format("Sleef_{}f8_u10avx2({})", f, v)); };
     switch (op) {
-      case UnaryOp::neg: return emit(t, true, "(-" + v + ")");
-      case UnaryOp::abs: return emit(t, true, "kiln_abs(" + v + ")");
+      case UnaryOp::neg: return emit(t, true, fmt::format("(-{})", v));
+      case UnaryOp::abs: return emit(t, true, fmt::format("kiln_abs({})", v));
       case UnaryOp::exp: return sleef("exp");
       case UnaryOp::exp2: return sleef("exp2");
       case UnaryOp::expm1: return sleef("expm1");
@@ -256,11 +256,11 @@ Val CppPrinter::unary(UnaryOp op, Val x) {
       case UnaryOp::cosh: return sleef("cosh");
       case UnaryOp::tanh: return sleef("tanh");
       case UnaryOp::erf: return sleef("erf");
-      case UnaryOp::sqrt: return emit(t, true, "Sleef_sqrtf8_u05avx2(" + v + ")");
-      case UnaryOp::rsqrt: return emit(t, true, "(1.0f / Sleef_sqrtf8_u05avx2(" + v + "))");
-      case UnaryOp::reciprocal: return emit(t, true, "(1.0f / " + v + ")");
-      case UnaryOp::sigmoid: return emit(t, true, "kiln_sigmoid(" + v + ")");
-      case UnaryOp::isnan: return emit(kBool, true, "(" + v + " != " + v + ")");
+      case UnaryOp::sqrt: return emit(t, true, fmt::format("Sleef_sqrtf8_u05avx2({})", v));
+      case UnaryOp::rsqrt: return emit(t, true, fmt::format("(1.0f / Sleef_sqrtf8_u05avx2({}))", v));
+      case UnaryOp::reciprocal: return emit(t, true, fmt::format("(1.0f / {})", v));
+      case UnaryOp::sigmoid: return emit(t, true, fmt::format("kiln_sigmoid({})", v));
+      case UnaryOp::isnan: return emit(kBool, true, fmt::format("({0} != {0})", v));
       default: throw NotVectorizable(std::string(lower::name_of(op)));
     }
   }
@@ -370,13 +370,13 @@ Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
       if (fl) return emit(t, false, fmt::format("kiln_remainder_f({}, {})", x, y));
       return call("kiln_remainder");
     case BinaryOp::fmod:
-      if (fl) return emit(t, false, math1("fmod", t, x + ", " + y));
+      if (fl) return emit(t, false, math1("fmod", t, fmt::format("{}, {}", x, y)));
       return call("kiln_fmod_int");
     case BinaryOp::pow:
-      if (fl) return emit(t, false, math1("pow", t, x + ", " + y));
+      if (fl) return emit(t, false, math1("pow", t, fmt::format("{}, {}", x, y)));
       return call("kiln_ipow");
-    case BinaryOp::atan2: return emit(t, false, math1("atan2", t, x + ", " + y));
-    case BinaryOp::hypot: return emit(t, false, math1("hypot", t, x + ", " + y));
+    case BinaryOp::atan2: return emit(t, false, math1("atan2", t, fmt::format("{}, {}", x, y)));
+    case BinaryOp::hypot: return emit(t, false, math1("hypot", t, fmt::format("{}, {}", x, y)));
     case BinaryOp::maximum: return call("kiln_maximum");
     case BinaryOp::minimum: return call("kiln_minimum");
     case BinaryOp::eq: return cmp("==");
@@ -516,13 +516,13 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
       before_.push_back(fmt::format("int64_t {}_i = -1;", acc));
       body_.push_back(fmt::format("kiln_{}_add<{}>({}, {}_i, {}, {});",
                                   type == ReductionType::argmax ? "argmax" : "argmin", T, acc, acc, x, rlinear_));
-      return literal(result, acc + "_i");
+      return literal(result, fmt::format("{}_i", acc));
     case ReductionType::welford_mean:
     case ReductionType::welford_m2: {
       KILN_CHECK(is_floating(t), DTypeError, "codegen: a welford reduction of {}", dtype_name(t));
       before_.push_back(fmt::format("{} {} = {{0, 0, 0}};", t == kFloat64 ? "kiln_welford_d" : "kiln_welford_f", acc));
       body_.push_back(fmt::format("kiln_welford_add({}, {});", acc, x));
-      return literal(result, acc + (type == ReductionType::welford_mean ? ".mean" : ".m2"));
+      return literal(result, fmt::format("{}{}", acc, type == ReductionType::welford_mean ? ".mean" : ".m2"));
     }
   }
   return value;
