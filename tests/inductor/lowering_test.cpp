@@ -225,3 +225,27 @@ TEST(IndexSimplify, ReshapeRoundTripsToTheFlatIndex) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
+  Lowered l = lower_text(R"(
+%0 : f32[4, 3, 5, 7] = placeholder("a")
+%1 : f32[4, 3, 5, 7] = placeholder("b")
+%2 : f32[4, 3, 5, 7] = add(%0, %1)
+return (%2)
+)");
+  EXPECT_NE(l.code.source.find("kiln_chunk < 420LL"), std::string::npos) << l.code.source;
+  // A bias broadcast along the last dim only merges the leading dims.
+  Lowered b = lower_text(R"(
+%0 : f32[4, 3, 7] = placeholder("a")
+%1 : f32[7] = placeholder("bias")
+%2 : f32[4, 3, 7] = add(%0, %1)
+return (%2)
+)");
+  EXPECT_NE(b.code.source.find("i0 < 12LL"), std::string::npos) << b.code.source;
+}
+
+}  // namespace
+}  // namespace kiln
