@@ -181,8 +181,12 @@ void GraphLowering::lower_call(const graph::Node& node) {
     // result straight into the input's memory (no copy); on an intermediate that nothing else
     // aliases it is the functional op. Anything else (views of inputs, aliased values) runs the
     // eager kernel on the buffer's memory as an extern call.
-    const std::string functional = functional_name(def.name);
-    const LoweringFn* fn = functional.empty() ? nullptr : find_lowering(op_id(functional));
+    const LoweringFn* fn = nullptr;
+    if (def.name == "copy_" || def.name == "fill_") {
+      fn = find_lowering(def.id);  // lowered as the value they write (lowerings/misc.cpp)
+    } else if (const OpDef* f = OpRegistry::instance().find(functional_name(def.name))) {
+      fn = find_lowering(f->id);
+    }
     const graph::Value* self = node.args()[0].is_value() ? node.args()[0].as_value() : nullptr;
     if (fn != nullptr && self != nullptr) {
       const TensorBox& self_box = box(self);
@@ -207,7 +211,9 @@ void GraphLowering::lower_call(const graph::Node& node) {
       }
     }
   }
-  if (const LoweringFn* fn = find_lowering(node.op())) {
+  // Mutating ops not handled above run eagerly on the buffers' memory.
+  const LoweringFn* lowering = node.mutates() ? nullptr : find_lowering(node.op());
+  if (const LoweringFn* fn = lowering) {
     std::vector<TensorBox> outs = (*fn)(*this, node);
     KILN_CHECK(outs.size() == node.outputs().size(), ValueError,
                "lower: the lowering of {} made {} outputs for {}", def.name, outs.size(), node.outputs().size());

@@ -83,9 +83,30 @@ std::vector<TensorBox> lower_cat(GraphLowering& l, const graph::Node& node) {
   }));
 }
 
+// copy_(self, src) and fill_(self, value) as the value they write into self (the in-place part is
+// Note [Mutation lowering] in graph_lowering.cpp).
+std::vector<TensorBox> lower_copy_(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
+  Loader src = broadcast_loader(arg_box(l, node, 1), sizes);
+  const ScalarType dtype = out.dtype;
+  return one(make_pointwise(dtype, sizes, [=](const Index& i) { return cast(src(i), dtype); }));
+}
+
+std::vector<TensorBox> lower_fill_(GraphLowering&, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  const Scalar value = arg_constant(node, 1).scalar();
+  const ScalarType dtype = out.dtype;
+  return one(make_pointwise(dtype, to_exprs(out.sizes), [=](const Index&) {
+    return cast(scalar_constant(value, compute_type(dtype)), dtype);
+  }));
+}
+
 }  // namespace
 
 void register_misc_lowerings() {
+  register_lowering("copy_", lower_copy_);
+  register_lowering("fill_", lower_fill_);
   register_lowering("full", lower_full);
   register_lowering("empty", lower_full);
   register_lowering("arange", lower_arange);
