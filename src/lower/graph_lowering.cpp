@@ -118,8 +118,9 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
   // Kernels receive a pointer to the input's first element (Note [Kernel ABI] in
   // src/runtime/program.h), so the storage offset is already applied.
   layout.offset = sym::integer(0);
-  for (size_t d = 0; d < m.sizes.size(); ++d) {
-    for (bool stride : {false, true}) {
+  // Sizes first: a symbol that is both a size and a stride is read as the size.
+  for (bool stride : {false, true}) {
+    for (size_t d = 0; d < m.sizes.size(); ++d) {
       SymInt s = stride ? m.strides[d] : m.sizes[d];
       if (!s.is_symbolic() || !s.expr()->is_symbol()) continue;
       bool known = false;

@@ -152,7 +152,10 @@ class ProgramBuilder {
           d.input = static_cast<const lower::InputBuffer*>(b.get())->input_index();
           break;
         case Buffer::Kind::Computed:
-          if (static_cast<const lower::ComputedBuffer*>(b.get())->store_target() != nullptr) continue;
+          if (static_cast<const lower::ComputedBuffer*>(b.get())->store_target() != nullptr) {
+            loop_ir_ += describe(*b);
+            continue;
+          }
           d.kind = runtime::BufferDesc::Kind::Intermediate;
           break;
         case Buffer::Kind::Extern:
