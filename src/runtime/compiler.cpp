@@ -38,7 +38,8 @@ std::filesystem::path resolve_compiler(const std::string& compiler) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path == nullptr ? "/usr/bin:/bin" : path);
   for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::filesystem::path candidate = std::filesystem::path(dir.empty() ? "." : dir) / compiler;
+    const std::filesystem::path candidate =
+        std::filesystem::path(dir.empty() ? "." : dir) / compiler;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
@@ -59,8 +60,7 @@ std::string compiler_identity(const std::string& compiler) {
   std::string identity = compiler + " (not found)";
   const std::filesystem::path file = resolve_compiler(compiler);
   std::error_code error;
-  const std::filesystem::path real =
-      file.empty() ? file : std::filesystem::canonical(file, error);
+  const std::filesystem::path real = file.empty() ? file : std::filesystem::canonical(file, error);
   struct stat info {};
   if (!real.empty() && !error && ::stat(real.c_str(), &info) == 0) {
     identity = fmt::format("{} size={} mtime={}.{}", real.string(), info.st_size,
@@ -89,7 +89,8 @@ std::string cpu_features() {
   return features;
 }
 
-// The flags as passed: without -march=native for the scalar-only build (CompilerOptions::vectorize).
+// The flags as passed: without -march=native for the scalar-only build
+// (CompilerOptions::vectorize).
 std::vector<std::string> effective_flags(const CompilerOptions& options) {
   std::vector<std::string> flags;
   for (const std::string& flag : options.flags) {
@@ -130,8 +131,7 @@ int run_process(const std::vector<std::string>& command, const std::filesystem::
   for (const std::string& word : command) argv.push_back(const_cast<char*>(word.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawn_error =
-      ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int spawn_error = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   KILN_CHECK(spawn_error == 0, CompileError,
              "compile: cannot run the C++ compiler '{}' to compile {}: {}; install it or point "

@@ -28,6 +28,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/small_vector.h"
+#include "src/dispatch/dispatcher.h"
 #include "src/graph/graph.h"
 #include "src/graph/text.h"
 #include "src/runtime/program_schedule.h"
@@ -98,8 +99,7 @@ std::string layout_text(SymIntArrayRef sizes, SymIntArrayRef strides) {
 }
 
 // The lowest and highest element a layout touches, relative to its offset; {0, -1} when empty.
-std::pair<int64_t, int64_t> element_range(const SymDimVector& sizes,
-                                          const SymDimVector& strides) {
+std::pair<int64_t, int64_t> element_range(const SymDimVector& sizes, const SymDimVector& strides) {
   int64_t low = 0, high = 0;
   for (size_t d = 0; d < sizes.size(); ++d) {
     const int64_t size = sizes[d].raw();
@@ -131,14 +131,81 @@ struct SymbolFromExtern {
   int dim;
 };
 
+// How to build one argument of an extern call's op without the graph interpreter (Note [Calling
+// extern ops directly]).
+struct ArgPlan {
+  enum class Kind : uint8_t { Tensor, TensorList, Constant, SymInt, SymIntList } kind;
+  std::vector<int> placeholders;  // Tensor: one; TensorList: one per element (-1: undefined)
+  IValue constant;                // Constant
+  std::vector<Evaluator> words;   // SymInt: one; SymIntList: one per element
+};
+
 struct ExternCall {
   std::unique_ptr<graph::Graph> graph;
-  std::string op;  // for messages
+  OpId op_id;
+  std::optional<std::vector<ArgPlan>> direct;  // nullopt: run through graph::interpret
+  std::string op;                              // for messages
   std::vector<int> args;
   std::vector<LayoutEvaluator> views;  // empty: the buffers as they are
   std::vector<int> outputs;
   std::vector<SymbolFromExtern> binds;
 };
+
+// Note [Calling extern ops directly]
+// An extern step's graph is one call, so running it through graph::interpret would spend most of
+// its time on bookkeeping (binding and checking every placeholder size, formatting contexts),
+// which matters for small graphs (the batch-1 MLP spends its time in two small matmuls). Instead
+// the call's arguments are planned once: a placeholder becomes "arg i", a constant stays as is,
+// and a symbolic int (a view size in a constant list) becomes a compiled expression over the
+// program's symbols. A call then boxes the arguments and calls the dispatcher. A graph the plan
+// cannot express (a symbol the program does not know, outputs other than the call's own) falls
+// back to the interpreter.
+std::optional<std::vector<ArgPlan>> plan_direct_call(const graph::Graph& g,
+                                                     std::span<const sym::ExprPtr> symbols) {
+  const graph::Node& node = *g.calls()[0];
+  const std::span<graph::Value* const> outputs = g.outputs();
+  if (!std::equal(outputs.begin(), outputs.end(), node.outputs().begin(), node.outputs().end()))
+    return std::nullopt;
+  const auto placeholder_index = [&](const graph::Value* v) {
+    const auto placeholders = g.placeholders();
+    const auto it = std::find(placeholders.begin(), placeholders.end(), v);
+    return it == placeholders.end() ? -2 : static_cast<int>(it - placeholders.begin());
+  };
+  const auto known = [&](SymInt s) {
+    for (sym::ExprPtr free : sym::free_symbols(s.expr()))
+      if (std::find(symbols.begin(), symbols.end(), free) == symbols.end()) return false;
+    return true;
+  };
+  std::vector<ArgPlan> plan;
+  for (const graph::Arg& arg : node.args()) {
+    ArgPlan a{ArgPlan::Kind::Constant, {}, {}, {}};
+    if (arg.is_value()) {
+      a.kind = ArgPlan::Kind::Tensor;
+      a.placeholders = {placeholder_index(arg.as_value())};
+    } else if (arg.is_list()) {
+      a.kind = ArgPlan::Kind::TensorList;
+      for (const graph::Value* v : arg.as_list())
+        a.placeholders.push_back(v == nullptr ? -1 : placeholder_index(v));
+    } else if (const IValue& c = arg.as_constant(); c.is_int() && c.to_sym_int().is_symbolic()) {
+      if (!known(c.to_sym_int())) return std::nullopt;
+      a.kind = ArgPlan::Kind::SymInt;
+      a.words.emplace_back(c.to_sym_int().expr(), symbols);
+    } else if (c.is_int_list() && std::any_of(c.sym_int_list().begin(), c.sym_int_list().end(),
+                                              [](SymInt s) { return s.is_symbolic(); })) {
+      a.kind = ArgPlan::Kind::SymIntList;
+      for (SymInt s : c.sym_int_list()) {
+        if (s.is_symbolic() && !known(s)) return std::nullopt;
+        a.words.emplace_back(s.is_symbolic() ? s.expr() : sym::integer(s.raw()), symbols);
+      }
+    } else {
+      a.constant = c;
+    }
+    for (int p : a.placeholders)
+      if (p == -2) return std::nullopt;  // reads a value that is not an input of the call
+    plan.push_back(std::move(a));
+  }
+  return plan;
+}
 
 struct CopyCall {
   int dst, src;
@@ -206,8 +273,8 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
   for (size_t i = 0; i < P.symbols.size(); ++i) {
     const SymbolSource& s = P.symbol_sources[i];
     if (s.from != SymbolSource::From::ExternOutputSize)
-      input_symbols.push_back({static_cast<int>(i), s.index, s.dim,
-                               s.from == SymbolSource::From::InputStride});
+      input_symbols.push_back(
+          {static_cast<int>(i), s.index, s.dim, s.from == SymbolSource::From::InputStride});
   }
   for (size_t b = 0; b < P.buffers.size(); ++b) {
     const BufferDesc& d = P.buffers[b];
@@ -231,9 +298,10 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
       try {
         call.graph = std::make_unique<graph::Graph>(graph::parse_graph(e->call));
       } catch (const Error& error) {
-        throw ValueError(fmt::format("Executor: step {}: the extern call's graph does not parse: "
-                                     "{}\n{}",
-                                     i, error.what(), e->call));
+        throw ValueError(
+            fmt::format("Executor: step {}: the extern call's graph does not parse: "
+                        "{}\n{}",
+                        i, error.what(), e->call));
       }
       const auto calls = call.graph->calls();
       KILN_CHECK(call.graph->placeholders().size() == e->args.size() && calls.size() == 1 &&
@@ -245,6 +313,8 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
                  i, e->args.size(), e->outputs.size(), call.graph->placeholders().size(),
                  calls.size(), call.graph->outputs().size(), e->call);
       call.op = graph::to_string(*calls[0]);
+      call.op_id = calls[0]->op();
+      call.direct = plan_direct_call(*call.graph, symbols);
       call.args = e->args;
       for (const Layout& view : e->arg_views) call.views.emplace_back(view, symbols);
       call.outputs = e->outputs;
@@ -332,9 +402,9 @@ Tensor Executor::Impl::buffer_tensor(Frame& f, int b) const {
   }
   if (!f.tensors[b].defined()) {
     EvaluatedLayout l = evaluate(buffer.layout, f.symbols.data());
-    f.tensors[b] = Tensor(make_intrusive<TensorImpl>(f.slots[buffer.slot], buffer.dtype,
-                                                     std::move(l.sizes), std::move(l.strides),
-                                                     SymInt(l.offset)));
+    f.tensors[b] =
+        Tensor(make_intrusive<TensorImpl>(f.slots[buffer.slot], buffer.dtype, std::move(l.sizes),
+                                          std::move(l.strides), SymInt(l.offset)));
   }
   return f.tensors[b];
 }
@@ -356,17 +426,79 @@ Tensor Executor::Impl::view_of(const Tensor& base, const LayoutEvaluator& view, 
                                            std::move(l.strides), SymInt(offset)));
 }
 
+namespace {
+
+// Runs the op of `call` on `args` (Note [Calling extern ops directly]).
+std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgPlan>& plan,
+                                  std::span<const Tensor> args, const Frame& f) {
+  Stack stack;
+  for (const ArgPlan& a : plan) {
+    switch (a.kind) {
+      case ArgPlan::Kind::Tensor:
+        stack.emplace_back(args[a.placeholders[0]]);
+        break;
+      case ArgPlan::Kind::TensorList: {
+        std::vector<Tensor> tensors;
+        for (int p : a.placeholders) tensors.push_back(p < 0 ? Tensor() : args[p]);
+        stack.emplace_back(std::move(tensors));
+        break;
+      }
+      case ArgPlan::Kind::Constant:
+        stack.push_back(a.constant);
+        break;
+      case ArgPlan::Kind::SymInt:
+        stack.emplace_back(a.words[0](f.symbols.data()));
+        break;
+      case ArgPlan::Kind::SymIntList: {
+        SymDimVector words(a.words.size());
+        for (size_t w = 0; w < a.words.size(); ++w) words[w] = a.words[w](f.symbols.data());
+        stack.emplace_back(std::move(words));
+        break;
+      }
+    }
+  }
+  Stack out = dispatch::call(call.op_id, stack);
+  std::vector<Tensor> results;
+  for (IValue& v : out) {
+    if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list()) results.push_back(t);
+    } else if (v.is_tensor()) {
+      results.push_back(std::move(v.tensor()));
+    } else {
+      results.emplace_back();
+    }
+  }
+  return results;
+}
+
+// Rethrows `e` as the same kiln::Error kind with `context` in front of its message.
+[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
+  const std::string message = context + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(message);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(message);
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
+  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
+  throw Error(message);
+}
+
+}  // namespace
+
 void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) const {
   SmallVector<Tensor, 4> args;
   for (size_t a = 0; a < call.args.size(); ++a) {
     Tensor base = buffer_tensor(f, call.args[a]);
-    args.push_back(call.views.empty()
-                       ? std::move(base)
-                       : view_of(base, call.views[a], f, [&] {
-                           return fmt::format("step {} ({}): the view of arg {}", step, call.op, a);
-                         }));
+    args.push_back(call.views.empty() ? std::move(base) : view_of(base, call.views[a], f, [&] {
+      return fmt::format("step {} ({}): the view of arg {}", step, call.op, a);
+    }));
   }
-  std::vector<Tensor> results = graph::interpret(*call.graph, std::span<const Tensor>(args));
+  std::vector<Tensor> results;
+  try {
+    results = call.direct ? call_directly(call, *call.direct, args, f)
+                          : graph::interpret(*call.graph, std::span<const Tensor>(args));
+  } catch (const Error& e) {
+    rethrow_with_context(e, fmt::format("Executor: step {} ({}): ", step, call.op));
+  }
   KILN_CHECK(results.size() == call.outputs.size(), ValueError,
              "Executor: step {} ({}) returned {} tensors, the program expects {}", step, call.op,
              results.size(), call.outputs.size());
@@ -381,6 +513,8 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
     const int b = call.outputs[o];
     const BufferInfo& buffer = buffers[b];
     Tensor& t = results[o];
+    KILN_CHECK(t.defined(), ValueError, "Executor: step {} ({}) returned no tensor for buffer '{}'",
+               step, call.op, buffer.name);
     KILN_CHECK(t.dtype() == buffer.dtype, DTypeError,
                "Executor: step {} ({}) returned {} for buffer '{}', the program expects {}", step,
                call.op, dtype_name(t.dtype()), buffer.name, dtype_name(buffer.dtype));
@@ -394,7 +528,8 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
     }
     KILN_CHECK(same, ValueError,
                "Executor: step {} ({}) returned buffer '{}' with {}, but the program expects {}",
-               step, call.op, buffer.name, layout_text(t.impl()->sym_sizes(), t.impl()->sym_strides()),
+               step, call.op, buffer.name,
+               layout_text(t.impl()->sym_sizes(), t.impl()->sym_strides()),
                layout_text(expected.sizes, expected.strides));
     f.pointers[b] = t.data_ptr();
     f.tensors[b] = std::move(t);
@@ -445,7 +580,9 @@ Executor::Executor(Program program, std::shared_ptr<const KernelLibrary> library
     : impl_(std::make_unique<Impl>(std::move(program), std::move(library))) {}
 Executor::~Executor() = default;
 
-std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) const { return impl_->run(inputs); }
+std::vector<Tensor> Executor::run(std::span<const Tensor> inputs) const {
+  return impl_->run(inputs);
+}
 const Program& Executor::program() const { return impl_->program; }
 
 }  // namespace kiln::runtime

@@ -56,7 +56,8 @@ class ProgramVerifier {
     std::unordered_set<sym::ExprPtr> seen;
     for (size_t i = 0; i < p_.symbols.size(); ++i) {
       const sym::ExprPtr s = p_.symbols[i];
-      if (s == nullptr || !s->is_symbol()) fail("symbols[{}] '{}' is not a symbol", i, symbol_name(i));
+      if (s == nullptr || !s->is_symbol())
+        fail("symbols[{}] '{}' is not a symbol", i, symbol_name(i));
       if (!seen.insert(s).second) fail("symbol {} is listed twice", s->name());
       const SymbolSource& source = p_.symbol_sources[i];
       if (source.symbol != s)
@@ -66,7 +67,8 @@ class ProgramVerifier {
       if (source.from == SymbolSource::From::ExternOutputSize) {
         if (source.index < 0 || source.index >= static_cast<int>(p_.steps.size()) ||
             !std::holds_alternative<ExternStep>(p_.steps[source.index]))
-          fail("symbol {} comes from step {}, which is not an extern step", s->name(), source.index);
+          fail("symbol {} comes from step {}, which is not an extern step", s->name(),
+               source.index);
         const auto& step = std::get<ExternStep>(p_.steps[source.index]);
         if (source.output < 0 || source.output >= static_cast<int>(step.outputs.size()))
           fail("symbol {} comes from output {} of step {}, which has {} outputs", s->name(),
@@ -121,7 +123,8 @@ class ProgramVerifier {
       const std::string what = fmt::format("step {}", i);
       if (const auto* kernel = std::get_if<KernelStep>(&p_.steps[i])) {
         if (kernel->name.empty()) fail("{}: a kernel step with no kernel name", what);
-        for (int b : kernel->buffers) check_buffer_index(b, what + " (kernel " + kernel->name + ")");
+        for (int b : kernel->buffers)
+          check_buffer_index(b, what + " (kernel " + kernel->name + ")");
       } else if (const auto* call = std::get_if<ExternStep>(&p_.steps[i])) {
         for (int b : call->args) check_buffer_index(b, what);
         if (!call->arg_views.empty() && call->arg_views.size() != call->args.size())

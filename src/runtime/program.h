@@ -33,7 +33,7 @@ namespace kiln::runtime {
 struct SymbolSource {
   sym::ExprPtr symbol = nullptr;
   enum class From : uint8_t { InputSize, InputStride, ExternOutputSize } from = From::InputSize;
-  int index = 0;   // the input, or the step (ExternOutputSize)
+  int index = 0;  // the input, or the step (ExternOutputSize)
   int dim = 0;
   int output = 0;  // ExternOutputSize only: which of the step's outputs
 };
@@ -60,9 +60,9 @@ struct BufferDesc {
   } kind = Kind::Intermediate;
   std::string name;  // "arg0", "buf3": the name the generated code uses
   ScalarType dtype = kFloat32;
-  Layout layout;     // Intermediate: contiguous, offset 0; Extern: as the op returns it
-  int input = -1;    // Input only
-  int slot = -1;     // Intermediate only: buffers sharing a slot share memory (disjoint lifetimes)
+  Layout layout;   // Intermediate: contiguous, offset 0; Extern: as the op returns it
+  int input = -1;  // Input only
+  int slot = -1;   // Intermediate only: buffers sharing a slot share memory (disjoint lifetimes)
 };
 
 struct KernelStep {
@@ -74,8 +74,8 @@ struct KernelStep {
 // one call node and an output node (src/graph text, parsed back on load). Its outputs become
 // `outputs` (buffer indices, of kind Extern).
 struct ExternStep {
-  std::string call;        // graph text
-  std::vector<int> args;   // buffer per placeholder (a buffer index)
+  std::string call;       // graph text
+  std::vector<int> args;  // buffer per placeholder (a buffer index)
   // The view of that buffer the op reads (index-remapped views); one per arg, or empty when
   // every arg is its buffer as is.
   std::vector<Layout> arg_views;
@@ -99,13 +99,13 @@ struct OutputDesc {
 
 struct Program {
   int num_inputs = 0;
-  std::vector<sym::ExprPtr> symbols;          // the kernels' symbol array, in order
-  std::vector<SymbolSource> symbol_sources;   // one per entry of `symbols`
+  std::vector<sym::ExprPtr> symbols;         // the kernels' symbol array, in order
+  std::vector<SymbolSource> symbol_sources;  // one per entry of `symbols`
   std::vector<BufferDesc> buffers;
-  std::vector<sym::ExprPtr> slot_bytes;       // per slot: bytes as an expression
+  std::vector<sym::ExprPtr> slot_bytes;  // per slot: bytes as an expression
   std::vector<Step> steps;
   std::vector<OutputDesc> outputs;
-  std::string source_hash;                    // the generated library this program runs
+  std::string source_hash;  // the generated library this program runs
 };
 
 // Checks the Program's internal consistency (indices in range, buffer kinds where each step

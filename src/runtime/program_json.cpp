@@ -99,8 +99,8 @@ json step_json(const Step& step) {
 // ---- reading: every accessor names the JSON path of what is wrong ----
 
 [[noreturn]] void malformed(const std::string& path, const std::string& problem) {
-  throw ValueError(fmt::format("program_from_json: {}: {}", path.empty() ? "(top level)" : path,
-                               problem));
+  throw ValueError(
+      fmt::format("program_from_json: {}: {}", path.empty() ? "(top level)" : path, problem));
 }
 
 const json& field(const json& object, const std::string& path, const char* name) {
@@ -152,8 +152,7 @@ std::vector<int> read_ints(const json& j, const std::string& path) {
 std::vector<sym::ExprPtr> read_exprs(const json& j, const std::string& path) {
   std::vector<sym::ExprPtr> out;
   const json& array = read_array(j, path);
-  for (size_t i = 0; i < array.size(); ++i)
-    out.push_back(read_expr(array[i], index_path(path, i)));
+  for (size_t i = 0; i < array.size(); ++i) out.push_back(read_expr(array[i], index_path(path, i)));
   return out;
 }
 
@@ -196,9 +195,9 @@ BufferDesc read_buffer(const json& j, const std::string& path) {
   else if (kind == "extern")
     buffer.kind = BufferDesc::Kind::Extern;
   else
-    malformed(join(path, "kind"),
-              fmt::format("unknown buffer kind \"{}\" (expected input, intermediate or extern)",
-                          kind));
+    malformed(
+        join(path, "kind"),
+        fmt::format("unknown buffer kind \"{}\" (expected input, intermediate or extern)", kind));
   buffer.name = read_string(field(j, path, "name"), join(path, "name"));
   const std::string dtype = read_string(field(j, path, "dtype"), join(path, "dtype"));
   const std::optional<ScalarType> t = graph::text::dtype_from_short_name(dtype);
@@ -248,8 +247,8 @@ Program read_program(const json& j) {
     malformed("format", fmt::format("\"{}\" is not \"kiln.program\"", format));
   const int version = read_int(field(j, "", "version"), "version");
   if (version != kFormatVersion)
-    malformed("version", fmt::format("version {} is not the supported version {}", version,
-                                     kFormatVersion));
+    malformed("version",
+              fmt::format("version {} is not the supported version {}", version, kFormatVersion));
   Program p;
   p.num_inputs = read_int(field(j, "", "num_inputs"), "num_inputs");
   p.symbols = read_exprs(field(j, "", "symbols"), "symbols");
@@ -266,8 +265,9 @@ Program read_program(const json& j) {
   const json& outputs = read_array(field(j, "", "outputs"), "outputs");
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string path = index_path("outputs", i);
-    p.outputs.push_back(OutputDesc{read_int(field(outputs[i], path, "buffer"), join(path, "buffer")),
-                                   read_layout(field(outputs[i], path, "view"), join(path, "view"))});
+    p.outputs.push_back(
+        OutputDesc{read_int(field(outputs[i], path, "buffer"), join(path, "buffer")),
+                   read_layout(field(outputs[i], path, "view"), join(path, "view"))});
   }
   p.source_hash = read_string(field(j, "", "source_hash"), "source_hash");
   return p;
@@ -316,11 +316,16 @@ std::string to_json(const Program& p) {
   for (const Step& step : p.steps) steps.push_back(step_json(step));
   for (const OutputDesc& o : p.outputs)
     outputs.push_back({{"buffer", o.buffer}, {"view", layout_json(o.view)}});
-  json out = {{"format", "kiln.program"},     {"version", kFormatVersion},
-              {"num_inputs", p.num_inputs},   {"symbols", std::move(symbols)},
-              {"symbol_sources", std::move(sources)}, {"buffers", std::move(buffers)},
-              {"slot_bytes", std::move(slot_bytes)},  {"steps", std::move(steps)},
-              {"outputs", std::move(outputs)},        {"source_hash", p.source_hash}};
+  json out = {{"format", "kiln.program"},
+              {"version", kFormatVersion},
+              {"num_inputs", p.num_inputs},
+              {"symbols", std::move(symbols)},
+              {"symbol_sources", std::move(sources)},
+              {"buffers", std::move(buffers)},
+              {"slot_bytes", std::move(slot_bytes)},
+              {"steps", std::move(steps)},
+              {"outputs", std::move(outputs)},
+              {"source_hash", p.source_hash}};
   return out.dump(1);
 }
 
@@ -351,7 +356,8 @@ std::optional<Program> load_program(const std::string& key) {
   try {
     return program_from_json(text.str());
   } catch (const ValueError&) {
-    return std::nullopt;  // a damaged entry: the caller compiles again and store_program replaces it
+    return std::nullopt;  // a damaged entry: the caller compiles again and store_program replaces
+                          // it
   }
 }
 
