@@ -445,7 +445,8 @@ class ProgramBuilder {
         if (known) continue;
         program_.symbols.push_back(s);
         program_.symbol_sources.push_back({s, runtime::SymbolSource::From::ExternOutputSize,
-                                           static_cast<int>(program_.steps.size()), static_cast<int>(d)});
+                                           static_cast<int>(program_.steps.size()), static_cast<int>(d),
+                                           b->output_index()});
       }
     }
     program_.steps.push_back(std::move(step));

@@ -17,17 +17,49 @@ typedef __UINT64_TYPE__ uint64_t;
 
 #define KILN_INLINE static inline __attribute__((always_inline))
 
-// float16 and bfloat16 live in memory as their 16-bit patterns and are computed as float.
+// float16 and bfloat16 live in memory as their 16-bit patterns and are computed as float. The
+// conversions are bit manipulation (clang 14 has no _Float16 on x86), rounding to nearest even.
+KILN_INLINE uint32_t kiln_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+KILN_INLINE float kiln_from_bits(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
 KILN_INLINE float kiln_h2f(uint16_t h) {
-  _Float16 v;
-  __builtin_memcpy(&v, &h, 2);
-  return (float)v;
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  if (exponent == 0x1F) return kiln_from_bits(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    const float v = (float)mantissa * 5.9604644775390625e-08f;
+    return kiln_from_bits(sign | kiln_bits(v));
+  }
+  return kiln_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 KILN_INLINE uint16_t kiln_f2h(float f) {
-  _Float16 v = (_Float16)f;
-  uint16_t h;
-  __builtin_memcpy(&h, &v, 2);
-  return h;
+  uint32_t x = kiln_bits(f);
+  const uint32_t sign = x & 0x80000000u;
+  x ^= sign;
+  uint32_t h;
+  if (x >= 0x47800000u) {
+    // Too large for float16 (>= 2^16), infinity or NaN.
+    h = x > 0x7F800000u ? 0x7E00 : 0x7C00;
+  } else if (x < 0x38800000u) {
+    // Below float16's smallest normal (2^-14): let float addition round the subnormal, adding a
+    // magic number whose ulp is float16's subnormal step (2^-24).
+    const uint32_t magic = 0x3F000000u;  // 0.5f
+    h = kiln_bits(kiln_from_bits(x) + kiln_from_bits(magic)) - magic;
+  } else {
+    // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
+    const uint32_t odd = (x >> 13) & 1;
+    x += 0xC8000FFFu + odd;  // (15 - 127) << 23, plus the rounding bias
+    h = x >> 13;
+  }
+  return (uint16_t)(h | (sign >> 16));
 }
 KILN_INLINE float kiln_bf2f(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
@@ -57,7 +89,7 @@ KILN_INLINE T kiln_f2i(double v) {
   return (T)(t < 0 ? (int64_t)(-9223372036854775807LL - 1) : (int64_t)9223372036854775807LL);
 }
 template <>
-KILN_INLINE uint64_t kiln_f2i<uint64_t>(double v) {
+inline __attribute__((always_inline)) uint64_t kiln_f2i<uint64_t>(double v) {
   if (v != v) return 0;
   const double t = __builtin_trunc(v);
   const double two63 = 9223372036854775808.0, two64 = 18446744073709551616.0;

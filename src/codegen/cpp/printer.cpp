@@ -209,7 +209,6 @@ Val CppPrinter::to_dtype(Val x, ScalarType to) {
     // Vector values are float32 lanes (float16/bfloat16 computed as float) or masks.
     const bool from_float = from == kFloat32 || from == kFloat16 || from == kBFloat16;
     if (from_float && to == kFloat32) return Val{x.id, to};
-    if (from_float && to == kFloat16) return emit(to, true, fmt::format("__builtin_convertvector(__builtin_convertvector({}, _Float16 __attribute__((vector_size(16)))), kf8)", r.expr));
     if (from_float && to == kBool) return emit(kBool, true, fmt::format("({} != 0.0f)", r.expr));
     if (from == kBool && to == kFloat32) return emit(to, true, fmt::format("kiln_mask_to_float({})", r.expr));
     throw NotVectorizable(fmt::format("a cast from {} to {}", dtype_name(from), dtype_name(to)));
