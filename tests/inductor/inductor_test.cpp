@@ -172,23 +172,56 @@ TEST(Inductor, OutputCodeIsLoggedAndTraced) {
   std::filesystem::remove_all(dir);
   trace::set_directory_for_testing(dir.string());
   trace::set_logs_for_testing("output_code");
+  // A fresh code cache, so this compile generates code rather than finding it.
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CACHE_DIR", (dir / "cache").c_str(), 1);
   ::testing::internal::CaptureStderr();
   auto f = compile([](const Tensor& x) { return (x * x).tanh().sum({0}); }, inductor());
   f(randn({16, 8}));
   const std::string err = ::testing::internal::GetCapturedStderr();
   trace::set_logs_for_testing(std::nullopt);
   trace::set_directory_for_testing(std::nullopt);
+  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
   EXPECT_NE(err.find("[kiln output_code]"), std::string::npos);
   EXPECT_NE(err.find("extern \"C\" void kernel0"), std::string::npos) << err;
   std::set<std::string> names;
   for (const std::string& file : trace::trace_files(dir.string())) {
     for (const trace::Record& r : trace::read_trace(file)) {
-      if (r.metadata.contains("artifact")) names.insert(r.metadata["artifact"]["name"].get<std::string>());
+      if (r.kind == "artifact") names.insert(r.artifact_name());
     }
   }
   EXPECT_TRUE(names.count("inductor_output_code")) << names.size();
   EXPECT_TRUE(names.count("inductor_loop_ir"));
   EXPECT_TRUE(names.count("inductor_compile_times"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Inductor, ASecondCompileOfTheSameGraphHitsTheGraphCache) {
+  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_graph_cache_test";
+  std::filesystem::remove_all(dir);
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CACHE_DIR", (dir / "cache").c_str(), 1);
+  trace::set_directory_for_testing((dir / "trace").string());
+  auto fn = [](const Tensor& x) { return (x + 1).log1p().amax({0}); };
+  Tensor x = randn({4, 6}).abs();
+  auto f1 = compile(fn, inductor());
+  expect_equal(f1(x), fn(x));
+  auto f2 = compile(fn, inductor());  // a new function object: traced again, same graph
+  expect_equal(f2(x), fn(x));
+  trace::set_directory_for_testing(std::nullopt);
+  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  int misses = 0, hits = 0;
+  for (const std::string& file : trace::trace_files((dir / "trace").string())) {
+    for (const trace::Record& r : trace::read_trace(file)) {
+      if (r.kind != "artifact") continue;
+      if (r.artifact_name() == "inductor_compile_times") ++misses;
+      if (r.artifact_name() == "inductor_cache") ++hits;
+    }
+  }
+  EXPECT_EQ(misses, 1);
+  EXPECT_EQ(hits, 1);
   std::filesystem::remove_all(dir);
 }
 
