@@ -105,7 +105,9 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<
   trace::log_readable(trace::LogCategory::output_code, [&] { return code.loop_ir + code.source; }, id);
 
   const auto compile_start = std::chrono::steady_clock::now();
-  std::shared_ptr<const KernelLibrary> lib = compile_and_load(code.source, copts);
+  // On the background compile pool: graphs compiled from several threads at once proceed in
+  // parallel (the tracer needs this graph's outputs next, so it waits for it).
+  std::shared_ptr<const KernelLibrary> lib = compile_async(code.source, copts).get();
   const double compile_s = seconds_since(compile_start);
   code.program.source_hash = lib->hash();
   store_program(key, code.program);
