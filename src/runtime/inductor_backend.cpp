@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "src/capture/backend.h"
 #include "src/codegen/cpp/codegen.h"
@@ -61,6 +62,18 @@ capture::CompiledGraph eager(const graph::Graph& g, std::span<const Tensor> inpu
 
 capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<const Tensor> inputs) {
   const trace::CompileId id = trace::current_compile_id();
+  // Generated kernels record no autograd history: a graph whose inputs require grad runs with
+  // the interpreter, through the autograd engine, until AOT autograd compiles its backward.
+  bool needs_grad = false;
+  for (const graph::Value* p : captured.placeholders()) needs_grad |= p->meta().requires_grad;
+  for (const Tensor& t : inputs) needs_grad |= t.defined() && t.requires_grad();
+  if (needs_grad && GradMode::is_enabled()) {
+    const std::string why = "inductor: running this graph eagerly: its inputs require grad (the "
+                            "generated kernels do not record autograd history)";
+    trace::log_artifact("inductor_fallback", id, [&] { return why; });
+    trace::log_readable(trace::LogCategory::output_code, why, id);
+    return eager(captured, inputs);
+  }
   const auto start = std::chrono::steady_clock::now();
   const CompilerOptions copts = kernel_compiler_options();
   const codegen::CodegenOptions gopts = codegen_options(copts);
