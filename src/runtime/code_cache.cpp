@@ -141,7 +141,7 @@ void compile_into_cache(std::string_view source, const CompilerOptions& options,
 
   static std::atomic<uint64_t> counter{0};
   const std::filesystem::path temporary =
-      code_dir() / fmt::format(".{}.so.tmp-{}-{}", hash, ::getpid(), counter.fetch_add(1));
+      code_dir() / fmt::format(".{}.build-{}-{}.so", hash, ::getpid(), counter.fetch_add(1));
   struct RemoveOnExit {
     std::filesystem::path path;
     ~RemoveOnExit() {

@@ -105,7 +105,9 @@ struct Program {
   std::vector<sym::ExprPtr> slot_bytes;  // per slot: bytes as an expression
   std::vector<Step> steps;
   std::vector<OutputDesc> outputs;
-  std::string source_hash;  // the generated library this program runs
+  // The cache key (runtime::source_hash) of the library this program runs; the Executor checks
+  // it against the library it is given (empty: not checked).
+  std::string source_hash;
 };
 
 // Checks the Program's internal consistency (indices in range, buffer kinds where each step

@@ -62,7 +62,7 @@ TEST(CodeCache, CompilesLoadsAndReusesALibrary) {
   EXPECT_EQ(compiles_in_this_process(), compiles + 1);
   // No temporary files are left behind.
   for (const auto& file : files_in(dir.path() / "code"))
-    EXPECT_EQ(file.filename().string().find(".tmp"), std::string::npos) << file;
+    EXPECT_NE(file.filename().string()[0], '.') << "a temporary file was left: " << file;
 
   try {
     library->symbol("no_such_kernel");
@@ -112,23 +112,19 @@ TEST(CodeCache, DamagedLibraryIsRebuiltNeverLoaded) {
   const std::filesystem::path path = build_library(source, options, hash);  // compiled, not loaded
   ASSERT_TRUE(is_valid_library_file(path));
 
-  // One flipped byte in the middle of a copy: detected.
-  const std::filesystem::path copy = dir.path() / "copy.so";
-  std::filesystem::copy_file(path, copy);
-  {
-    std::fstream file(copy, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(static_cast<std::streamoff>(std::filesystem::file_size(copy) / 2));
+  // One flipped byte in the middle, in place: dlopen would take such a file (and run whatever
+  // the byte now encodes); the cache must not.
+  const auto flip_middle_byte = [](const std::filesystem::path& file) {
+    const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(file) / 2);
+    std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
     char byte = 0;
-    file.read(&byte, 1);
-    file.seekp(static_cast<std::streamoff>(std::filesystem::file_size(copy) / 2));
+    stream.seekg(middle);
+    stream.read(&byte, 1);
     byte = static_cast<char>(byte ^ 0x5a);
-    file.write(&byte, 1);
-  }
-  EXPECT_FALSE(is_valid_library_file(copy));
-  EXPECT_FALSE(is_valid_library_file(dir.path() / "absent.so"));
-
-  // Truncated in place (what a crash before the data reached the disk leaves).
-  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+    stream.seekp(middle);
+    stream.write(&byte, 1);
+  };
+  flip_middle_byte(path);
   EXPECT_FALSE(is_valid_library_file(path));
   EXPECT_EQ(load_cached(hash), nullptr);
   const int64_t compiles = compiles_in_this_process();
@@ -136,6 +132,15 @@ TEST(CodeCache, DamagedLibraryIsRebuiltNeverLoaded) {
   EXPECT_EQ(compiles_in_this_process(), compiles + 1);  // rebuilt
   EXPECT_EQ(call_constant(*library, "rebuilt"), 7);
   EXPECT_TRUE(is_valid_library_file(path));
+
+  // Truncated (what a crash before the data reached the disk leaves), or absent: not valid.
+  const std::filesystem::path copy = dir.path() / "copy.so";
+  std::filesystem::copy_file(path, copy);
+  std::filesystem::resize_file(copy, std::filesystem::file_size(copy) - 100);
+  EXPECT_FALSE(is_valid_library_file(copy));
+  std::filesystem::resize_file(copy, 10);
+  EXPECT_FALSE(is_valid_library_file(copy));
+  EXPECT_FALSE(is_valid_library_file(dir.path() / "absent.so"));
 }
 
 TEST(CodeCache, WarmStartLoadsByHash) {
@@ -299,8 +304,9 @@ TEST(CodeCache, TwoProcessesCompileTheSameSourceAtOnce) {
 
   const std::string hash = source_hash(shared_source(), default_compiler_options());
   EXPECT_TRUE(is_valid_library_file(dir.path() / "code" / (hash + ".so")));
+  EXPECT_EQ(files_in(dir.path() / "code").size(), 3u);  // <hash>.cpp, <hash>.so, <hash>.lock
   for (const auto& file : files_in(dir.path() / "code"))
-    EXPECT_EQ(file.filename().string().find(".tmp"), std::string::npos) << file;
+    EXPECT_NE(file.filename().string()[0], '.') << "a temporary file was left: " << file;
   // This process finds the entry without compiling.
   const int64_t compiles = compiles_in_this_process();
   auto library = load_cached(hash);

@@ -401,6 +401,20 @@ TEST(Executor, ProgramsThatDoNotFitTheLibraryOrThemselvesAreRejected) {
       },
       {"buf0", "needs 16 bytes", "holds 12"});
 
+  Program bad_graph;
+  bad_graph.num_inputs = 1;
+  bad_graph.buffers = {input_buffer("arg0", 0), extern_buffer("buf0", contiguous({I(2)}))};
+  ExternStep garbage;
+  garbage.call = "%0 : f32[2] = placeholder(\"arg0\")\n%1 : f32[2] = no_such_op(%0)\nreturn (%1)\n";
+  garbage.args = {0};
+  garbage.outputs = {1};
+  bad_graph.steps = {garbage};
+  expect_error<ValueError>([&] { Executor(bad_graph, nullptr); }, {"step 0", "does not parse"});
+  std::get<ExternStep>(bad_graph.steps[0]).call =
+      "%0 : f32[2] = placeholder(\"arg0\")\n%1 : f32[2] = relu(%0)\n%2 : f32[2] = relu(%1)\n"
+      "return (%2)\n";
+  expect_error<ValueError>([&] { Executor(bad_graph, nullptr); }, {"step 0", "2 calls"});
+
   Program no_library = add_program();
   expect_error<ValueError>([&] { Executor(no_library, nullptr); },
                            {"add_f32", "no kernel library"});
