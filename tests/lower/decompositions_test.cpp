@@ -229,6 +229,19 @@ TEST(Decompositions, NormMatchesEagerForEveryOrder) {
   }
 }
 
+TEST(Decompositions, MaxMinDimAreAmaxAndArgmax) {
+  manual_seed(20);
+  for (const char* op : {"max.dim", "min.dim"}) {
+    for (ScalarType dt : {kFloat32, kFloat64, kInt32}) {
+      check(op, {rnd({4, 5}).mul(3).to(dt)}, {In{0}, i(1), IValue(false)});
+      check(op, {rnd({4, 5}).mul(3).to(dt)}, {In{0}, i(0), IValue(true)});
+      check(op, {transposed(3, 4).to(dt)}, {In{0}, i(-1), IValue(false)});
+    }
+    check(op, {tensor({1.0, kNaN, 3.0, kNaN, 2.0, 2.0}).view({2, 3})}, {In{0}, i(1), IValue(false)});
+    check(op, {tensor({1.0, 1.0, 0.0}).view({1, 3})}, {In{0}, i(1), IValue(true)});  // ties
+  }
+}
+
 // ---- pointwise ----
 
 TEST(Decompositions, ActivationsMatchEager) {

@@ -145,7 +145,7 @@ std::vector<Value*> lerp_scalar(DecompBuilder& b) {
   const ScalarType dt = opmath_dtype(b.output_meta().dtype);
   Value* start = b.to(b.input(0), dt);
   Value* end = b.to(b.input(1), dt);
-  const double w = b.constant(2).to_double();
+  const double w = b.constant(2).scalar().to_double();
   Value* diff = b.sub(end, start);
   // The weight in opmath precision, and 1 - w computed there (the kernel's M(1) - w).
   const bool single = dt == kFloat32;

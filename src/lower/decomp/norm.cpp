@@ -12,6 +12,8 @@
 // store. As in eager, nothing is written when the batch has no values per channel.
 #include <cmath>
 
+#include "src/core/promotion.h"
+
 #include "src/lower/decomp/table.h"
 
 namespace kiln::lower {
@@ -77,7 +79,12 @@ std::vector<Value*> native_batch_norm(DecompBuilder& b) {
   const double momentum = b.constant(6).to_double(), eps = b.constant(7).to_double();
   const SymDimVector& sizes = x->meta().sizes;
   const int64_t rank = static_cast<int64_t>(sizes.size());
-  const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
+  const ScalarType dt = x->meta().dtype;
+  // The eager kernel keeps the statistics in double; computing in opmath matches it within the
+  // input's precision, but running statistics of a wider dtype get the wider precision.
+  ScalarType acc = opmath_dtype(dt);
+  for (const Value* r : {running_mean, running_var})
+    if (r != nullptr) acc = promote_types(acc, r->meta().dtype);
   const SymDimVector cshape = channel_shape(x);
   Value* xc = b.to(x, acc);
   Value *mean, *invstd;

@@ -1,5 +1,5 @@
 // Decompositions of composite reductions into sum/amax/amin and pointwise ops: softmax,
-// log_softmax, mean, var, std, logsumexp, norm. Float16/bfloat16 compute in float32 as the eager
+// log_softmax, mean, var, std, logsumexp, norm, max.dim, min.dim. Float16/bfloat16 compute in float32 as the eager
 // kernels do (opmath); var/std as mean, then the sum of squared deviations (two passes, like the
 // eager kernel; codegen may fuse them into Welford).
 #include <cmath>
@@ -162,9 +162,28 @@ std::vector<Value*> norm(DecompBuilder& b) {
   return {finish(b, r)};
 }
 
+// max.dim / min.dim(x, dim, keepdim) -> (values, indices) = (amax, argmax) / (amin, argmin): the
+// eager kernel's indices are argmax's (the first extremum, the first NaN), and amax propagates
+// NaN as the values do.
+std::vector<Value*> extremum_dim(DecompBuilder& b, bool is_max) {
+  Value* x = b.input(0);
+  const int64_t rank = static_cast<int64_t>(x->meta().sizes.size());
+  const int64_t dim = wrap(b.constant(1).to_int(), rank);
+  const bool keepdim = b.constant(2).to_bool();
+  Value* values = is_max ? b.amax(x, {dim}, keepdim) : b.amin(x, {dim}, keepdim);
+  Value* indices = b.call1(is_max ? "argmax" : "argmin",
+                           {DecompBuilder::V(x), DecompBuilder::C(IValue(dim)),
+                            DecompBuilder::C(IValue(keepdim))});
+  return {values, indices};
+}
+std::vector<Value*> max_dim(DecompBuilder& b) { return extremum_dim(b, true); }
+std::vector<Value*> min_dim(DecompBuilder& b) { return extremum_dim(b, false); }
+
 }  // namespace
 
 void register_reduce_decompositions(DecompositionTable& t) {
+  t.add("max.dim", max_dim);
+  t.add("min.dim", min_dim);
   t.add("softmax", softmax);
   t.add("log_softmax", log_softmax);
   t.add("mean", mean);
