@@ -33,6 +33,7 @@ const DecompositionTable& table() {
     register_norm_decompositions(t);
     register_loss_decompositions(t);
     register_linalg_decompositions(t);
+    register_inplace_decompositions(t);
     for (const auto& [id, fn] : t.entries())
       OpRegistry::instance().get_mutable(id).has_decomposition = true;
     return t;

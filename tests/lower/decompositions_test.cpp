@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <variant>
 
 #include "kiln/compile.h"
@@ -237,7 +238,8 @@ TEST(Decompositions, MaxMinDimAreAmaxAndArgmax) {
       check(op, {rnd({4, 5}).mul(3).to(dt)}, {In{0}, i(0), IValue(true)});
       check(op, {transposed(3, 4).to(dt)}, {In{0}, i(-1), IValue(false)});
     }
-    check(op, {tensor({1.0, kNaN, 3.0, kNaN, 2.0, 2.0}).view({2, 3})}, {In{0}, i(1), IValue(false)});
+    check(op, {tensor({1.0, kNaN, 3.0, kNaN, 2.0, 2.0}).view({2, 3})},
+          {In{0}, i(1), IValue(false)});
     check(op, {tensor({1.0, 1.0, 0.0}).view({1, 3})}, {In{0}, i(1), IValue(true)});  // ties
   }
 }
@@ -311,6 +313,32 @@ TEST(Decompositions, LerpMatchesEagerAtBothEnds) {
     check("lerp.Tensor", {transposed(4, 3, dt), rnd({4, 1}, dt), rnd({3}, dt)},
           {In{0}, In{1}, In{2}});
   }
+}
+
+TEST(Decompositions, InPlacePointwiseOpsBecomeOutOfPlaceOpsAndCopy) {
+  manual_seed(21);
+  for (ScalarType dt : kFloatTypes) {
+    const Tensor x = rnd({3, 4}, dt), y = rnd({4}, dt);
+    check("relu_", {x}, {In{0}});
+    check("sigmoid_", {x}, {In{0}});
+    check("add_", {x, y}, {In{0}, In{1}, si(2)});
+    check("add_.Scalar", {x}, {In{0}, s(1.5), si(1)});
+    check("mul_", {x, rnd({3, 1}, dt)}, {In{0}, In{1}});
+    check("div_.Scalar", {x}, {In{0}, s(3.0), IValue("")});
+    check("clamp_", {x}, {In{0}, s(-0.5), s(0.5)});
+    check("masked_fill_", {x, rand({3, 4}) > 0.5}, {In{0}, In{1}, si(7)});
+    check("lerp_", {x, y}, {In{0}, In{1}, s(0.25)});
+    check("addcmul_", {x, y, y}, {In{0}, In{1}, In{2}, s(0.5)});
+  }
+  // A float32 self updated with a float64 operand: computed in float64, stored as float32.
+  check("add_", {rnd({3}), rnd({3}, kFloat64)}, {In{0}, In{1}, si(1)});
+  check("add_", {randint(0, 9, {3}), randint(0, 9, {3})}, {In{0}, In{1}, si(1)});
+  // The decomposed graph is an out-of-place op and a copy_ into the input.
+  const Graph g = single_op_graph("relu_", {rnd({3})}, {In{0}});
+  const Graph d = decomposed(g);
+  std::vector<std::string> ops;
+  for (const graph::Node* n : d.calls()) ops.push_back(n->op_def().name);
+  EXPECT_EQ(ops, (std::vector<std::string>{"clamp", "copy_"}));
 }
 
 // ---- normalizations ----
@@ -553,35 +581,51 @@ TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
 }
 
 // A backend that decomposes what kiln::compile captured and runs it with the interpreter: the
-// ops a real model's graphs contain decompose, and compiled results equal eager ones.
+// ops a real model's graphs contain (the native norms, addmm; composites such as layer_norm or
+// linear never appear: they run above the Trace key) decompose, compiled results equal eager
+// ones, and batch_norm's running statistics are updated as eager updates them.
 TEST(Decompositions, CapturedGraphsDecomposeAndMatchEager) {
-  static std::vector<std::string> remaining;
+  static std::set<std::string> captured, remaining;
   static int graphs = 0;
   capture::register_backend(
       "decompose_test",
       [](const graph::Graph& g, std::span<const Tensor>) -> capture::CompiledGraph {
+        for (const graph::Node* n : g.calls()) captured.insert(n->op_def().name);
         auto d = std::make_shared<Graph>(g.clone());
         decompose(*d);
         verify(*d);
         graphs += 1;
         for (const graph::Node* n : d->calls())
-          if (has_decomposition(n->op())) remaining.push_back(n->op_def().name);
+          if (has_decomposition(n->op())) remaining.insert(n->op_def().name);
         return [d](std::span<const Tensor> in) { return graph::interpret(*d, in); };
       });
-  auto model = [](const Tensor& x, const Tensor& w, const Tensor& t) {
+  auto model = [](const Tensor& x, const Tensor& w, const Tensor& t, const Tensor& rm,
+                  const Tensor& rv) {
     Tensor h = layer_norm(x, {8}, w, w);
+    h = linear(h, w.view({1, 8}).expand({8, 8}), w) + group_norm(h, 2, w, w);
+    h = batch_norm(h, rm, rv, w, w, /*training=*/true, 0.1, 1e-5);
     h = gelu(h, "tanh") + softmax(h, 1) + log_softmax(h, 0);
     h = h.mean({1}, true) + h.var({1}, 1.0, true) + logsumexp(h, {1}, true) + silu(h);
     return cross_entropy(h, t, {}, "mean", -100, 0.1) + mse_loss(h, x);
   };
   auto compiled = compile(model, {.backend = "decompose_test"});
   manual_seed(19);
+  const Tensor rm = rnd({8}), rv = rand({8}) + 0.5;
+  const Tensor rm_eager = rm.clone(), rv_eager = rv.clone();
   for (int64_t n : {4, 6, 9}) {  // the second size recompiles with a symbolic batch
     const Tensor x = rnd({n, 8}), w = rnd({8}), t = randint(0, 8, {n});
-    expect_matches(compiled(x, w, t), model(x, w, t), "n=" + std::to_string(n));
+    const std::string what = "n=" + std::to_string(n);
+    expect_matches(compiled(x, w, t, rm, rv), model(x, w, t, rm_eager, rv_eager), what);
+    expect_matches(rm, rm_eager, what + " running_mean");
+    expect_matches(rv, rv_eager, what + " running_var");
   }
   EXPECT_GE(graphs, 2);
-  EXPECT_TRUE(remaining.empty()) << remaining.front();
+  EXPECT_TRUE(remaining.empty()) << *remaining.begin();
+  for (const char* op : {"native_layer_norm", "native_group_norm", "native_batch_norm", "addmm",
+                         "softmax", "cross_entropy"})
+    EXPECT_TRUE(captured.count(op)) << op;
+  for (const char* op : {"layer_norm", "group_norm", "batch_norm", "linear", "matmul"})
+    EXPECT_FALSE(captured.count(op)) << op << " is composite and should not be captured";
 }
 
 }  // namespace

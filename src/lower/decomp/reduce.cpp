@@ -1,7 +1,7 @@
 // Decompositions of composite reductions into sum/amax/amin and pointwise ops: softmax,
-// log_softmax, mean, var, std, logsumexp, norm, max.dim, min.dim. Float16/bfloat16 compute in float32 as the eager
-// kernels do (opmath); var/std as mean, then the sum of squared deviations (two passes, like the
-// eager kernel; codegen may fuse them into Welford).
+// log_softmax, mean, var, std, logsumexp, norm, max.dim, min.dim. Float16/bfloat16 compute in
+// float32 as the eager kernels do (opmath); var/std as mean, then the sum of squared deviations
+// (two passes, like the eager kernel; codegen may fuse them into Welford).
 #include <cmath>
 #include <limits>
 
@@ -171,9 +171,9 @@ std::vector<Value*> extremum_dim(DecompBuilder& b, bool is_max) {
   const int64_t dim = wrap(b.constant(1).to_int(), rank);
   const bool keepdim = b.constant(2).to_bool();
   Value* values = is_max ? b.amax(x, {dim}, keepdim) : b.amin(x, {dim}, keepdim);
-  Value* indices = b.call1(is_max ? "argmax" : "argmin",
-                           {DecompBuilder::V(x), DecompBuilder::C(IValue(dim)),
-                            DecompBuilder::C(IValue(keepdim))});
+  Value* indices = b.call1(
+      is_max ? "argmax" : "argmin",
+      {DecompBuilder::V(x), DecompBuilder::C(IValue(dim)), DecompBuilder::C(IValue(keepdim))});
   return {values, indices};
 }
 std::vector<Value*> max_dim(DecompBuilder& b) { return extremum_dim(b, true); }

@@ -28,5 +28,6 @@ void register_reduce_decompositions(DecompositionTable& t);      // decomp/reduc
 void register_norm_decompositions(DecompositionTable& t);        // decomp/norm.cpp
 void register_loss_decompositions(DecompositionTable& t);        // decomp/loss.cpp
 void register_linalg_decompositions(DecompositionTable& t);      // decomp/linalg.cpp
+void register_inplace_decompositions(DecompositionTable& t);     // decomp/inplace.cpp
 
 }  // namespace kiln::lower
