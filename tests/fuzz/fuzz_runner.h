@@ -23,12 +23,23 @@ struct RunOptions {
   std::string backend = kDefaultFuzzBackend;
   bool dynamic = false;  // compile with every dim symbolic (CompileOptions::dynamic = true)
   bool minimize = true;  // shrink a failing program before reporting it
+  // Programs compiled together as one function (run_batch): with a code-generating backend one
+  // compiler run serves several programs. A group that fails is rechecked program by program.
+  int programs_per_compile = 8;
   GeneratorOptions generator;
 };
 
 // Compares compiled (under options.backend) with eager for one program: an empty string when
 // they agree, else what differs (output index, element, both values, the allowed error).
 std::string check_program(const Program& program, const RunOptions& options);
+// The same for several programs compiled as one function (their graphs side by side): one
+// message per program. A failure to compile or run the function is reported for each program.
+std::vector<std::string> check_programs(const std::vector<Program>& programs,
+                                        const RunOptions& options);
+// The same for several programs compiled as one function (their graphs side by side): one
+// message per program. A failure to compile or run the function is reported for each program.
+std::vector<std::string> check_programs(const std::vector<Program>& programs,
+                                        const RunOptions& options);
 
 // One output under its ValueInfo's rule (Note [Fuzzer numerics]): exact values bit for bit,
 // inexact floating values within tol * (|eager| + scale); NaN and inf positions always exactly.

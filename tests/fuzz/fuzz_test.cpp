@@ -3,7 +3,8 @@
 // comparer and minimizer themselves are checked here.
 //
 // Environment: KILN_FUZZ_BACKEND (default kDefaultFuzzBackend), KILN_FUZZ_COUNT (programs in
-// the batch, default 500), KILN_FUZZ_SEED (default 20261201).
+// the batch, default 500), KILN_FUZZ_SEED (default 20261201), KILN_FUZZ_PROGRAMS_PER_COMPILE
+// (programs compiled together as one function, default 8).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -36,6 +37,8 @@ TEST(FuzzBatch, CompiledMatchesEagerOnAFixedSeedBatch) {
   options.backend = backend_from_environment();
   const uint64_t seed = static_cast<uint64_t>(env_int("KILN_FUZZ_SEED", kBatchSeed));
   const int64_t count = env_int("KILN_FUZZ_COUNT", kBatchCount);
+  options.programs_per_compile =
+      static_cast<int>(env_int("KILN_FUZZ_PROGRAMS_PER_COMPILE", options.programs_per_compile));
   const BatchResult r = run_batch(seed, 0, count, options);
   std::cout << "fuzz: " << r.programs << " programs (" << r.steps << " steps), backend "
             << options.backend << ", seed " << seed << ": " << r.failures.size() << " failures in "
@@ -199,6 +202,25 @@ TEST(FuzzRunner, CatchesAWrongBackendAndReportsAMinimalReproducer) {
     EXPECT_NE(report.find(p.to_text()), std::string::npos);
   }
   EXPECT_EQ(caught, 3);
+}
+
+TEST(FuzzRunner, ProgramsCompiledTogetherAreReportedOneByOne) {
+  register_off_by_one_backend();
+  RunOptions options{.backend = "fuzz_off_by_one", .minimize = false, .programs_per_compile = 4};
+  int expected = 0;
+  for (int64_t i = 0; i < 8; ++i) {
+    const Program p = generate(5, i);
+    bool any_elements = false;
+    for (const Tensor& t : interpret(p, make_inputs(p))) any_elements |= t.numel() > 0;
+    expected += any_elements;
+  }
+  const BatchResult r = run_batch(5, 0, 8, options);
+  EXPECT_EQ(r.programs, 8);
+  EXPECT_EQ(static_cast<int>(r.failures.size()), expected);
+  for (const std::string& f : r.failures)
+    EXPECT_NE(f.find("kiln-fuzz --seed 5 --index"), std::string::npos) << f;
+  // The eager backend, grouped the same way, agrees.
+  EXPECT_TRUE(run_batch(5, 0, 8, RunOptions{.programs_per_compile = 4}).failures.empty());
 }
 
 TEST(FuzzRunner, EagerBackendAgreesWithItselfWithSymbolicShapes) {

@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
                  "kiln::compile backend (default: $KILN_FUZZ_BACKEND, else " +
                      std::string(kDefaultFuzzBackend) + ")");
   app.add_flag("--dynamic", options.dynamic, "Compile with every dim symbolic");
+  app.add_option("--programs-per-compile", options.programs_per_compile,
+                 "Programs compiled together as one function (a failing group is rechecked "
+                 "program by program)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--max-steps", options.generator.max_steps, "Longest program")
       ->check(CLI::Range(1, 64));
   app.add_flag("--no-minimize", no_minimize, "Report failing programs without shrinking them");

@@ -93,52 +93,85 @@ std::string compare_value(const Tensor& compiled, const Tensor& eager, const Val
   return "";
 }
 
-std::string check_program(const Program& program, const RunOptions& options) {
-  const std::vector<Tensor> eager_inputs = make_inputs(program);
-  std::vector<Tensor> expected;
-  try {
-    expected = interpret(program, eager_inputs);
-  } catch (const std::exception& e) {
-    return fmt::format("eager raised (the generator only keeps programs that run): {}", e.what());
+std::vector<std::string> check_programs(const std::vector<Program>& programs,
+                                        const RunOptions& options) {
+  std::vector<std::string> mismatches(programs.size());
+  std::vector<std::vector<Tensor>> expected(programs.size());
+  for (size_t p = 0; p < programs.size(); ++p) {
+    try {
+      expected[p] = interpret(programs[p], make_inputs(programs[p]));
+    } catch (const std::exception& e) {
+      mismatches[p] =
+          fmt::format("eager raised (the generator only keeps programs that run): {}", e.what());
+    }
   }
 
+  // One function of all the programs' inputs, returning all their outputs.
+  std::vector<std::vector<Tensor>> compiled_inputs;
+  std::vector<capture::ArgValue> args;
+  for (const Program& p : programs) {
+    compiled_inputs.push_back(make_inputs(p));
+    args.insert(args.end(), compiled_inputs.back().begin(), compiled_inputs.back().end());
+  }
   CompileOptions compile_options;
   compile_options.backend = options.backend;
   if (options.dynamic) compile_options.dynamic = true;
-  compile_options.name = fmt::format("fuzz program seed={} index={}", program.seed, program.index);
-  const std::vector<Tensor> compiled_inputs = make_inputs(program);
-  std::vector<capture::ArgValue> args(compiled_inputs.begin(), compiled_inputs.end());
+  compile_options.name = fmt::format("fuzz programs seed={} index={}..{}", programs.front().seed,
+                                     programs.front().index, programs.back().index);
   std::vector<Tensor> actual;
   try {
-    // What kiln::compile builds for a function of as many tensors as the program has inputs.
     capture::CompiledFunction fn(
-        [program](const std::vector<capture::ArgValue>& boxed) {
-          std::vector<Tensor> inputs;
-          for (const capture::ArgValue& a : boxed) inputs.push_back(std::get<Tensor>(a));
-          return interpret(program, inputs);
+        [&programs](const std::vector<capture::ArgValue>& boxed) {
+          std::vector<Tensor> outputs;
+          size_t next = 0;
+          for (const Program& p : programs) {
+            std::vector<Tensor> inputs;
+            for (size_t i = 0; i < p.inputs.size(); ++i)
+              inputs.push_back(std::get<Tensor>(boxed.at(next++)));
+            for (Tensor& t : interpret(p, inputs)) outputs.push_back(std::move(t));
+          }
+          return outputs;
         },
         compile_options, std::source_location::current());
     actual = fn.call(args);
   } catch (const std::exception& e) {
-    return fmt::format("compiled ({}) raised: {}", options.backend, e.what());
+    for (std::string& m : mismatches)
+      if (m.empty()) m = fmt::format("compiled ({}) raised: {}", options.backend, e.what());
+    return mismatches;
   }
-  if (actual.size() != expected.size())
-    return fmt::format("compiled returned {} outputs, eager {}", actual.size(), expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    const ValueId v = program.outputs[i];
-    const std::string diff =
-        compare_value(actual[i], expected[i], program.values.at(static_cast<size_t>(v)));
-    if (!diff.empty()) return fmt::format("output {} (%{}): {}", i, v, diff);
+
+  size_t total = 0;
+  for (const Program& p : programs) total += p.outputs.size();
+  if (actual.size() != total) {
+    for (std::string& m : mismatches)
+      if (m.empty())
+        m = fmt::format("compiled returned {} outputs, eager {}", actual.size(), total);
+    return mismatches;
   }
-  // The programs never write to their inputs: the compiled call must not either.
-  for (size_t i = 0; i < compiled_inputs.size(); ++i) {
-    const ValueId v = program.inputs[i].id;
-    const std::string diff =
-        compare_value(compiled_inputs[i], make_input(program.inputs[i]), ValueInfo{.exact = true});
-    if (!diff.empty())
-      return fmt::format("input %{} was modified by the compiled call: {}", v, diff);
+  size_t next = 0;
+  for (size_t p = 0; p < programs.size(); ++p) {
+    const Program& program = programs[p];
+    for (size_t i = 0; i < program.outputs.size(); ++i, ++next) {
+      if (!mismatches[p].empty()) continue;
+      const ValueId v = program.outputs[i];
+      const std::string diff =
+          compare_value(actual[next], expected[p][i], program.values.at(static_cast<size_t>(v)));
+      if (!diff.empty()) mismatches[p] = fmt::format("output {} (%{}): {}", i, v, diff);
+    }
+    // The programs never write to their inputs: the compiled call must not either.
+    for (size_t i = 0; i < program.inputs.size() && mismatches[p].empty(); ++i) {
+      const std::string diff = compare_value(compiled_inputs[p][i], make_input(program.inputs[i]),
+                                             ValueInfo{.exact = true});
+      if (!diff.empty())
+        mismatches[p] = fmt::format("input %{} was modified by the compiled call: {}",
+                                    program.inputs[i].id, diff);
+    }
   }
-  return "";
+  return mismatches;
+}
+
+std::string check_program(const Program& program, const RunOptions& options) {
+  return check_programs({program}, options).front();
 }
 
 Program minimize(const Program& program, const std::function<bool(const Program&)>& fails) {
@@ -192,16 +225,42 @@ BatchResult run_batch(uint64_t seed, int64_t start, int64_t count, const RunOpti
                       std::ostream* log, bool verbose) {
   BatchResult result;
   const auto begin = std::chrono::steady_clock::now();
-  for (int64_t i = start; i < start + count; ++i) {
-    const Program program = generate(seed, i, options.generator);
-    result.programs += 1;
-    result.steps += static_cast<int64_t>(program.steps.size());
-    const std::string mismatch = check_program(program, options);
-    if (!mismatch.empty()) {
-      result.failures.push_back(failure_report(program, mismatch, options));
+  const int64_t group = std::max(options.programs_per_compile, 1);
+  for (int64_t first = start; first < start + count; first += group) {
+    std::vector<Program> programs;
+    for (int64_t i = first; i < std::min(first + group, start + count); ++i) {
+      programs.push_back(generate(seed, i, options.generator));
+      result.programs += 1;
+      result.steps += static_cast<int64_t>(programs.back().steps.size());
+    }
+    const std::vector<std::string> mismatches = check_programs(programs, options);
+    bool any_alone = false;
+    for (size_t p = 0; p < programs.size(); ++p) {
+      if (mismatches[p].empty()) {
+        if (log && verbose) *log << programs[p].to_text() << "  ok\n" << std::flush;
+        continue;
+      }
+      // Compiled alone, so that the report is about this program only.
+      const std::string alone =
+          programs.size() == 1 ? mismatches[p] : check_program(programs[p], options);
+      if (alone.empty()) continue;
+      any_alone = true;
+      result.failures.push_back(failure_report(programs[p], alone, options));
       if (log) *log << result.failures.back() << std::flush;
-    } else if (log && verbose) {
-      *log << program.to_text() << "  ok\n" << std::flush;
+    }
+    if (!any_alone && programs.size() > 1) {
+      for (size_t p = 0; p < programs.size(); ++p) {
+        if (mismatches[p].empty()) continue;
+        // Each program passes alone but not compiled together with the others.
+        result.failures.push_back(fmt::format(
+            "FUZZ MISMATCH seed={} index={} backend={} only when compiled together with "
+            "programs {}..{} (rerun: kiln-fuzz --seed {} --start {} --count {} "
+            "--programs-per-compile {} --backend {})\n  {}\n{}",
+            seed, programs[p].index, options.backend, programs.front().index, programs.back().index,
+            seed, programs.front().index, programs.size(), group, options.backend, mismatches[p],
+            programs[p].to_text()));
+        if (log) *log << result.failures.back() << std::flush;
+      }
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
