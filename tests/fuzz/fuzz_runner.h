@@ -36,10 +36,6 @@ std::string check_program(const Program& program, const RunOptions& options);
 // message per program. A failure to compile or run the function is reported for each program.
 std::vector<std::string> check_programs(const std::vector<Program>& programs,
                                         const RunOptions& options);
-// The same for several programs compiled as one function (their graphs side by side): one
-// message per program. A failure to compile or run the function is reported for each program.
-std::vector<std::string> check_programs(const std::vector<Program>& programs,
-                                        const RunOptions& options);
 
 // One output under its ValueInfo's rule (Note [Fuzzer numerics]): exact values bit for bit,
 // inexact floating values within tol * (|eager| + scale); NaN and inf positions always exactly.
