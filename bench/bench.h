@@ -21,8 +21,8 @@ struct Result {
 };
 
 // The kiln::compile backend the "compiled" group measures (kiln-bench --backend): the one
-// kiln::compile defaults to. (Switch to "inductor" when the code-generating backend lands.)
-inline constexpr const char* kDefaultCompiledBackend = "eager";
+// kiln::compile defaults to.
+inline constexpr const char* kDefaultCompiledBackend = "inductor";
 
 struct Options {
   int repetitions = 21;  // timed repetitions per measurement; the median is reported

@@ -93,13 +93,17 @@ std::vector<std::string> decomposed_op_names() {
   return names;
 }
 
-void decompose(graph::Graph& g) {
+void decompose(graph::Graph& g) { decompose(g, {}); }
+
+void decompose(graph::Graph& g, std::span<const std::string_view> keep) {
   const DecompositionTable& t = table();
+  std::unordered_set<OpId> kept;
+  for (std::string_view name : keep) kept.insert(op_id(name));
   std::unordered_set<graph::Node*> created;
   for (int round = 0;; ++round) {
     bool changed = false;
     for (graph::Node* node : g.calls()) {
-      const DecompositionFn fn = t.find(node->op());
+      const DecompositionFn fn = kept.count(node->op()) ? nullptr : t.find(node->op());
       if (fn == nullptr) continue;
       KILN_CHECK(round < kMaxRounds, Error,
                  "decompose: internal error: `{}` is still decomposable after {} rounds (a cycle "

@@ -15,7 +15,9 @@
 // float32 as the eager kernels do.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/graph/graph.h"
@@ -26,6 +28,9 @@ namespace kiln::lower {
 // without one remain. Nodes the decompositions create and leave unused are removed; the rest of
 // the graph is untouched.
 void decompose(graph::Graph& g);
+// The same, leaving the ops named in `keep` as they are (a backend that lowers them better
+// itself: the code generator computes var/std with Welford's algorithm in one pass).
+void decompose(graph::Graph& g, std::span<const std::string_view> keep);
 // True when `op` has a decomposition (also recorded as OpDef::has_decomposition).
 bool has_decomposition(OpId op);
 // The names of every op with a decomposition, sorted (for docs and tests).

@@ -14,8 +14,8 @@
 namespace kiln::fuzz {
 
 // The backend the fuzz test and kiln-fuzz use when KILN_FUZZ_BACKEND is not set: the one
-// kiln::compile defaults to. (Switch to "inductor" when the code-generating backend lands.)
-inline constexpr const char* kDefaultFuzzBackend = "eager";
+// kiln::compile defaults to.
+inline constexpr const char* kDefaultFuzzBackend = "inductor";
 // KILN_FUZZ_BACKEND when set and non-empty, else kDefaultFuzzBackend.
 std::string backend_from_environment();
 
