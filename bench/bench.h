@@ -20,8 +20,13 @@ struct Result {
   bool higher_is_better() const { return unit == "GB/s" || unit == "GFLOP/s"; }
 };
 
+// The kiln::compile backend the "compiled" group measures (kiln-bench --backend): the one
+// kiln::compile defaults to.
+inline constexpr const char* kDefaultCompiledBackend = "inductor";
+
 struct Options {
   int repetitions = 21;  // timed repetitions per measurement; the median is reported
+  std::string backend = kDefaultCompiledBackend;  // for the "compiled" group
 };
 
 // Seconds taken by one call of f, median over `reps` calls after `warmup` untimed calls.
@@ -47,6 +52,15 @@ std::vector<Result> bench_matmul(const Options& options);     // matmul.cpp
 std::vector<Result> bench_nn(const Options& options);         // nn.cpp
 std::vector<Result> bench_train(const Options& options);      // train.cpp
 std::vector<Result> bench_capture(const Options& options);    // capture.cpp
+std::vector<Result> bench_compiled(const Options& options);   // compiled.cpp
+
+// compiled.cpp: `kiln-bench --compile-probe NAME` (a new process started by bench_compiled):
+// builds workload NAME, times its first compiled call and a steady one, prints
+// "compile_probe_ms <first> <steady>".
+int compile_probe(const std::string& name, const std::string& backend);
+
+// pointwise.cpp: GB/s of a STREAM-like copy of 16M floats (one read and one write stream).
+double stream_copy_gbps(const Options& options);
 
 // machine.cpp: CPU model, cores, threads, compiler, date, BLAS config.
 nlohmann::ordered_json machine_info();
@@ -57,6 +71,10 @@ struct TorchRefs {
   std::string version;
   std::map<std::string, double> results;
 };
-TorchRefs torch_eager_refs(const std::string& script);
+// Only the results named in `names` are measured (all of them when it is empty).
+TorchRefs torch_eager_refs(const std::string& script, const std::vector<std::string>& names = {});
+
+// Runs a shell command and returns its standard output; `status` is pclose's status.
+std::string run_command(const std::string& command, int& status);
 
 }  // namespace kiln::bench

@@ -14,7 +14,7 @@ namespace kiln::bench {
 namespace {
 
 void print_table(const std::vector<Result>& results) {
-  fmt::print("\n{:<28} {:>10} {:>8}   {}\n", "benchmark", "kiln", "unit", "references (kiln/ref)");
+  fmt::print("\n{:<46} {:>10} {:>8}   {}\n", "benchmark", "kiln", "unit", "references (kiln/ref)");
   for (const Result& r : results) {
     std::string refs;
     for (const auto& [name, value] : r.refs) {
@@ -22,7 +22,7 @@ void print_table(const std::vector<Result>& results) {
       double ratio = r.higher_is_better() ? r.kiln / value : value / r.kiln;
       refs += fmt::format("{}={:.4g} ({:.2f}x)  ", name, value, ratio);
     }
-    fmt::print("{:<28} {:>10.4g} {:>8}   {}\n", r.name, r.kiln, r.unit, refs);
+    fmt::print("{:<46} {:>10.4g} {:>8}   {}\n", r.name, r.kiln, r.unit, refs);
   }
   fmt::print("(ratios: >1 means Kiln is faster)\n");
 }
@@ -56,32 +56,50 @@ int main(int argc, char** argv) {
   app.add_option("--torch-script", torch_script, "The PyTorch reference script");
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch eager references");
   std::vector<std::string> only;
-  app.add_option("--group", only, "Run only these groups (overhead, pointwise, matmul, nn, train, capture)")
-      ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture"}));
+  app.add_option(
+         "--group", only,
+         "Run only these groups (overhead, pointwise, matmul, nn, train, capture, compiled)")
+      ->check(
+          CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture", "compiled"}));
+  app.add_option("--backend", options.backend,
+                 "kiln::compile backend of the compiled group (default " +
+                     std::string(kDefaultCompiledBackend) + ")");
+  std::string probe;
+  app.add_option("--compile-probe", probe,
+                 "Internal: time the first call of one compiled workload in this new process")
+      ->group("");  // hidden: bench_compiled starts it
   CLI11_PARSE(app, argc, argv);
+  if (!probe.empty()) {
+    try {
+      return compile_probe(probe, options.backend);
+    } catch (const std::exception& e) {
+      std::cerr << "kiln-bench --compile-probe " << probe << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
 
   nlohmann::ordered_json machine = machine_info();
   std::cout << "machine: " << machine.dump() << "\n" << std::flush;
 
   std::vector<Result> results;
   const std::vector<std::pair<std::string, std::vector<Result> (*)(const Options&)>> groups = {
-      {"overhead", bench_overhead},
-      {"pointwise", bench_pointwise},
-      {"matmul", bench_matmul},
-      {"nn", bench_nn},
-      {"train", bench_train},
-      {"capture", bench_capture}};
+      {"overhead", bench_overhead}, {"pointwise", bench_pointwise},
+      {"matmul", bench_matmul},     {"nn", bench_nn},
+      {"train", bench_train},       {"capture", bench_capture},
+      {"compiled", bench_compiled}};
   for (const auto& [group_name, group] : groups) {
     if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
     for (Result& r : group(options)) {
-      fmt::print("  {:<28} {:.4g} {}\n", r.name, r.kiln, r.unit);
+      fmt::print("  {:<46} {:.4g} {}\n", r.name, r.kiln, r.unit);
       std::fflush(stdout);
       results.push_back(std::move(r));
     }
   }
 
   if (!no_torch) {
-    TorchRefs torch = torch_eager_refs(torch_script);
+    std::vector<std::string> names;
+    for (const Result& r : results) names.push_back(r.name);
+    TorchRefs torch = torch_eager_refs(torch_script, names);
     if (!torch.version.empty()) machine["torch"] = torch.version;
     for (Result& r : results) {
       auto it = torch.results.find(r.name);

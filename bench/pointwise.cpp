@@ -13,6 +13,8 @@ namespace {
 
 constexpr int64_t kN = int64_t{1} << 24;
 
+}  // namespace
+
 // STREAM "copy": one read and one write stream, parallel over the same OpenMP pool Kiln uses.
 double stream_copy_gbps(const Options& options) {
   std::unique_ptr<float[]> src(new float[kN]);
@@ -35,8 +37,6 @@ double stream_copy_gbps(const Options& options) {
   return 2.0 * kN * sizeof(float) / seconds / 1e9;
 }
 
-}  // namespace
-
 std::vector<Result> bench_pointwise(const Options& options) {
   Tensor a = full({kN}, 1.5);
   Tensor b = full({kN}, 2.0);
@@ -45,7 +45,8 @@ std::vector<Result> bench_pointwise(const Options& options) {
   double seconds = median_seconds([&] { out = a * b + c; }, options.repetitions);
   // Traffic counted as 4 arrays (3 reads, 1 write), as a fused kernel would move.
   double kiln_gbps = 4.0 * kN * sizeof(float) / seconds / 1e9;
-  return {{"pointwise_mul_add_16M", "GB/s", kiln_gbps, {{"stream_copy", stream_copy_gbps(options)}}}};
+  return {
+      {"pointwise_mul_add_16M", "GB/s", kiln_gbps, {{"stream_copy", stream_copy_gbps(options)}}}};
 }
 
 }  // namespace kiln::bench

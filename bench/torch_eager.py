@@ -3,10 +3,12 @@
 
 Same sizes, units and method as the C++ side: medians over repetitions after a warm-up.
 Prints one JSON object: {"torch": version, "threads": n, "results": {name: value}}.
+Arguments, when given, name the results to measure (kiln-bench passes the ones it ran).
 """
 import json
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by libgomp when torch loads
@@ -86,16 +88,66 @@ def train_step_cnn_fmnist_b128():
                       reps=11)
 
 
+def compiled_gelu_chain_16m():
+    n = 1 << 24
+    a, b, c, d = (torch.randn(n) for _ in range(4))
+    return median_seconds(lambda: torch.nn.functional.gelu(a * b + c) * d, reps=11) * 1e3
+
+
+def compiled_layer_norm_4096x1024():
+    x, w, b = activation(), torch.randn(1024), torch.randn(1024)
+    return median_seconds(lambda: torch.nn.functional.layer_norm(x, (1024,), w, b)) * 1e3
+
+
+def compiled_transformer_mlp_block():
+    torch.manual_seed(0)
+    fc1, fc2 = torch.nn.Linear(256, 1024), torch.nn.Linear(1024, 256)
+    x = torch.randn(2048, 256)
+    return median_seconds(lambda: x + fc2(torch.nn.functional.gelu(fc1(x)))) * 1e3
+
+
+def compiled_cnn_fmnist_fwd_b128():
+    torch.manual_seed(0)
+    model = fmnist_cnn().eval()
+    x = torch.randn(128, 1, 28, 28)
+    return median_seconds(lambda: model(x), reps=11) * 1e3
+
+
+def compiled_mlp_b1():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10))
+    x = torch.randn(1, 784)
+    return median_seconds(lambda: model(x), reps=REPS * 5, warmup=20) * 1e3
+
+
+# name -> (function, runs under torch.no_grad)
+BENCHMARKS = {
+    "op_overhead_add_1elem": (op_overhead_add_1elem, True),
+    "softmax_f32_4096x1024": (softmax_f32_4096x1024, True),
+    "layer_norm_f32_4096x1024": (layer_norm_f32_4096x1024, True),
+    "train_step_mlp_b64": (train_step_mlp_b64, False),
+    "train_step_cnn_fmnist_b128": (train_step_cnn_fmnist_b128, False),
+    "compiled_gelu_chain_16M": (compiled_gelu_chain_16m, True),
+    "compiled_softmax_4096x1024": (softmax_f32_4096x1024, True),
+    "compiled_layer_norm_4096x1024": (compiled_layer_norm_4096x1024, True),
+    "compiled_transformer_mlp_block": (compiled_transformer_mlp_block, True),
+    "compiled_cnn_fmnist_fwd_b128": (compiled_cnn_fmnist_fwd_b128, True),
+    "compiled_mlp_b1": (compiled_mlp_b1, True),
+}
+
+
 def main():
     torch.set_num_threads(2)
-    with torch.no_grad():
-        results = {
-            "op_overhead_add_1elem": op_overhead_add_1elem(),
-            "softmax_f32_4096x1024": softmax_f32_4096x1024(),
-            "layer_norm_f32_4096x1024": layer_norm_f32_4096x1024(),
-        }
-    results["train_step_mlp_b64"] = train_step_mlp_b64()
-    results["train_step_cnn_fmnist_b128"] = train_step_cnn_fmnist_b128()
+    wanted = [n for n in sys.argv[1:] if n in BENCHMARKS] if len(sys.argv) > 1 else list(BENCHMARKS)
+    results = {}
+    for name in wanted:
+        fn, no_grad = BENCHMARKS[name]
+        if no_grad:
+            with torch.no_grad():
+                results[name] = fn()
+        else:
+            results[name] = fn()
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
                       "results": results}))
 

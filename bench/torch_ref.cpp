@@ -13,7 +13,9 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-std::string run_and_capture(const std::string& command, int& status) {
+}  // namespace
+
+std::string run_command(const std::string& command, int& status) {
   std::string output;
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
   if (!pipe) {
@@ -27,11 +29,9 @@ std::string run_and_capture(const std::string& command, int& status) {
   return output;
 }
 
-}  // namespace
-
-TorchRefs torch_eager_refs(const std::string& script) {
+TorchRefs torch_eager_refs(const std::string& script, const std::vector<std::string>& names) {
   int status = 0;
-  run_and_capture(std::string(kPython) + " -c 'import torch' >/dev/null 2>&1", status);
+  run_command(std::string(kPython) + " -c 'import torch' >/dev/null 2>&1", status);
   if (status != 0) {
     std::cout << "PyTorch is not installed (" << kPython
               << " cannot import torch; scripts/install-bench-deps installs python3-torch): "
@@ -39,9 +39,10 @@ TorchRefs torch_eager_refs(const std::string& script) {
     return {};
   }
   std::cout << "Measuring PyTorch eager (" << script << ") ...\n" << std::flush;
-  std::string out = run_and_capture(
-      "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 " + std::string(kPython) + " '" + script + "'",
-      status);
+  std::string command =
+      "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=2 " + std::string(kPython) + " '" + script + "'";
+  for (const std::string& name : names) command += " " + name;  // names are [a-z0-9_]
+  std::string out = run_command(command, status);
   TorchRefs refs;
   auto json = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
   if (status != 0 || !json.is_object() || !json.contains("results")) {

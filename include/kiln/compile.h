@@ -31,7 +31,9 @@ namespace kiln {
 inline constexpr std::nullopt_t automatic_dynamic = std::nullopt;
 
 struct CompileOptions {
-  std::string backend = "eager";
+  // "inductor" generates and compiles C++ kernels (src/runtime/inductor_backend.cpp); "eager"
+  // runs captured graphs with the graph interpreter; others are registered by name.
+  std::string backend = "inductor";
   std::optional<bool> dynamic = automatic_dynamic;  // true: every dim symbolic; false: never
   bool fullgraph = false;           // a graph break raises GraphBreakError instead of splitting
   int recompile_limit = 8;          // then the function runs eagerly (one warning)

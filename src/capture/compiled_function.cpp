@@ -189,6 +189,7 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
                        .options = &options,
                        .function_name = name,
                        .dynamic_dims = entry->dynamic_dims};
+  const trace::CompileIdScope compile_id({frame_id, stats.compiles, 0});
   TraceResult result = trace(request);
   entry->guards = std::move(result.guards);
   entry->symbols = std::move(result.symbols);
@@ -240,6 +241,7 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
                            .replay_path = path,
                            .replay_outputs = outputs};
       const trace::Stopwatch watch;
+      const trace::CompileIdScope compile_id({frame_id, stats.compiles, 0});
       TraceResult result = trace(request);
       stats.compiles += 1;
       stats.graphs += result.graphs;

@@ -23,6 +23,10 @@ std::string location_str(const std::source_location& loc) {
 class Tracer;
 thread_local Tracer* g_current_tracer = nullptr;
 std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs);
+// Backends compile with tracing paused: what they run (meta functions, eager ops) must not be
+// recorded into the graph they are compiling.
+CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
+                             std::span<const Tensor> inputs);
 
 class Tracer final : public TracingHooks {
  public:
@@ -409,8 +413,8 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   }
   std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
   const auto backend_start = std::chrono::steady_clock::now();
-  seg_->compiled =
-      lookup_backend(seg_->eager_only ? "eager" : req_.options->backend)(seg_->graph, inputs);
+  seg_->compiled = compile_paused(
+      lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), seg_->graph, inputs);
   result_.backend_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
   result_.graphs += 1;
@@ -538,6 +542,12 @@ class PauseScope {
 std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs) {
   PauseScope pause;
   return segment.compiled(inputs);
+}
+
+CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
+                             std::span<const Tensor> inputs) {
+  PauseScope pause;
+  return backend(graph, inputs);
 }
 
 TraceResult Tracer::run() {

@@ -20,8 +20,22 @@ DimVector concrete(const SymDimVector& dims) {
   return out;
 }
 
+// Note [Symbolic meta inference]
+// A Meta tensor with symbolic sizes is built as the tracer builds its fakes (Note [Fake tensors]
+// in src/capture/tracer.h): the TensorImpl takes the symbolic sizes, strides and offset as they
+// are, over an empty Meta storage (a Meta storage's nbytes only bounds as_strided, which skips
+// the check for symbolic sizes; Note [Meta storage of symbolic tensors]). Meta functions are
+// written to stay symbolic (structural comparisons, 0/1 specialization), so most ops need no
+// guard; one that does asks the current ShapeEnv and fails when there is none.
+Tensor symbolic_fake_tensor(const TensorMeta& meta) {
+  auto storage = make_intrusive<StorageImpl>(size_t{0}, Device::Meta);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), meta.dtype, meta.sizes, meta.strides,
+                                           meta.offset));
+}
+
 // A Meta tensor with exactly `meta`'s sizes, strides and offset.
 Tensor fake_tensor(const TensorMeta& meta) {
+  if (meta.is_symbolic()) return symbolic_fake_tensor(meta);
   const DimVector sizes = concrete(meta.sizes), strides = concrete(meta.strides);
   int64_t extent = 1;
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -33,16 +47,8 @@ Tensor fake_tensor(const TensorMeta& meta) {
   return make_view(base, meta.sizes, meta.strides, meta.offset);
 }
 
-}  // namespace
-
-std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::vector<Arg>& args) {
-  const OpDef& def = OpRegistry::instance().get(op);
-  if (def.has_tag(kTagDynamicOutput)) return std::nullopt;
-  for (const Arg& a : args) {
-    for (const Value* v : a.values())
-      if (v->meta().is_symbolic()) return std::nullopt;
-    if (a.is_constant() && symbolic_constant(a.as_constant())) return std::nullopt;
-  }
+// Runs the op's meta function on fakes of the argument metas.
+std::optional<std::vector<TensorMeta>> run_meta(OpId op, const std::vector<Arg>& args) {
   Stack stack;
   for (const Arg& a : args) {
     if (a.is_value()) {
@@ -74,6 +80,25 @@ std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::ve
     }
   }
   return metas;
+}
+
+}  // namespace
+
+std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::vector<Arg>& args) {
+  const OpDef& def = OpRegistry::instance().get(op);
+  if (def.has_tag(kTagDynamicOutput)) return std::nullopt;
+  for (const Arg& a : args) {
+    for (const Value* v : a.values())
+      if (v->meta().is_symbolic()) return std::nullopt;
+    if (a.is_constant() && symbolic_constant(a.as_constant())) return std::nullopt;
+  }
+  return run_meta(op, args);
+}
+
+std::optional<std::vector<TensorMeta>> infer_symbolic_output_metas(OpId op,
+                                                                   const std::vector<Arg>& args) {
+  if (OpRegistry::instance().get(op).has_tag(kTagDynamicOutput)) return std::nullopt;
+  return run_meta(op, args);
 }
 
 }  // namespace kiln::graph

@@ -15,4 +15,13 @@ namespace kiln::graph {
 // function's error when it rejects the arguments.
 std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::vector<Arg>& args);
 
+// Like infer_output_metas, but symbolic input metas and constants are kept: the meta function
+// runs on Meta tensors with the symbolic sizes, strides and offsets (Note [Symbolic meta
+// inference]). Used by passes that create nodes in graphs with symbolic sizes (src/lower
+// decompositions). nullopt only for ops whose output shape depends on data or whose output is
+// undefined. Throws the meta function's error, including a kiln::Error when it would have to
+// guard on a symbolic size and no ShapeEnv is active on this thread.
+std::optional<std::vector<TensorMeta>> infer_symbolic_output_metas(OpId op,
+                                                                   const std::vector<Arg>& args);
+
 }  // namespace kiln::graph

@@ -2,6 +2,7 @@
 // realized, and the graph outputs as strided views of buffers (DESIGN.md section 5, lower).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -65,11 +66,11 @@ class GraphLowering {
 };
 
 // Lowering of one call: the node's output boxes (one per output).
-using LoweringFn = std::vector<TensorBox> (*)(GraphLowering& lowering, const graph::Node& node);
+using LoweringFn = std::function<std::vector<TensorBox>(GraphLowering& lowering, const graph::Node& node)>;
 // Registers a lowering for the op named `op`; ops without one run as extern kernels.
 void register_lowering(std::string_view op, LoweringFn fn);
 // nullptr when the op has no lowering.
-LoweringFn find_lowering(OpId op);
+const LoweringFn* find_lowering(OpId op);
 // Called once by GraphLowering: registers the lowerings in src/lower/lowerings/*.cpp.
 void register_all_lowerings();
 

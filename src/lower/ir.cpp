@@ -88,12 +88,12 @@ TensorBox TensorBox::view(std::vector<ExprPtr> sizes, std::function<Index(const 
 Index TensorBox::storage_index(const Index& index) const { return reindex_ ? reindex_(index) : index; }
 
 Loader TensorBox::make_loader() const {
-  if (!reindex_) {
-    // Read the storage's current state at call time: it may be realized after this loader is
-    // made (a value whose later users exceed the realization threshold).
-    return [s = storage_](const Index& index) { return s->make_loader()(index); };
-  }
-  return [s = storage_, r = reindex_](const Index& index) { return s->make_loader()(r(index)); };
+  // The storage as it is now: a consumer lowered before the value is realized recomputes its
+  // body; one lowered after reads the buffer. Reading the buffer from an earlier consumer would
+  // read it before the kernel that writes it runs (buffers run in creation order).
+  Loader ld = storage_->make_loader();
+  if (!reindex_) return ld;
+  return [ld = std::move(ld), r = reindex_](const Index& index) { return ld(r(index)); };
 }
 
 }  // namespace kiln::lower

@@ -27,15 +27,25 @@
 namespace kiln::runtime {
 
 // Where a size symbol's value comes from at each call: inputs[input].size(dim) (or .stride(dim)),
-// or the output size of an extern step (unbacked sizes from data-dependent ops).
+// or the output size of an extern step (unbacked sizes from data-dependent ops). A symbol bound by
+// an extern step has no value before that step runs (Note [When expressions are evaluated] in
+// executor.cpp).
 struct SymbolSource {
   sym::ExprPtr symbol = nullptr;
   enum class From : uint8_t { InputSize, InputStride, ExternOutputSize } from = From::InputSize;
   int index = 0;  // the input, or the step (ExternOutputSize)
   int dim = 0;
+  int output = 0;  // ExternOutputSize only: which of the step's outputs
 };
 
 // Sizes, strides and storage offset, in elements, as expressions over the symbols.
+//
+// Note [View offsets]
+// The offset of a view (OutputDesc::view, ExternStep::arg_views) counts from the buffer's first
+// element, the address a kernel receives, not from the start of the underlying storage: the code
+// generator indexes buffers, it does not know an input's storage offset. The executor adds the
+// buffer's own storage offset. An Intermediate buffer's offset counts from the start of its slot;
+// an Extern buffer's offset is ignored (the op's output carries its own).
 struct Layout {
   std::vector<sym::ExprPtr> sizes;
   std::vector<sym::ExprPtr> strides;
@@ -50,9 +60,9 @@ struct BufferDesc {
   } kind = Kind::Intermediate;
   std::string name;  // "arg0", "buf3": the name the generated code uses
   ScalarType dtype = kFloat32;
-  Layout layout;     // Intermediate: contiguous, offset 0; Extern: as the op returns it
-  int input = -1;    // Input only
-  int slot = -1;     // Intermediate only: buffers sharing a slot share memory (disjoint lifetimes)
+  Layout layout;   // Intermediate: contiguous, offset 0; Extern: as the op returns it
+  int input = -1;  // Input only
+  int slot = -1;   // Intermediate only: buffers sharing a slot share memory (disjoint lifetimes)
 };
 
 struct KernelStep {
@@ -64,9 +74,11 @@ struct KernelStep {
 // one call node and an output node (src/graph text, parsed back on load). Its outputs become
 // `outputs` (buffer indices, of kind Extern).
 struct ExternStep {
-  std::string call;        // graph text
-  std::vector<int> args;   // buffer per placeholder (a buffer index)
-  std::vector<Layout> arg_views;  // the view of that buffer the op reads (index-remapped views)
+  std::string call;       // graph text
+  std::vector<int> args;  // buffer per placeholder (a buffer index)
+  // The view of that buffer the op reads (index-remapped views); one per arg, or empty when
+  // every arg is its buffer as is.
+  std::vector<Layout> arg_views;
   std::vector<int> outputs;
 };
 
@@ -87,13 +99,20 @@ struct OutputDesc {
 
 struct Program {
   int num_inputs = 0;
-  std::vector<sym::ExprPtr> symbols;          // the kernels' symbol array, in order
-  std::vector<SymbolSource> symbol_sources;   // one per entry of `symbols`
+  std::vector<sym::ExprPtr> symbols;         // the kernels' symbol array, in order
+  std::vector<SymbolSource> symbol_sources;  // one per entry of `symbols`
   std::vector<BufferDesc> buffers;
-  std::vector<sym::ExprPtr> slot_bytes;       // per slot: bytes as an expression
+  std::vector<sym::ExprPtr> slot_bytes;  // per slot: bytes as an expression
   std::vector<Step> steps;
   std::vector<OutputDesc> outputs;
-  std::string source_hash;                    // the generated library this program runs
+  // The cache key (runtime::source_hash) of the library this program runs; the Executor checks
+  // it against the library it is given (empty: not checked).
+  std::string source_hash;
 };
+
+// Checks the Program's internal consistency (indices in range, buffer kinds where each step
+// needs them, one source per symbol, no symbol used before the step that binds it): ValueError
+// naming the offending entry. program_from_json and the Executor run it.
+void verify(const Program& program);
 
 }  // namespace kiln::runtime

@@ -263,6 +263,14 @@ nlohmann::json stack_frame(const std::source_location& where) {
                      where.function_name());
 }
 
+namespace {
+thread_local CompileId current_compile;
+}  // namespace
+
+const CompileId& current_compile_id() { return current_compile; }
+CompileIdScope::CompileIdScope(CompileId id) : previous_(current_compile) { current_compile = id; }
+CompileIdScope::~CompileIdScope() { current_compile = previous_; }
+
 void set_rank(std::optional<int> rank) {
   KILN_CHECK(!rank || *rank >= 0, ValueError, "trace::set_rank: rank {} is negative", *rank);
   Writer& w = writer();

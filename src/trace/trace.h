@@ -164,6 +164,20 @@ nlohmann::json stack_frame(const std::source_location& where);
 // Adds "rank": r to every later record and names the next file kiln_trace_rank_<r>_<pid>.log.
 void set_rank(std::optional<int> rank);
 
+// The compile in progress on this thread (empty when none), so that a backend, which only sees a
+// graph, tags its artifacts (loop IR, generated code) with the compile they belong to.
+const CompileId& current_compile_id();
+class CompileIdScope {
+ public:
+  explicit CompileIdScope(CompileId id);
+  ~CompileIdScope();
+  CompileIdScope(const CompileIdScope&) = delete;
+  CompileIdScope& operator=(const CompileIdScope&) = delete;
+
+ private:
+  CompileId previous_;
+};
+
 // The file records go to: "" before the first record (or when tracing is off).
 std::string current_log_path();
 

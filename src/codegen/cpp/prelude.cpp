@@ -1,0 +1,324 @@
+#include "src/codegen/cpp/prelude.h"
+
+namespace kiln::codegen {
+namespace {
+
+// Header-free: nothing here includes a system header, so a graph's translation unit compiles in
+// a fraction of a second (DESIGN.md section 5, codegen/cpp).
+constexpr const char* kScalarPrelude = R"PRELUDE(
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+
+#define KILN_INLINE static inline __attribute__((always_inline))
+
+// float16 and bfloat16 live in memory as their 16-bit patterns and are computed as float. The
+// conversions are bit manipulation (clang 14 has no _Float16 on x86), rounding to nearest even.
+KILN_INLINE uint32_t kiln_bits(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return u;
+}
+KILN_INLINE float kiln_from_bits(uint32_t u) {
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+KILN_INLINE float kiln_h2f(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  if (exponent == 0x1F) return kiln_from_bits(sign | 0x7F800000u | (mantissa << 13));
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24 is exact in float.
+    const float v = (float)mantissa * 5.9604644775390625e-08f;
+    return kiln_from_bits(sign | kiln_bits(v));
+  }
+  return kiln_from_bits(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+KILN_INLINE uint16_t kiln_f2h(float f) {
+  uint32_t x = kiln_bits(f);
+  const uint32_t sign = x & 0x80000000u;
+  x ^= sign;
+  uint32_t h;
+  if (x >= 0x47800000u) {
+    // Too large for float16 (>= 2^16), infinity or NaN.
+    h = x > 0x7F800000u ? 0x7E00 : 0x7C00;
+  } else if (x < 0x38800000u) {
+    // Below float16's smallest normal (2^-14): let float addition round the subnormal, adding a
+    // magic number whose ulp is float16's subnormal step (2^-24).
+    const uint32_t magic = 0x3F000000u;  // 0.5f
+    h = kiln_bits(kiln_from_bits(x) + kiln_from_bits(magic)) - magic;
+  } else {
+    // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
+    const uint32_t odd = (x >> 13) & 1;
+    x += 0xC8000FFFu + odd;  // (15 - 127) << 23, plus the rounding bias
+    h = x >> 13;
+  }
+  return (uint16_t)(h | (sign >> 16));
+}
+KILN_INLINE float kiln_bf2f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+KILN_INLINE uint16_t kiln_f2bf(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  if (f != f) return (uint16_t)((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7FFF + ((u >> 16) & 1);                      // round to nearest even
+  return (uint16_t)(u >> 16);
+}
+// Rounding a float to float16/bfloat16 precision (to_dtype to a reduced float).
+KILN_INLINE float kiln_round_h(float f) { return kiln_h2f(kiln_f2h(f)); }
+KILN_INLINE float kiln_round_bf(float f) { return kiln_bf2f(kiln_f2bf(f)); }
+
+// float -> integer with Kiln's total semantics (Note [Casting to integers] in src/core/cast.h).
+template <class T>
+KILN_INLINE T kiln_f2i(double v) {
+  if (v != v) return (T)0;
+  const double t = __builtin_trunc(v);
+  const double two63 = 9223372036854775808.0, two64 = 18446744073709551616.0;
+  if (t >= -two63 && t < two63) return (T)(int64_t)t;
+  if (t >= two63 && t < two64) return (T)(uint64_t)t;
+  return (T)(t < 0 ? (int64_t)(-9223372036854775807LL - 1) : (int64_t)9223372036854775807LL);
+}
+template <>
+inline __attribute__((always_inline)) uint64_t kiln_f2i<uint64_t>(double v) {
+  if (v != v) return 0;
+  const double t = __builtin_trunc(v);
+  const double two63 = 9223372036854775808.0, two64 = 18446744073709551616.0;
+  if (t >= -two63 && t < two63) return (uint64_t)(int64_t)t;
+  if (t >= two63 && t < two64) return (uint64_t)t;
+  return t < 0 ? 0 : ~(uint64_t)0;
+}
+
+template <class T> KILN_INLINE T kiln_min(T a, T b) { return a < b ? a : b; }
+template <class T> KILN_INLINE T kiln_max(T a, T b) { return a < b ? b : a; }
+// NaN-propagating maximum/minimum (torch.maximum/minimum).
+template <class T> KILN_INLINE T kiln_maximum(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+template <class T> KILN_INLINE T kiln_minimum(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+
+// Integer division by zero has no defined value in generated code; it gives 0 (the eager
+// kernels raise instead: Note [Integer division by zero] in src/codegen/cpp/printer.cpp).
+template <class T> KILN_INLINE T kiln_truncdiv(T a, T b) {
+  if (b == 0) return 0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
+  return a / b;
+}
+template <class T> KILN_INLINE T kiln_floordiv(T a, T b) {
+  if (b == 0) return 0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
+  T q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+template <class T> KILN_INLINE T kiln_remainder(T a, T b) {
+  if (b == 0) return 0;
+  if ((T)-1 < (T)0 && b == (T)-1) return 0;
+  T r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+template <class T> KILN_INLINE T kiln_fmod_int(T a, T b) {
+  if (b == 0) return 0;
+  if ((T)-1 < (T)0 && b == (T)-1) return 0;
+  return a % b;
+}
+KILN_INLINE float kiln_floordiv_f(float a, float b) { return __builtin_floorf(a / b); }
+KILN_INLINE double kiln_floordiv_f(double a, double b) { return __builtin_floor(a / b); }
+KILN_INLINE float kiln_remainder_f(float a, float b) {
+  float r = __builtin_fmodf(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+KILN_INLINE double kiln_remainder_f(double a, double b) {
+  double r = __builtin_fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+// Shifts: by a negative amount or by >= the bit width give 0 (or -1 for a negative signed
+// right shift), as the eager kernels do; unsigned right shifts are logical.
+template <class T> KILN_INLINE T kiln_lshift(T a, T b) {
+  if (b < 0 || (uint64_t)b >= sizeof(T) * 8) return 0;
+  return (T)((uint64_t)a << b);
+}
+template <class T> KILN_INLINE T kiln_rshift(T a, T b) {
+  if (b < 0 || (uint64_t)b >= sizeof(T) * 8) return (T)-1 < (T)0 && a < 0 ? (T)-1 : (T)0;
+  return (T)(a >> b);
+}
+template <class T> KILN_INLINE T kiln_ipow(T base, T exp) {
+  if ((T)-1 < (T)0 && exp < 0) {
+    if (base == 1) return 1;
+    if (base == (T)-1) return (exp & 1) ? (T)-1 : (T)1;
+    return 0;
+  }
+  T result = 1;
+  uint64_t e = (uint64_t)exp;
+  while (e) {
+    if (e & 1) result = (T)(result * base);
+    base = (T)(base * base);
+    e >>= 1;
+  }
+  return result;
+}
+template <class T> KILN_INLINE T kiln_sign(T x) { return (T)((T)0 < x) - (T)(x < (T)0); }
+KILN_INLINE float kiln_sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
+KILN_INLINE double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
+KILN_INLINE float kiln_round(float x) { return __builtin_nearbyintf(x); }
+KILN_INLINE double kiln_round(double x) { return __builtin_nearbyint(x); }
+KILN_INLINE float kiln_frac(float x) { return x - __builtin_truncf(x); }
+KILN_INLINE double kiln_frac(double x) { return x - __builtin_trunc(x); }
+KILN_INLINE float kiln_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
+KILN_INLINE double kiln_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
+KILN_INLINE bool kiln_isinf(double x) { return __builtin_isinf(x); }
+KILN_INLINE bool kiln_isfinite(double x) { return __builtin_isfinite(x); }
+
+// Reductions. Welford's update for mean and m2 (sum of squared deviations).
+struct kiln_welford_f { float mean, m2, n; };
+struct kiln_welford_d { double mean, m2, n; };
+template <class W, class T> KILN_INLINE void kiln_welford_add(W& w, T x) {
+  w.n += 1;
+  const T delta = x - w.mean;
+  w.mean += delta / w.n;
+  w.m2 += delta * (x - w.mean);
+}
+template <class W> KILN_INLINE W kiln_welford_merge(W a, W b) {
+  if (b.n == 0) return a;
+  if (a.n == 0) return b;
+  W r;
+  r.n = a.n + b.n;
+  const auto delta = b.mean - a.mean;
+  r.mean = a.mean + delta * (b.n / r.n);
+  r.m2 = a.m2 + b.m2 + delta * delta * (a.n * b.n / r.n);
+  return r;
+}
+// argmax/argmin: the first index of the extreme; NaN counts as the extreme.
+template <class T> KILN_INLINE void kiln_argmax_add(T& best, int64_t& at, T x, int64_t i) {
+  if (at < 0 || (!(best != best) && (x != x || x > best))) { best = x; at = i; }
+}
+template <class T> KILN_INLINE void kiln_argmin_add(T& best, int64_t& at, T x, int64_t i) {
+  if (at < 0 || (!(best != best) && (x != x || x < best))) { best = x; at = i; }
+}
+)PRELUDE";
+
+// Note [Generated vector math]
+// The vector path is 8 float32 lanes (AVX2) as a GCC/clang vector type, so arithmetic and
+// comparisons are plain operators and the code needs no <immintrin.h>. Transcendental functions
+// call SLEEF's AVX2 entry points (libsleef, linked into every kernel library) with its documented
+// error bounds: exp, log, log2, log10, log1p, expm1, exp2, sin, cos, tan, tanh, erf, pow, atan2
+// and the inverse trigonometric functions within 1.0 ULP (the _u10 variants), hypot within 0.5
+// ULP, sqrt correctly rounded. The scalar tail uses libm, which is within 1 ULP for the same
+// functions, so a value may differ in its last bit between a vector lane and the tail (and from
+// the eager kernels, which use Highway's polynomials): float32 results are compared with a
+// relative tolerance of 1e-5 (Note [Compiled tolerances] in tests/capture/compare.h).
+constexpr const char* kVectorPrelude = R"PRELUDE(
+typedef float kf8 __attribute__((vector_size(32)));
+typedef int32_t ki8 __attribute__((vector_size(32)));
+typedef float kf8u __attribute__((vector_size(32), aligned(4)));
+KILN_INLINE kf8 kiln_loadu(const float* p) { return *(const kf8u*)p; }
+KILN_INLINE void kiln_storeu(float* p, kf8 v) { *(kf8u*)p = v; }
+KILN_INLINE kf8 kiln_splat(float x) { return (kf8){x, x, x, x, x, x, x, x}; }
+KILN_INLINE kf8 kiln_gather(const float* p, int64_t stride) {
+  return (kf8){p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride], p[5 * stride],
+               p[6 * stride], p[7 * stride]};
+}
+KILN_INLINE kf8 kiln_gather_h(const uint16_t* p, int64_t stride) {
+  kf8 r;
+  for (int k = 0; k < 8; ++k) r[k] = kiln_h2f(p[k * stride]);
+  return r;
+}
+KILN_INLINE kf8 kiln_gather_bf(const uint16_t* p, int64_t stride) {
+  kf8 r;
+  for (int k = 0; k < 8; ++k) r[k] = kiln_bf2f(p[k * stride]);
+  return r;
+}
+KILN_INLINE kf8 kiln_select(ki8 m, kf8 a, kf8 b) {
+  return (kf8)(((ki8)a & m) | ((ki8)b & ~m));
+}
+KILN_INLINE ki8 kiln_isnan(kf8 x) { return x != x; }
+KILN_INLINE kf8 kiln_maximum(kf8 a, kf8 b) {
+  kf8 r = kiln_select(a < b, b, a);
+  r = kiln_select(b != b, b, r);
+  return kiln_select(a != a, a, r);
+}
+KILN_INLINE kf8 kiln_minimum(kf8 a, kf8 b) {
+  kf8 r = kiln_select(b < a, b, a);
+  r = kiln_select(b != b, b, r);
+  return kiln_select(a != a, a, r);
+}
+KILN_INLINE kf8 kiln_mask_to_float(ki8 m) { return kiln_select(m, kiln_splat(1.0f), kiln_splat(0.0f)); }
+KILN_INLINE float kiln_hsum(kf8 v) {
+  float s = 0;
+  for (int k = 0; k < 8; ++k) s += v[k];
+  return s;
+}
+KILN_INLINE float kiln_hprod(kf8 v) {
+  float s = 1;
+  for (int k = 0; k < 8; ++k) s *= v[k];
+  return s;
+}
+KILN_INLINE float kiln_hmax(kf8 v) {
+  float s = v[0];
+  for (int k = 1; k < 8; ++k) s = kiln_maximum(s, v[k]);
+  return s;
+}
+KILN_INLINE float kiln_hmin(kf8 v) {
+  float s = v[0];
+  for (int k = 1; k < 8; ++k) s = kiln_minimum(s, v[k]);
+  return s;
+}
+struct kiln_welford_f8 { kf8 mean, m2, n; };
+KILN_INLINE void kiln_welford_add(kiln_welford_f8& w, kf8 x) {
+  w.n += 1.0f;
+  const kf8 delta = x - w.mean;
+  w.mean += delta / w.n;
+  w.m2 += delta * (x - w.mean);
+}
+KILN_INLINE kiln_welford_f kiln_welford_hmerge(const kiln_welford_f8& w) {
+  kiln_welford_f r = {0, 0, 0};
+  for (int k = 0; k < 8; ++k) r = kiln_welford_merge(r, kiln_welford_f{w.mean[k], w.m2[k], w.n[k]});
+  return r;
+}
+extern "C" {
+kf8 Sleef_expf8_u10avx2(kf8);
+kf8 Sleef_exp2f8_u10avx2(kf8);
+kf8 Sleef_expm1f8_u10avx2(kf8);
+kf8 Sleef_logf8_u10avx2(kf8);
+kf8 Sleef_log2f8_u10avx2(kf8);
+kf8 Sleef_log10f8_u10avx2(kf8);
+kf8 Sleef_log1pf8_u10avx2(kf8);
+kf8 Sleef_sinf8_u10avx2(kf8);
+kf8 Sleef_cosf8_u10avx2(kf8);
+kf8 Sleef_tanf8_u10avx2(kf8);
+kf8 Sleef_asinf8_u10avx2(kf8);
+kf8 Sleef_acosf8_u10avx2(kf8);
+kf8 Sleef_atanf8_u10avx2(kf8);
+kf8 Sleef_sinhf8_u10avx2(kf8);
+kf8 Sleef_coshf8_u10avx2(kf8);
+kf8 Sleef_tanhf8_u10avx2(kf8);
+kf8 Sleef_erff8_u10avx2(kf8);
+kf8 Sleef_sqrtf8_u05avx2(kf8);
+kf8 Sleef_powf8_u10avx2(kf8, kf8);
+kf8 Sleef_atan2f8_u10avx2(kf8, kf8);
+kf8 Sleef_hypotf8_u05avx2(kf8, kf8);
+kf8 Sleef_fmodf8_avx2(kf8, kf8);
+}
+KILN_INLINE kf8 kiln_sigmoid(kf8 x) { return 1.0f / (1.0f + Sleef_expf8_u10avx2(-x)); }
+KILN_INLINE kf8 kiln_abs(kf8 x) { return (kf8)((ki8)x & 0x7FFFFFFF); }
+)PRELUDE";
+
+}  // namespace
+
+std::string prelude(bool vectorize) {
+  std::string s = kScalarPrelude;
+  if (vectorize) s += kVectorPrelude;
+  return s;
+}
+
+}  // namespace kiln::codegen

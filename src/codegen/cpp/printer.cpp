@@ -1,0 +1,545 @@
+#include "src/codegen/cpp/printer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "kiln/error.h"
+#include "kiln/half.h"
+
+namespace kiln::codegen {
+
+using lower::BinaryOp;
+using lower::ReductionType;
+using lower::UnaryOp;
+using lower::Val;
+using sym::ExprKind;
+
+const char* value_type(ScalarType dtype) {
+  switch (dtype) {
+    case kBool: return "bool";
+    case kUInt8: return "uint8_t";
+    case kUInt16: return "uint16_t";
+    case kUInt32: return "uint32_t";
+    case kUInt64: return "uint64_t";
+    case kInt8: return "int8_t";
+    case kInt16: return "int16_t";
+    case kInt32: return "int32_t";
+    case kInt64: return "int64_t";
+    case kFloat16:
+    case kBFloat16:
+    case kFloat32: return "float";
+    case kFloat64: return "double";
+  }
+  return "?";
+}
+
+const char* memory_type(ScalarType dtype) {
+  return dtype == kFloat16 || dtype == kBFloat16 ? "uint16_t" : value_type(dtype);
+}
+
+namespace {
+
+std::string int_literal(int64_t v) {
+  if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
+  return fmt::format("{}LL", v);
+}
+
+std::string float_literal(double v, ScalarType dtype) {
+  const bool f32 = dtype != kFloat64;
+  if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v)) {
+    std::string inf = f32 ? "__builtin_inff()" : "__builtin_inf()";
+    return v < 0 ? fmt::format("(-{})", inf) : inf;
+  }
+  // Hex floats are exact.
+  std::string s = fmt::format("{:a}", v);
+  if (f32) return fmt::format("(float){}", s);
+  return s;
+}
+
+bool is_floating_compute(ScalarType t) { return is_floating(t); }
+bool is_unsigned_int(ScalarType t) { return t == kUInt8 || t == kUInt16 || t == kUInt32 || t == kUInt64; }
+
+// The scalar C++ spelling of unary math on a floating value: float uses the `f` builtins.
+std::string math1(const char* name, ScalarType t, const std::string& x) {
+  return fmt::format("__builtin_{}{}({})", name, t == kFloat64 ? "" : "f", x);
+}
+
+std::string join_args(std::span<const sym::ExprPtr> args, const lower::VarRanges& r, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i) s += sep;
+    s += cpp_expr(args[i], r);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
+  switch (e->kind()) {
+    case ExprKind::Integer: return int_literal(e->value());
+    case ExprKind::Symbol: return e->name();
+    case ExprKind::Add: return fmt::format("({})", join_args(e->args(), r, " + "));
+    case ExprKind::Mul: return fmt::format("({})", join_args(e->args(), r, " * "));
+    case ExprKind::FloorDiv:
+    case ExprKind::Mod: {
+      const bool div = e->kind() == ExprKind::FloorDiv;
+      const std::string a = cpp_expr(e->args()[0], r), b = cpp_expr(e->args()[1], r);
+      // Non-negative operands: C's truncating operators are floor division and modulo.
+      if (lower::is_nonnegative(e->args()[0], r) && lower::is_nonnegative(e->args()[1], r))
+        return fmt::format("({} {} {})", a, div ? "/" : "%", b);
+      return fmt::format("kiln_{}<int64_t>({}, {})", div ? "floordiv" : "remainder", a, b);
+    }
+    case ExprKind::Min:
+    case ExprKind::Max: {
+      std::string s = cpp_expr(e->args()[0], r);
+      for (size_t i = 1; i < e->args().size(); ++i)
+        s = fmt::format("kiln_{}<int64_t>({}, {})", e->kind() == ExprKind::Min ? "min" : "max", s,
+                        cpp_expr(e->args()[i], r));
+      return s;
+    }
+    case ExprKind::True: return "true";
+    case ExprKind::False: return "false";
+    case ExprKind::Eq: return fmt::format("({})", join_args(e->args(), r, " == "));
+    case ExprKind::Ne: return fmt::format("({})", join_args(e->args(), r, " != "));
+    case ExprKind::Lt: return fmt::format("({})", join_args(e->args(), r, " < "));
+    case ExprKind::Le: return fmt::format("({})", join_args(e->args(), r, " <= "));
+    case ExprKind::And: return fmt::format("({})", join_args(e->args(), r, " && "));
+    case ExprKind::Or: return fmt::format("({})", join_args(e->args(), r, " || "));
+    case ExprKind::Not: return fmt::format("(!{})", cpp_expr(e->args()[0], r));
+  }
+  return "?";
+}
+
+CppPrinter::CppPrinter(std::string prefix, const lower::VarRanges& ranges, sym::ExprPtr vector_var)
+    : prefix_(std::move(prefix)), ranges_(ranges), vector_var_(vector_var) {}
+
+Val CppPrinter::emit(ScalarType dtype, bool vector, const std::string& expr) {
+  const Val v{static_cast<int32_t>(vals_.size()), dtype};
+  const std::string name = fmt::format("{}t{}", prefix_, v.id);
+  const char* type = vector ? (dtype == kBool ? "ki8" : "kf8") : value_type(dtype);
+  body_.push_back(fmt::format("const {} {} = {};", type, name, expr));
+  vals_.push_back({name, vector});
+  return v;
+}
+
+Val CppPrinter::literal(ScalarType dtype, std::string expr) {
+  const Val v{static_cast<int32_t>(vals_.size()), dtype};
+  vals_.push_back({std::move(expr), false});
+  return v;
+}
+
+std::string CppPrinter::vec(Val v) const {
+  const Repr& r = repr(v);
+  if (r.vector) return r.expr;
+  if (v.dtype == kBool) return fmt::format("((ki8){{}} - (int32_t)({}))", r.expr);
+  if (v.dtype == kFloat32 || v.dtype == kFloat16 || v.dtype == kBFloat16)
+    return fmt::format("kiln_splat({})", r.expr);
+  throw NotVectorizable(fmt::format("a {} value", dtype_name(v.dtype)));
+}
+
+Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
+  const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+  const std::string name(buffer.name);
+  auto scalar_load = [&](const std::string& at) {
+    if (buffer.dtype == kFloat16) return fmt::format("kiln_h2f({}[{}])", name, at);
+    if (buffer.dtype == kBFloat16) return fmt::format("kiln_bf2f({}[{}])", name, at);
+    return fmt::format("{}[{}]", name, at);
+  };
+  if (!vector_mode()) return emit(buffer.dtype, false, scalar_load(cpp_expr(e, ranges_)));
+  auto coef = lower::linear_coefficient(e, vector_var_);
+  if (!coef) throw NotVectorizable("a load whose index is not linear in the vector variable");
+  const std::string at = cpp_expr(e, ranges_);
+  if (*coef == sym::integer(0)) {
+    if (buffer.dtype == kBool) return emit(kBool, false, scalar_load(at));
+    return emit(buffer.dtype, false, scalar_load(at));
+  }
+  const bool reduced = buffer.dtype == kFloat16 || buffer.dtype == kBFloat16;
+  if (buffer.dtype != kFloat32 && !reduced) throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
+  if (*coef == sym::integer(1) && !reduced) return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
+  const std::string stride = cpp_expr(*coef, ranges_);
+  const char* gather = buffer.dtype == kFloat16 ? "kiln_gather_h" : buffer.dtype == kBFloat16 ? "kiln_gather_bf" : "kiln_gather";
+  return emit(buffer.dtype, true, fmt::format("{}({} + {}, {})", gather, name, at, stride));
+}
+
+void CppPrinter::store(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
+  const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+  const std::string at = cpp_expr(e, ranges_), name(buffer.name);
+  if (!vector_mode()) {
+    std::string v = repr(value).expr;
+    if (buffer.dtype == kFloat16) v = fmt::format("kiln_f2h({})", v);
+    if (buffer.dtype == kBFloat16) v = fmt::format("kiln_f2bf({})", v);
+    body_.push_back(fmt::format("{}[{}] = {};", name, at, v));
+    return;
+  }
+  auto coef = lower::linear_coefficient(e, vector_var_);
+  if (buffer.dtype != kFloat32 || !coef || *coef != sym::integer(1))
+    throw NotVectorizable("a store that is not a contiguous float32 store");
+  body_.push_back(fmt::format("kiln_storeu({} + {}, {});", name, at, vec(value)));
+}
+
+Val CppPrinter::index_expr(sym::ExprPtr expr, ScalarType dtype) {
+  const sym::ExprPtr e = lower::simplify_index(expr, ranges_);
+  if (vector_mode()) {
+    auto coef = lower::linear_coefficient(e, vector_var_);
+    if (!coef || *coef != sym::integer(0)) throw NotVectorizable("an index value that varies along the vector");
+  }
+  return emit(dtype, false, fmt::format("({})({})", value_type(dtype), cpp_expr(e, ranges_)));
+}
+
+Val CppPrinter::constant_int(int64_t i, ScalarType dtype) {
+  if (dtype == kBool) return literal(dtype, i ? "true" : "false");
+  if (dtype == kUInt64) return literal(dtype, fmt::format("(uint64_t){}ULL", static_cast<uint64_t>(i)));
+  return literal(dtype, fmt::format("({}){}", value_type(dtype), int_literal(i)));
+}
+
+Val CppPrinter::constant_float(double f, ScalarType dtype) {
+  if (dtype == kFloat16) f = static_cast<float>(Half(static_cast<float>(f)));
+  if (dtype == kBFloat16) f = static_cast<float>(BFloat16(static_cast<float>(f)));
+  return literal(dtype, float_literal(f, dtype));
+}
+
+Val CppPrinter::to_dtype(Val x, ScalarType to) {
+  const ScalarType from = x.dtype;
+  if (from == to) return x;
+  const Repr& r = repr(x);
+  if (r.vector) {
+    // Vector values are float32 lanes (float16/bfloat16 computed as float) or masks.
+    const bool from_float = from == kFloat32 || from == kFloat16 || from == kBFloat16;
+    if (from_float && to == kFloat32) return Val{x.id, to};
+    if (from_float && to == kBool) return emit(kBool, true, fmt::format("({} != 0.0f)", r.expr));
+    if (from == kBool && to == kFloat32) return emit(to, true, fmt::format("kiln_mask_to_float({})", r.expr));
+    throw NotVectorizable(fmt::format("a cast from {} to {}", dtype_name(from), dtype_name(to)));
+  }
+  const std::string& s = r.expr;
+  const bool from_float = is_floating_compute(from);
+  if (to == kBool) return emit(to, false, fmt::format("({} != 0)", s));
+  if (from == kFloat16 && to == kFloat32) return Val{x.id, to};
+  if (from == kBFloat16 && to == kFloat32) return Val{x.id, to};
+  if (to == kFloat16) return emit(to, false, fmt::format("kiln_round_h((float)({}))", s));
+  if (to == kBFloat16) return emit(to, false, fmt::format("kiln_round_bf((float)({}))", s));
+  if (is_floating(to)) return emit(to, false, fmt::format("({})({})", value_type(to), s));
+  if (from_float) return emit(to, false, fmt::format("kiln_f2i<{}>({})", value_type(to), s));
+  return emit(to, false, fmt::format("({})({})", value_type(to), s));
+}
+
+Val CppPrinter::unary(UnaryOp op, Val x) {
+  const ScalarType t = x.dtype;
+  const bool fl = is_floating_compute(t);
+  if (vector_mode() && repr(x).vector) {
+    if (t == kBool) {
+      if (op == UnaryOp::logical_not || op == UnaryOp::bitwise_not) return emit(kBool, true, fmt::format("(~{})", repr(x).expr));
+      throw NotVectorizable("a mask op");
+    }
+    const std::string& v = repr(x).expr;
+    auto sleef = [&](const char* f) { return emit(t, true, fmt::format("Sleef_{}f8_u10avx2({})", f, v)); };
+    switch (op) {
+      case UnaryOp::neg: return emit(t, true, fmt::format("(-{})", v));
+      case UnaryOp::abs: return emit(t, true, fmt::format("kiln_abs({})", v));
+      case UnaryOp::exp: return sleef("exp");
+      case UnaryOp::exp2: return sleef("exp2");
+      case UnaryOp::expm1: return sleef("expm1");
+      case UnaryOp::log: return sleef("log");
+      case UnaryOp::log2: return sleef("log2");
+      case UnaryOp::log10: return sleef("log10");
+      case UnaryOp::log1p: return sleef("log1p");
+      case UnaryOp::sin: return sleef("sin");
+      case UnaryOp::cos: return sleef("cos");
+      case UnaryOp::tan: return sleef("tan");
+      case UnaryOp::asin: return sleef("asin");
+      case UnaryOp::acos: return sleef("acos");
+      case UnaryOp::atan: return sleef("atan");
+      case UnaryOp::sinh: return sleef("sinh");
+      case UnaryOp::cosh: return sleef("cosh");
+      case UnaryOp::tanh: return sleef("tanh");
+      case UnaryOp::erf: return sleef("erf");
+      case UnaryOp::sqrt: return emit(t, true, fmt::format("Sleef_sqrtf8_u05avx2({})", v));
+      case UnaryOp::rsqrt: return emit(t, true, fmt::format("(1.0f / Sleef_sqrtf8_u05avx2({}))", v));
+      case UnaryOp::reciprocal: return emit(t, true, fmt::format("(1.0f / {})", v));
+      case UnaryOp::sigmoid: return emit(t, true, fmt::format("kiln_sigmoid({})", v));
+      case UnaryOp::isnan: return emit(kBool, true, fmt::format("({0} != {0})", v));
+      default: throw NotVectorizable(std::string(lower::name_of(op)));
+    }
+  }
+  const std::string& s = repr(x).expr;
+  const char* T = value_type(t);
+  auto same = [&](const std::string& e) { return emit(t, false, e); };
+  switch (op) {
+    case UnaryOp::neg:
+      if (t == kBool) return same(s);
+      return same(fmt::format("({})(-{})", T, s));
+    case UnaryOp::abs:
+      if (fl) return same(math1("fabs", t, s));
+      if (is_unsigned_int(t) || t == kBool) return same(s);
+      return same(fmt::format("({})({} < 0 ? -{} : {})", T, s, s, s));
+    case UnaryOp::sign:
+      if (t == kBool) return same(s);
+      return same(fmt::format("kiln_sign<{}>({})", T, s));
+    case UnaryOp::floor:
+    case UnaryOp::ceil:
+    case UnaryOp::trunc:
+      if (!fl) return same(s);
+      return same(math1(op == UnaryOp::floor ? "floor" : op == UnaryOp::ceil ? "ceil" : "trunc", t, s));
+    case UnaryOp::round: return fl ? same(fmt::format("kiln_round({})", s)) : same(s);
+    case UnaryOp::frac: return same(fmt::format("kiln_frac({})", s));
+    case UnaryOp::rsqrt: return same(fmt::format("kiln_rsqrt({})", s));
+    case UnaryOp::reciprocal: return same(fmt::format("(({})1 / {})", T, s));
+    case UnaryOp::sigmoid: return same(fmt::format("kiln_sigmoid({})", s));
+    case UnaryOp::logical_not: return emit(kBool, false, fmt::format("(!{})", s));
+    case UnaryOp::bitwise_not:
+      if (t == kBool) return same(fmt::format("(!{})", s));
+      return same(fmt::format("({})(~{})", T, s));
+    case UnaryOp::isnan: return emit(kBool, false, fl ? fmt::format("({} != {})", s, s) : "false");
+    case UnaryOp::isinf: return emit(kBool, false, fl ? fmt::format("kiln_isinf({})", s) : "false");
+    case UnaryOp::isfinite: return emit(kBool, false, fl ? fmt::format("kiln_isfinite({})", s) : "true");
+    case UnaryOp::erfinv:
+      KILN_CHECK(false, NotImplementedError, "codegen: erfinv has no generated form (it runs eagerly)");
+    default: {
+      KILN_CHECK(fl, DTypeError, "codegen: {} of a {} value", lower::name_of(op), dtype_name(t));
+      const std::string name(lower::name_of(op));
+      return same(math1(name.c_str(), t, s));
+    }
+  }
+}
+
+Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
+  const ScalarType t = a.dtype;
+  KILN_CHECK(a.dtype == b.dtype, DTypeError, "codegen: {} of {} and {} values", lower::name_of(op),
+             dtype_name(a.dtype), dtype_name(b.dtype));
+  const bool fl = is_floating_compute(t);
+  if (vector_mode() && (repr(a).vector || repr(b).vector)) {
+    const bool masks = t == kBool;
+    if (!masks && t != kFloat32 && t != kFloat16 && t != kBFloat16) throw NotVectorizable("non-float vector math");
+    const std::string x = vec(a), y = vec(b);
+    auto op2 = [&](const char* o, ScalarType rt) { return emit(rt, true, fmt::format("({} {} {})", x, o, y)); };
+    if (masks) {
+      switch (op) {
+        case BinaryOp::logical_and:
+        case BinaryOp::bitwise_and: return op2("&", kBool);
+        case BinaryOp::logical_or:
+        case BinaryOp::bitwise_or: return op2("|", kBool);
+        case BinaryOp::logical_xor:
+        case BinaryOp::bitwise_xor:
+        case BinaryOp::ne: return op2("^", kBool);
+        default: throw NotVectorizable("a mask op");
+      }
+    }
+    switch (op) {
+      case BinaryOp::add: return op2("+", t);
+      case BinaryOp::sub: return op2("-", t);
+      case BinaryOp::mul: return op2("*", t);
+      case BinaryOp::truediv: return op2("/", t);
+      case BinaryOp::eq: return op2("==", kBool);
+      case BinaryOp::ne: return op2("!=", kBool);
+      case BinaryOp::lt: return op2("<", kBool);
+      case BinaryOp::le: return op2("<=", kBool);
+      case BinaryOp::gt: return op2(">", kBool);
+      case BinaryOp::ge: return op2(">=", kBool);
+      case BinaryOp::maximum: return emit(t, true, fmt::format("kiln_maximum({}, {})", x, y));
+      case BinaryOp::minimum: return emit(t, true, fmt::format("kiln_minimum({}, {})", x, y));
+      case BinaryOp::pow: return emit(t, true, fmt::format("Sleef_powf8_u10avx2({}, {})", x, y));
+      case BinaryOp::atan2: return emit(t, true, fmt::format("Sleef_atan2f8_u10avx2({}, {})", x, y));
+      case BinaryOp::hypot: return emit(t, true, fmt::format("Sleef_hypotf8_u05avx2({}, {})", x, y));
+      default: throw NotVectorizable(std::string(lower::name_of(op)));
+    }
+  }
+  const std::string& x = repr(a).expr;
+  const std::string& y = repr(b).expr;
+  const char* T = value_type(t);
+  auto arith = [&](const char* o) {
+    if (fl) return emit(t, false, fmt::format("({} {} {})", x, o, y));
+    return emit(t, false, fmt::format("({})({} {} {})", T, x, o, y));
+  };
+  auto call = [&](const char* f) { return emit(t, false, fmt::format("{}<{}>({}, {})", f, T, x, y)); };
+  auto cmp = [&](const char* o) { return emit(kBool, false, fmt::format("({} {} {})", x, o, y)); };
+  switch (op) {
+    case BinaryOp::add: return t == kBool ? emit(t, false, fmt::format("({} || {})", x, y)) : arith("+");
+    case BinaryOp::sub: return arith("-");
+    case BinaryOp::mul: return t == kBool ? emit(t, false, fmt::format("({} && {})", x, y)) : arith("*");
+    case BinaryOp::truediv: return arith("/");
+    case BinaryOp::floordiv:
+      if (fl) return emit(t, false, fmt::format("kiln_floordiv_f({}, {})", x, y));
+      return call("kiln_floordiv");
+    case BinaryOp::truncdiv:
+      if (fl) return emit(t, false, math1("trunc", t, fmt::format("{} / {}", x, y)));
+      return call("kiln_truncdiv");
+    case BinaryOp::remainder:
+      if (fl) return emit(t, false, fmt::format("kiln_remainder_f({}, {})", x, y));
+      return call("kiln_remainder");
+    case BinaryOp::fmod:
+      if (fl) return emit(t, false, math1("fmod", t, fmt::format("{}, {}", x, y)));
+      return call("kiln_fmod_int");
+    case BinaryOp::pow:
+      if (fl) return emit(t, false, math1("pow", t, fmt::format("{}, {}", x, y)));
+      return call("kiln_ipow");
+    case BinaryOp::atan2: return emit(t, false, math1("atan2", t, fmt::format("{}, {}", x, y)));
+    case BinaryOp::hypot: return emit(t, false, math1("hypot", t, fmt::format("{}, {}", x, y)));
+    case BinaryOp::maximum: return call("kiln_maximum");
+    case BinaryOp::minimum: return call("kiln_minimum");
+    case BinaryOp::eq: return cmp("==");
+    case BinaryOp::ne: return cmp("!=");
+    case BinaryOp::lt: return cmp("<");
+    case BinaryOp::le: return cmp("<=");
+    case BinaryOp::gt: return cmp(">");
+    case BinaryOp::ge: return cmp(">=");
+    case BinaryOp::logical_and: return emit(kBool, false, fmt::format("((bool){} && (bool){})", x, y));
+    case BinaryOp::logical_or: return emit(kBool, false, fmt::format("((bool){} || (bool){})", x, y));
+    case BinaryOp::logical_xor: return emit(kBool, false, fmt::format("((bool){} != (bool){})", x, y));
+    case BinaryOp::bitwise_and: return t == kBool ? emit(t, false, fmt::format("(bool)({} & {})", x, y)) : arith("&");
+    case BinaryOp::bitwise_or: return t == kBool ? emit(t, false, fmt::format("(bool)({} | {})", x, y)) : arith("|");
+    case BinaryOp::bitwise_xor: return t == kBool ? emit(t, false, fmt::format("(bool)({} ^ {})", x, y)) : arith("^");
+    case BinaryOp::lshift: return call("kiln_lshift");
+    case BinaryOp::rshift: return call("kiln_rshift");
+  }
+  return a;
+}
+
+Val CppPrinter::where(Val cond, Val a, Val b) {
+  if (vector_mode() && (repr(cond).vector || repr(a).vector || repr(b).vector)) {
+    if (a.dtype == kBool) throw NotVectorizable("a mask select");
+    return emit(a.dtype, true, fmt::format("kiln_select({}, {}, {})", vec(cond), vec(a), vec(b)));
+  }
+  return emit(a.dtype, false, fmt::format("({} ? {} : {})", repr(cond).expr, repr(a).expr, repr(b).expr));
+}
+
+namespace {
+
+std::string lowest(ScalarType t) {
+  switch (t) {
+    case kBool: return "false";
+    case kUInt8: case kUInt16: case kUInt32: case kUInt64: return fmt::format("({})0", value_type(t));
+    case kInt8: return "(int8_t)-128";
+    case kInt16: return "(int16_t)-32768";
+    case kInt32: return "(int32_t)(-2147483647 - 1)";
+    case kInt64: return "(-9223372036854775807LL - 1)";
+    case kFloat64: return "(-__builtin_inf())";
+    default: return "(-__builtin_inff())";
+  }
+}
+
+std::string highest(ScalarType t) {
+  switch (t) {
+    case kBool: return "true";
+    case kUInt8: return "(uint8_t)255";
+    case kUInt16: return "(uint16_t)65535";
+    case kUInt32: return "(uint32_t)4294967295U";
+    case kUInt64: return "(uint64_t)18446744073709551615ULL";
+    case kInt8: return "(int8_t)127";
+    case kInt16: return "(int16_t)32767";
+    case kInt32: return "(int32_t)2147483647";
+    case kInt64: return "9223372036854775807LL";
+    case kFloat64: return "__builtin_inf()";
+    default: return "__builtin_inff()";
+  }
+}
+
+}  // namespace
+
+Val CppPrinter::reduction(ReductionType type, Val value) {
+  struct Mark {
+    CppPrinter& p;
+    ~Mark() { p.body_mark_ = p.body_.size(); }
+  } mark{*this};
+  const int k = reductions_++;
+  const std::string acc = fmt::format("{}acc{}", prefix_, k);
+  const ScalarType t = value.dtype;
+  const char* T = value_type(t);
+  const ScalarType result = lower::reduction_result_dtype(type, t);
+  if (vector_mode()) {
+    if (t != kFloat32 && t != kFloat16 && t != kBFloat16) throw NotVectorizable("a non-float reduction");
+    const std::string vacc = fmt::format("{}vacc{}", prefix_, k), x = vec(value);
+    switch (type) {
+      case ReductionType::sum:
+        before_.push_back(fmt::format("kf8 {} = kiln_splat(0.0f);", vacc));
+        body_.push_back(fmt::format("{} = {} + {};", vacc, vacc, x));
+        fold_.push_back(fmt::format("{} = {} + kiln_hsum({});", acc, acc, vacc));
+        break;
+      case ReductionType::prod:
+        before_.push_back(fmt::format("kf8 {} = kiln_splat(1.0f);", vacc));
+        body_.push_back(fmt::format("{} = {} * {};", vacc, vacc, x));
+        fold_.push_back(fmt::format("{} = {} * kiln_hprod({});", acc, acc, vacc));
+        break;
+      case ReductionType::max:
+      case ReductionType::min: {
+        const bool mx = type == ReductionType::max;
+        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc, mx ? lowest(kFloat32) : highest(kFloat32)));
+        body_.push_back(fmt::format("{} = kiln_{}({}, {});", vacc, mx ? "maximum" : "minimum", vacc, x));
+        fold_.push_back(fmt::format("{} = kiln_{}({}, kiln_h{}({}));", acc, mx ? "maximum" : "minimum", acc,
+                                    mx ? "max" : "min", vacc));
+        break;
+      }
+      case ReductionType::welford_mean:
+      case ReductionType::welford_m2: {
+        before_.push_back(fmt::format("kiln_welford_f8 {} = {{kiln_splat(0.0f), kiln_splat(0.0f), kiln_splat(0.0f)}};", vacc));
+        body_.push_back(fmt::format("kiln_welford_add({}, {});", vacc, x));
+        fold_.push_back(fmt::format("{} = kiln_welford_merge({}, kiln_welford_hmerge({}));", acc, acc, vacc));
+        break;
+      }
+      default:
+        throw NotVectorizable(std::string(lower::name_of(type)));
+    }
+    return literal(result, acc);
+  }
+  const std::string& x = repr(value).expr;
+  switch (type) {
+    case ReductionType::sum:
+      before_.push_back(fmt::format("{} {} = 0;", T, acc));
+      body_.push_back(t == kBool ? fmt::format("{} = {} || {};", acc, acc, x)
+                                 : fmt::format("{} = ({})({} + {});", acc, T, acc, x));
+      return literal(result, acc);
+    case ReductionType::prod:
+      before_.push_back(fmt::format("{} {} = 1;", T, acc));
+      body_.push_back(t == kBool ? fmt::format("{} = {} && {};", acc, acc, x)
+                                 : fmt::format("{} = ({})({} * {});", acc, T, acc, x));
+      return literal(result, acc);
+    case ReductionType::max:
+    case ReductionType::min: {
+      const bool mx = type == ReductionType::max;
+      before_.push_back(fmt::format("{} {} = {};", T, acc, mx ? lowest(t) : highest(t)));
+      body_.push_back(fmt::format("{} = kiln_{}<{}>({}, {});", acc, mx ? "maximum" : "minimum", T, acc, x));
+      return literal(result, acc);
+    }
+    case ReductionType::any:
+      before_.push_back(fmt::format("bool {} = false;", acc));
+      body_.push_back(fmt::format("{} = {} || (bool){};", acc, acc, x));
+      return literal(result, acc);
+    case ReductionType::all:
+      before_.push_back(fmt::format("bool {} = true;", acc));
+      body_.push_back(fmt::format("{} = {} && (bool){};", acc, acc, x));
+      return literal(result, acc);
+    case ReductionType::argmax:
+    case ReductionType::argmin:
+      before_.push_back(fmt::format("{} {} = 0;", T, acc));
+      before_.push_back(fmt::format("int64_t {}_i = -1;", acc));
+      body_.push_back(fmt::format("kiln_{}_add<{}>({}, {}_i, {}, {});",
+                                  type == ReductionType::argmax ? "argmax" : "argmin", T, acc, acc, x, rlinear_));
+      return literal(result, fmt::format("{}_i", acc));
+    case ReductionType::welford_mean:
+    case ReductionType::welford_m2: {
+      KILN_CHECK(is_floating(t), DTypeError, "codegen: a welford reduction of {}", dtype_name(t));
+      before_.push_back(fmt::format("{} {} = {{0, 0, 0}};", t == kFloat64 ? "kiln_welford_d" : "kiln_welford_f", acc));
+      body_.push_back(fmt::format("kiln_welford_add({}, {});", acc, x));
+      return literal(result, fmt::format("{}{}", acc, type == ReductionType::welford_mean ? ".mean" : ".m2"));
+    }
+  }
+  return value;
+}
+
+void CppPrinter::store_reduction(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
+  if (vector_mode()) {
+    body_.resize(body_mark_);  // the scalar printer of the same body emits the store
+    return;
+  }
+  const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+  std::string v = repr(value).expr;
+  if (buffer.dtype == kFloat16) v = fmt::format("kiln_f2h({})", v);
+  if (buffer.dtype == kBFloat16) v = fmt::format("kiln_f2bf({})", v);
+  // Statements made after the reduction (the cast of the result) belong after the loops too.
+  after_.insert(after_.end(), body_.begin() + body_mark_, body_.end());
+  body_.resize(body_mark_);
+  after_.push_back(fmt::format("{}[{}] = {};", std::string(buffer.name), cpp_expr(e, ranges_), v));
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,85 @@
+// The C++ printing handler (Note [Define-by-run loop bodies] in src/lower/ops_handler.h): running
+// a loop body under it appends C++ statements that compute the body for the current loop
+// variables, in scalar form or, in vector mode, for 8 consecutive values of the innermost loop
+// variable at once (Note [Generated vector math] in prelude.cpp).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "src/lower/index_simplify.h"
+#include "src/lower/ops_handler.h"
+
+namespace kiln::codegen {
+
+// Thrown by the printer in vector mode for a body it cannot vectorize (the emitter then uses the
+// scalar loop alone). Never escapes codegen.
+struct NotVectorizable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The C type of a value of `dtype` in generated code (float16/bfloat16 compute as float).
+const char* value_type(ScalarType dtype);
+// The C type of an element of a buffer of `dtype` in memory.
+const char* memory_type(ScalarType dtype);
+// An index expression as C++ (int64 arithmetic).
+std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& ranges);
+
+class CppPrinter : public lower::OpsHandler {
+ public:
+  // `vector_var`: the loop variable whose 8 consecutive values one vector statement computes;
+  // nullptr for scalar code. `ranges` are the loop variables' ranges (for index simplification).
+  // Names of statements and accumulators get `prefix`, so several bodies can share a scope.
+  CppPrinter(std::string prefix, const lower::VarRanges& ranges, sym::ExprPtr vector_var);
+
+  // Statements before the loops (accumulator declarations), in the loop body, and after the
+  // loops (reduction stores).
+  const std::vector<std::string>& before() const { return before_; }
+  const std::vector<std::string>& body() const { return body_; }
+  const std::vector<std::string>& after() const { return after_; }
+
+  lower::Val load(lower::BufferRef buffer, sym::ExprPtr index) override;
+  void store(lower::BufferRef buffer, sym::ExprPtr index, lower::Val value) override;
+  lower::Val index_expr(sym::ExprPtr expr, ScalarType dtype) override;
+  lower::Val constant_int(int64_t i, ScalarType dtype) override;
+  lower::Val constant_float(double f, ScalarType dtype) override;
+  lower::Val to_dtype(lower::Val x, ScalarType dtype) override;
+  lower::Val unary(lower::UnaryOp op, lower::Val x) override;
+  lower::Val binary(lower::BinaryOp op, lower::Val a, lower::Val b) override;
+  lower::Val where(lower::Val cond, lower::Val a, lower::Val b) override;
+  lower::Val reduction(lower::ReductionType type, lower::Val value) override;
+  void store_reduction(lower::BufferRef buffer, sym::ExprPtr index, lower::Val value) override;
+
+  // For a vectorized reduction: the statements that fold the vector accumulators into the
+  // scalar ones (which the scalar printer of the same body declared), run between the vector
+  // loop and the scalar tail loop.
+  const std::vector<std::string>& fold() const { return fold_; }
+  // The linear index of the reduction loop (for argmax/argmin), set by the emitter.
+  void set_reduction_linear_index(std::string expr) { rlinear_ = std::move(expr); }
+
+ private:
+  struct Repr {
+    std::string expr;
+    bool vector = false;
+  };
+  lower::Val emit(ScalarType dtype, bool vector, const std::string& expr);
+  lower::Val literal(ScalarType dtype, std::string expr);
+  const Repr& repr(lower::Val v) const { return vals_.at(v.id); }
+  // The operand as a vector expression (splats a scalar).
+  std::string vec(lower::Val v) const;
+  bool vector_mode() const { return vector_var_ != nullptr; }
+  std::string index(sym::ExprPtr e) const { return cpp_expr(lower::simplify_index(e, ranges_), ranges_); }
+
+  std::string prefix_;
+  lower::VarRanges ranges_;
+  sym::ExprPtr vector_var_;
+  std::vector<Repr> vals_;
+  std::vector<std::string> before_, body_, after_, fold_;
+  std::string rlinear_ = "0";
+  int reductions_ = 0;
+  size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
+};
+
+}  // namespace kiln::codegen

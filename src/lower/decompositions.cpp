@@ -1,0 +1,129 @@
+// The decomposition pass (Note [What a decomposition keeps] in decompositions.h) and the table
+// the op family files in decomp/ fill.
+#include "src/lower/decompositions.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "src/lower/decomp/table.h"
+
+namespace kiln::lower {
+
+void DecompositionTable::add(std::string_view op, DecompositionFn fn) {
+  const OpId id = op_id(op);
+  if (by_id_.size() <= id) by_id_.resize(id + 1, nullptr);
+  KILN_CHECK(by_id_[id] == nullptr, ValueError, "decompose: {} has two decompositions", op);
+  by_id_[id] = fn;
+  entries_.emplace_back(id, fn);
+}
+
+DecompositionFn DecompositionTable::find(OpId op) const {
+  return op < by_id_.size() ? by_id_[op] : nullptr;
+}
+
+namespace {
+
+// Built on first use; marks each decomposed op in the op table (OpDef::has_decomposition), so
+// `kiln ops` and the op harness can list them.
+const DecompositionTable& table() {
+  static const DecompositionTable t = [] {
+    DecompositionTable t;
+    register_activation_decompositions(t);
+    register_reduce_decompositions(t);
+    register_norm_decompositions(t);
+    register_loss_decompositions(t);
+    register_linalg_decompositions(t);
+    register_inplace_decompositions(t);
+    for (const auto& [id, fn] : t.entries())
+      OpRegistry::instance().get_mutable(id).has_decomposition = true;
+    return t;
+  }();
+  return t;
+}
+
+// A replacement must be a value the decomposition created, with the output's exact meta.
+void check_replacement(const graph::Node& node, size_t i, const Value* v, const DecompBuilder& b) {
+  const std::vector<graph::Node*>& emitted = b.emitted();
+  KILN_CHECK(v != nullptr && v->producer() != nullptr &&
+                 std::find(emitted.begin(), emitted.end(), v->producer()) != emitted.end(),
+             Error,
+             "decompose: internal error: the decomposition of `{}` returned {} for output {}, "
+             "which it did not create",
+             graph::to_string(node), v == nullptr ? std::string("null") : v->name(), i);
+  graph::TensorMeta expected = node.output(i)->meta();
+  expected.requires_grad = v->meta().requires_grad;
+  KILN_CHECK(expected == v->meta(), Error,
+             "decompose: internal error: the decomposition of `{}` gives output {} the meta {}, "
+             "but the op's is {}",
+             graph::to_string(node), i, graph::to_string(v->meta()),
+             graph::to_string(node.output(i)->meta()));
+}
+
+// Rewrites one call; returns the nodes it created.
+std::vector<graph::Node*> decompose_node(graph::Graph& g, graph::Node* node, DecompositionFn fn) {
+  DecompBuilder b(g, *node);
+  const std::vector<Value*> replacements = fn(b);
+  KILN_CHECK(replacements.size() == node->outputs().size(), Error,
+             "decompose: internal error: the decomposition of `{}` returned {} values for {} "
+             "outputs",
+             graph::to_string(*node), replacements.size(), node->outputs().size());
+  for (size_t i = 0; i < replacements.size(); ++i) {
+    check_replacement(*node, i, replacements[i], b);
+    replacements[i]->mutable_meta().requires_grad = node->output(i)->meta().requires_grad;
+  }
+  for (size_t i = 0; i < replacements.size(); ++i)
+    g.replace_all_uses(node->output(i), replacements[i]);
+  g.erase_node(node);
+  return b.emitted();
+}
+
+// Decompositions call other decomposed ops (layer_norm -> native_layer_norm -> mean ...); the
+// deepest chain is a few levels. A cycle would be a bug in the table.
+constexpr int kMaxRounds = 16;
+
+}  // namespace
+
+bool has_decomposition(OpId op) { return table().find(op) != nullptr; }
+
+std::vector<std::string> decomposed_op_names() {
+  std::vector<std::string> names;
+  for (const auto& [id, fn] : table().entries())
+    names.push_back(OpRegistry::instance().get(id).name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void decompose(graph::Graph& g) { decompose(g, {}); }
+
+void decompose(graph::Graph& g, std::span<const std::string_view> keep) {
+  const DecompositionTable& t = table();
+  std::unordered_set<OpId> kept;
+  for (std::string_view name : keep) kept.insert(op_id(name));
+  std::unordered_set<graph::Node*> created;
+  for (int round = 0;; ++round) {
+    bool changed = false;
+    for (graph::Node* node : g.calls()) {
+      const DecompositionFn fn = kept.count(node->op()) ? nullptr : t.find(node->op());
+      if (fn == nullptr) continue;
+      KILN_CHECK(round < kMaxRounds, Error,
+                 "decompose: internal error: `{}` is still decomposable after {} rounds (a cycle "
+                 "in the decomposition table?)",
+                 graph::to_string(*node), kMaxRounds);
+      for (graph::Node* n : decompose_node(g, node, fn)) created.insert(n);
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  // Parts of a decomposition nobody reads (the mean of a layer_norm whose statistics are
+  // unused): removed in reverse program order, so their own inputs become unused in turn.
+  const std::vector<graph::Node*> calls = g.calls();
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+    graph::Node* node = *it;
+    if (created.count(node) == 0 || node->has_side_effects()) continue;
+    bool used = false;
+    for (const Value* v : node->outputs()) used |= !v->users().empty();
+    if (!used) g.erase_node(node);
+  }
+}
+
+}  // namespace kiln::lower

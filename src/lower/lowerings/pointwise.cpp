@@ -1,0 +1,191 @@
+// Lowerings of the pointwise ops: unary math, binary arithmetic, comparisons, logical and bitwise
+// ops, where, clamp, casts. Each builds one Pointwise body over the broadcast output shape; dtypes
+// follow Note [Typed values] in ops_handler.h (cast to the compute dtype, compute, cast to the
+// output dtype).
+#include <string>
+
+#include "kiln/error.h"
+#include "src/lower/lowerings/common.h"
+
+namespace kiln::lower {
+namespace {
+
+// The loader of operand `i` (tensor or Scalar) as a value of `dtype`, broadcast to `sizes`.
+std::function<Val(const Index&)> operand_loader(GraphLowering& l, const graph::Node& node, size_t i,
+                                                const std::vector<ExprPtr>& sizes, ScalarType dtype) {
+  const graph::Arg& a = node.args()[i];
+  if (a.is_value()) {
+    Loader ld = broadcast_loader(l.box(a.as_value()), sizes);
+    return [ld, dtype](const Index& idx) { return cast(ld(idx), dtype); };
+  }
+  const Scalar s = a.as_constant().scalar();
+  return [s, dtype](const Index&) { return scalar_constant(s, dtype); };
+}
+
+std::vector<TensorBox> one(TensorBox b) { return {std::move(b)}; }
+
+void register_unary(const char* name, UnaryOp op) {
+  register_lowering(name, [op](GraphLowering& l, const graph::Node& node) {
+    const graph::TensorMeta& out = out_meta(node);
+    const bool to_bool = produces_bool(op);
+    const TensorBox& x = arg_box(l, node, 0);
+    // Bool-producing ops test the input in its own dtype; the others compute in the output's.
+    const ScalarType c = compute_type(to_bool ? x.dtype() : out.dtype);
+    Loader ld = x.make_loader();
+    const ScalarType out_dtype = out.dtype;
+    return one(make_pointwise(out_dtype, to_exprs(out.sizes), [ld, op, c, out_dtype](const Index& i) {
+      return cast(unary(op, cast(ld(i), c)), out_dtype);
+    }));
+  });
+}
+
+// `compare`: the operands are cast to their result type (comparisons) or to bool (logical ops);
+// otherwise to the output dtype.
+enum class Operands { OutputDtype, ResultType, Bool };
+
+void register_binary(const char* name, BinaryOp op, Operands how, bool has_alpha = false) {
+  register_lowering(name, [op, how, has_alpha, name](GraphLowering& l, const graph::Node& node) {
+    const graph::TensorMeta& out = out_meta(node);
+    const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
+    ScalarType c = compute_type(out.dtype);
+    if (how == Operands::ResultType) c = compute_type(operands_result_type(node, name));
+    if (how == Operands::Bool) c = kBool;
+    auto a = operand_loader(l, node, 0, sizes, c);
+    auto b = operand_loader(l, node, 1, sizes, c);
+    std::optional<Scalar> alpha;
+    if (has_alpha && has_arg(node, 2)) {
+      alpha = arg_constant(node, 2).scalar();
+      if (*alpha == Scalar(1)) alpha.reset();
+    }
+    const ScalarType out_dtype = out.dtype;
+    return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
+      Val bv = b(i);
+      if (alpha) bv = binary(BinaryOp::mul, bv, scalar_constant(*alpha, c));
+      return cast(binary(op, a(i), bv), out_dtype);
+    }));
+  });
+}
+
+// where(cond, self, other) with any of self/other a Scalar (the .Scalar* overloads).
+std::vector<TensorBox> lower_where(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
+  const ScalarType c = compute_type(out.dtype);
+  Loader cond = broadcast_loader(arg_box(l, node, 0), sizes);
+  auto a = operand_loader(l, node, 1, sizes, c);
+  auto b = operand_loader(l, node, 2, sizes, c);
+  const ScalarType out_dtype = out.dtype;
+  return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
+    return cast(where(cast(cond(i), kBool), a(i), b(i)), out_dtype);
+  }));
+}
+
+// clamp(self, min?, max?) with Scalar or Tensor bounds: max(min(x, hi), lo) with NaN propagating
+// from x (maximum/minimum propagate NaN).
+std::vector<TensorBox> lower_clamp(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
+  const ScalarType c = compute_type(out.dtype);
+  auto x = operand_loader(l, node, 0, sizes, c);
+  std::function<Val(const Index&)> lo, hi;
+  if (has_arg(node, 1)) lo = operand_loader(l, node, 1, sizes, c);
+  if (has_arg(node, 2)) hi = operand_loader(l, node, 2, sizes, c);
+  const ScalarType out_dtype = out.dtype;
+  return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
+    Val v = x(i);
+    if (lo) v = binary(BinaryOp::maximum, v, lo(i));
+    if (hi) v = binary(BinaryOp::minimum, v, hi(i));
+    return cast(v, out_dtype);
+  }));
+}
+
+std::vector<TensorBox> lower_relu(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  Loader x = arg_box(l, node, 0).make_loader();
+  const ScalarType c = compute_type(out.dtype), out_dtype = out.dtype;
+  return one(make_pointwise(out_dtype, to_exprs(out.sizes), [=](const Index& i) {
+    Val v = cast(x(i), c);
+    // relu keeps NaN: where(v > 0, v, 0) would drop it; eager's relu is max(v, 0) with NaN kept.
+    Val zero = constant(0, c);
+    Val r = where(binary(BinaryOp::lt, v, zero), zero, v);
+    return cast(r, out_dtype);
+  }));
+}
+
+// _to_copy(self, dtype), clone(self): a pointwise copy (a cast for _to_copy).
+std::vector<TensorBox> lower_copy(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  Loader x = arg_box(l, node, 0).make_loader();
+  const ScalarType out_dtype = out.dtype;
+  return one(make_pointwise(out_dtype, to_exprs(out.sizes), [=](const Index& i) {
+    return cast(x(i), out_dtype);
+  }));
+}
+
+// div(self, other, rounding_mode): "" true division, "floor", "trunc".
+std::vector<TensorBox> lower_div(GraphLowering& l, const graph::Node& node) {
+  const graph::TensorMeta& out = out_meta(node);
+  const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
+  const ScalarType c = compute_type(out.dtype);
+  std::string mode = has_arg(node, 2) ? arg_constant(node, 2).string() : std::string();
+  const BinaryOp op = mode.empty() ? BinaryOp::truediv
+                      : mode == "floor" ? BinaryOp::floordiv
+                                        : BinaryOp::truncdiv;
+  auto a = operand_loader(l, node, 0, sizes, c);
+  auto b = operand_loader(l, node, 1, sizes, c);
+  const ScalarType out_dtype = out.dtype;
+  return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
+    return cast(binary(op, a(i), b(i)), out_dtype);
+  }));
+}
+
+}  // namespace
+
+void register_pointwise_lowerings() {
+#define KILN_REGISTER_UNARY(name) register_unary(#name, UnaryOp::name);
+  KILN_LOOP_UNARY_OPS(KILN_REGISTER_UNARY)
+#undef KILN_REGISTER_UNARY
+
+  using O = Operands;
+  for (auto [base, op] : {std::pair{"add", BinaryOp::add}, {"sub", BinaryOp::sub}}) {
+    register_binary(base, op, O::OutputDtype, true);
+    register_binary((std::string(base) + ".Scalar").c_str(), op, O::OutputDtype, true);
+  }
+  for (auto [base, op] : {std::pair{"mul", BinaryOp::mul}, {"remainder", BinaryOp::remainder},
+                          {"fmod", BinaryOp::fmod}, {"bitwise_and", BinaryOp::bitwise_and},
+                          {"bitwise_or", BinaryOp::bitwise_or}, {"bitwise_xor", BinaryOp::bitwise_xor}}) {
+    register_binary(base, op, O::OutputDtype);
+    register_binary((std::string(base) + ".Scalar").c_str(), op, O::OutputDtype);
+  }
+  register_binary("pow", BinaryOp::pow, O::OutputDtype);
+  register_binary("pow.Tensor_Scalar", BinaryOp::pow, O::OutputDtype);
+  for (auto [name, op] : {std::pair{"maximum", BinaryOp::maximum}, {"minimum", BinaryOp::minimum},
+                          {"atan2", BinaryOp::atan2}, {"hypot", BinaryOp::hypot},
+                          {"bitwise_left_shift", BinaryOp::lshift},
+                          {"bitwise_right_shift", BinaryOp::rshift}}) {
+    register_binary(name, op, O::OutputDtype);
+  }
+  for (auto [base, op] : {std::pair{"eq", BinaryOp::eq}, {"ne", BinaryOp::ne}, {"lt", BinaryOp::lt},
+                          {"le", BinaryOp::le}, {"gt", BinaryOp::gt}, {"ge", BinaryOp::ge}}) {
+    register_binary(base, op, O::ResultType);
+    register_binary((std::string(base) + ".Scalar").c_str(), op, O::ResultType);
+  }
+  for (auto [name, op] : {std::pair{"logical_and", BinaryOp::logical_and},
+                          {"logical_or", BinaryOp::logical_or},
+                          {"logical_xor", BinaryOp::logical_xor}}) {
+    register_binary(name, op, O::Bool);
+  }
+  register_lowering("where", lower_where);
+  register_lowering("where.ScalarSelf", lower_where);
+  register_lowering("where.ScalarOther", lower_where);
+  register_lowering("where.Scalar", lower_where);
+  register_lowering("clamp", lower_clamp);
+  register_lowering("clamp.Tensor", lower_clamp);
+  register_lowering("relu", lower_relu);
+  register_lowering("_to_copy", lower_copy);
+  register_lowering("clone", lower_copy);
+  register_lowering("div", lower_div);
+  register_lowering("div.Scalar", lower_div);
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,81 @@
+// Runs fuzz programs through kiln::compile and compares them with eager (issue 5, "Correctness").
+// The backend is a name (CompileOptions::backend): the fuzzer knows nothing about any backend.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/fuzz/fuzz_generator.h"
+#include "tests/fuzz/fuzz_program.h"
+
+namespace kiln::fuzz {
+
+// The backend the fuzz test and kiln-fuzz use when KILN_FUZZ_BACKEND is not set: the one
+// kiln::compile defaults to.
+inline constexpr const char* kDefaultFuzzBackend = "inductor";
+// KILN_FUZZ_BACKEND when set and non-empty, else kDefaultFuzzBackend.
+std::string backend_from_environment();
+
+struct RunOptions {
+  std::string backend = kDefaultFuzzBackend;
+  bool dynamic = false;  // compile with every dim symbolic (CompileOptions::dynamic = true)
+  bool minimize = true;  // shrink a failing program before reporting it
+  // Programs compiled together as one function (run_batch): with a code-generating backend one
+  // compiler run serves several programs. A group that fails is rechecked program by program.
+  int programs_per_compile = 8;
+  GeneratorOptions generator;
+};
+
+// Compares compiled (under options.backend) with eager for one program: an empty string when
+// they agree, else what differs (output index, element, both values, the allowed error).
+std::string check_program(const Program& program, const RunOptions& options);
+// The same for several programs compiled as one function (their graphs side by side): one
+// message per program. A failure to compile or run the function is reported for each program.
+std::vector<std::string> check_programs(const std::vector<Program>& programs,
+                                        const RunOptions& options);
+
+// One output under its ValueInfo's rule (Note [Fuzzer numerics]): exact values bit for bit,
+// inexact floating values within tol * (|eager| + scale); NaN and inf positions always exactly.
+// Empty when they agree.
+std::string compare_value(const Tensor& compiled, const Tensor& eager, const ValueInfo& info);
+
+// A smaller program (fewer outputs and steps) for which `fails` still holds: first a single
+// output, then the earliest value that alone still fails. Each try costs one compile.
+Program minimize(const Program& program, const std::function<bool(const Program&)>& fails);
+
+// The report of a failing program: seed, index, the command that reruns it, the program and its
+// minimized form with their mismatches.
+std::string failure_report(const Program& program, const std::string& mismatch,
+                           const RunOptions& options);
+
+struct BatchResult {
+  int64_t programs = 0;
+  int64_t steps = 0;
+  std::vector<std::string> failures;  // one failure_report each
+  double seconds = 0;
+};
+
+// Generates and checks programs start, ..., start + count - 1 of `seed`. With `log`, prints
+// every program and its outcome (verbose) or only failures.
+BatchResult run_batch(uint64_t seed, int64_t start, int64_t count, const RunOptions& options,
+                      std::ostream* log = nullptr, bool verbose = false);
+
+// What a set of programs exercises, for the coverage test and `kiln-fuzz --coverage`.
+struct Coverage {
+  std::map<std::string, int> ops;          // op name -> steps calling it
+  std::map<ScalarType, int> input_dtypes;  // dtype -> inputs of that dtype
+  std::map<ScalarType, int> value_dtypes;  // dtype -> values (inputs and results)
+  std::map<InputLayout, int> layouts;
+  int zero_size_values = 0;
+  int size_one_dims = 0;
+  int inexact_outputs = 0;
+  int non_finite_values = 0;
+  int max_steps = 0;
+  std::string summary() const;
+};
+Coverage coverage_of(const std::vector<Program>& programs);
+
+}  // namespace kiln::fuzz

@@ -1,0 +1,251 @@
+// The differential fuzzer (issue 5, "Correctness"): a fixed-seed batch of random programs must
+// run compiled exactly as eager, within Note [Fuzzer numerics]'s tolerances; and the generator,
+// comparer and minimizer themselves are checked here.
+//
+// Environment: KILN_FUZZ_BACKEND (default kDefaultFuzzBackend), KILN_FUZZ_COUNT (programs in
+// the batch, default 500), KILN_FUZZ_SEED (default 20261201), KILN_FUZZ_PROGRAMS_PER_COMPILE
+// (programs compiled together as one function, default 8).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+#include "src/capture/backend.h"
+#include "src/dispatch/dispatcher.h"
+#include "tests/fuzz/fuzz_runner.h"
+
+namespace kiln::fuzz {
+namespace {
+
+constexpr uint64_t kBatchSeed = 20261201;
+constexpr int64_t kBatchCount = 500;
+
+int64_t env_int(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::stoll(v) : fallback;
+}
+
+std::vector<Program> generated(uint64_t seed, int64_t count) {
+  std::vector<Program> programs;
+  for (int64_t i = 0; i < count; ++i) programs.push_back(generate(seed, i));
+  return programs;
+}
+
+TEST(FuzzBatch, CompiledMatchesEagerOnAFixedSeedBatch) {
+  RunOptions options;
+  options.backend = backend_from_environment();
+  const uint64_t seed = static_cast<uint64_t>(env_int("KILN_FUZZ_SEED", kBatchSeed));
+  const int64_t count = env_int("KILN_FUZZ_COUNT", kBatchCount);
+  options.programs_per_compile =
+      static_cast<int>(env_int("KILN_FUZZ_PROGRAMS_PER_COMPILE", options.programs_per_compile));
+  const BatchResult r = run_batch(seed, 0, count, options);
+  std::cout << "fuzz: " << r.programs << " programs (" << r.steps << " steps), backend "
+            << options.backend << ", seed " << seed << ": " << r.failures.size() << " failures in "
+            << r.seconds << " s\n";
+  EXPECT_EQ(r.programs, count);
+  for (const std::string& f : r.failures) ADD_FAILURE() << f;
+}
+
+// ---- the generator ----
+
+TEST(FuzzGenerator, IsDeterministicPerSeedAndIndex) {
+  EXPECT_EQ(generate(7, 3).to_text(), generate(7, 3).to_text());
+  EXPECT_NE(generate(7, 3).to_text(), generate(7, 4).to_text());
+  EXPECT_NE(generate(7, 3).to_text(), generate(8, 3).to_text());
+  // Inputs are rebuilt from the description: equal values, independent storage.
+  const Program p = generate(7, 3);
+  const std::vector<Tensor> a = make_inputs(p), b = make_inputs(p);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(compare_value(a[i], b[i], ValueInfo{.exact = true}), "");
+    if (a[i].numel() > 0) {
+      EXPECT_NE(a[i].data_ptr(), b[i].data_ptr());
+    }
+  }
+}
+
+TEST(FuzzGenerator, ProgramsRunEagerlyWithTheRecordedDtypesAndShapes) {
+  for (const Program& p : generated(11, 150)) {
+    ASSERT_GE(p.steps.size(), 1u) << p.to_text();
+    ASSERT_LE(p.steps.size(), 12u) << p.to_text();
+    const std::vector<Tensor> out = interpret(p, make_inputs(p));
+    ASSERT_EQ(out.size(), p.outputs.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const ValueInfo& v = p.values.at(static_cast<size_t>(p.outputs[i]));
+      EXPECT_EQ(out[i].dtype(), v.dtype) << p.to_text();
+      EXPECT_EQ(out[i].sizes().vec(), v.shape) << p.to_text();
+    }
+  }
+}
+
+TEST(FuzzGenerator, EveryFuzzedOpIsInTheOpTable) {
+  const std::vector<std::string> ops = fuzzed_ops();
+  for (const std::string& op : ops) EXPECT_NE(OpRegistry::instance().find(op), nullptr) << op;
+  // Unary and binary ops come from the table itself.
+  const std::set<std::string> set(ops.begin(), ops.end());
+  for (const char* op : {"exp", "erfinv", "isfinite", "add", "add.Scalar", "bitwise_left_shift",
+                         "logical_xor", "pow.Tensor_Scalar", "atan2"})
+    EXPECT_TRUE(set.contains(op)) << op;
+  // ... and never in-place or random ones.
+  for (const char* op : {"add_", "exp_", "relu_", "rand", "dropout"})
+    EXPECT_FALSE(set.contains(op)) << op;
+}
+
+TEST(FuzzGenerator, CoversOpsDtypesShapesAndLayouts) {
+  const Coverage c = coverage_of(generated(kBatchSeed, kBatchCount));
+  std::cout << c.summary();
+  for (ScalarType t : kAllScalarTypes) {
+    EXPECT_GT(c.input_dtypes.count(t) ? c.input_dtypes.at(t) : 0, 0) << dtype_name(t);
+    EXPECT_GT(c.value_dtypes.count(t) ? c.value_dtypes.at(t) : 0, 0) << dtype_name(t);
+  }
+  for (InputLayout l : {InputLayout::Contiguous, InputLayout::Transposed, InputLayout::Strided,
+                        InputLayout::Expanded})
+    EXPECT_GT(c.layouts.count(l) ? c.layouts.at(l) : 0, 0) << layout_name(l);
+  for (const char* op :
+       {"add",         "mul",    "div",    "exp",        "tanh",    "eq",      "where",
+        "_to_copy",    "sum",    "mean",   "amax",       "argmax",  "var",     "softmax",
+        "log_softmax", "matmul", "linear", "layer_norm", "cat",     "permute", "transpose",
+        "slice",       "select", "expand", "unsqueeze",  "reshape", "view"})
+    EXPECT_GT(c.ops.count(op) ? c.ops.at(op) : 0, 0) << op;
+  // Most of the ops the generator may call are called at least once in the batch.
+  EXPECT_GE(static_cast<double>(c.ops.size()), 0.85 * static_cast<double>(fuzzed_ops().size()));
+  EXPECT_GT(c.zero_size_values, 0);
+  EXPECT_GT(c.size_one_dims, 0);
+  EXPECT_GT(c.inexact_outputs, 0);
+  EXPECT_GT(c.non_finite_values, 0);
+  EXPECT_GE(c.max_steps, 10);
+}
+
+// ---- the comparer ----
+
+TEST(FuzzCompare, IntegersAndExactValuesMustBeEqual) {
+  const ValueInfo exact{.exact = true};
+  EXPECT_EQ(compare_value(tensor({1, 2, 3}, kUInt8), tensor({1, 2, 3}, kUInt8), exact), "");
+  const std::string diff =
+      compare_value(tensor({1, 2, 4}, kInt32), tensor({1, 2, 3}, kInt32), exact);
+  EXPECT_NE(diff.find("element [2]: compiled 4, eager 3"), std::string::npos) << diff;
+  // One float32 ulp is a mismatch for an exact value; NaN equals NaN.
+  const float one_ulp = std::nextafter(1.0f, 2.0f);
+  EXPECT_NE(compare_value(from_vector(std::vector<float>{one_ulp}),
+                          from_vector(std::vector<float>{1.0f}), exact),
+            "");
+  EXPECT_EQ(compare_value(tensor({NAN, 1.0}), tensor({NAN, 1.0}), exact), "");
+  EXPECT_NE(compare_value(tensor({1.0}, kFloat32), tensor({1.0}, kFloat64), exact).find("dtype"),
+            std::string::npos);
+  EXPECT_NE(compare_value(tensor({1.0, 2.0}), tensor({1.0, 2.0}).view({2, 1}), exact).find("shape"),
+            std::string::npos);
+}
+
+TEST(FuzzCompare, InexactValuesAgreeWithinTheirBudgetAndOnNonFinitePositions) {
+  const ValueInfo inexact{.exact = false, .scale = 10, .tol = 1e-4};
+  // Allowed: 1e-4 * (|eager| + 10).
+  EXPECT_EQ(compare_value(tensor({1.0005, -3.0}), tensor({1.0, -3.0}), inexact), "");
+  const std::string diff = compare_value(tensor({1.01, -3.0}), tensor({1.0, -3.0}), inexact);
+  EXPECT_NE(diff.find("element [0]"), std::string::npos) << diff;
+  EXPECT_NE(compare_value(tensor({NAN}), tensor({1.0}), inexact), "");
+  EXPECT_NE(compare_value(tensor({INFINITY}), tensor({-INFINITY}), inexact), "");
+  EXPECT_EQ(compare_value(tensor({INFINITY, NAN}), tensor({INFINITY, NAN}), inexact), "");
+  // The multi-index names the element.
+  const std::string at =
+      compare_value(tensor({0.0, 0.0, 0.0, 5.0}).view({2, 2}), zeros({2, 2}), inexact);
+  EXPECT_NE(at.find("element [1, 1]"), std::string::npos) << at;
+}
+
+// ---- the runner: a backend that is wrong must be caught, and the report must be minimal ----
+
+// A deliberately broken backend: eager, then element 0 of every output is off by one.
+void register_off_by_one_backend() {
+  static const bool registered = [] {
+    capture::register_backend(
+        "fuzz_off_by_one", [](const graph::Graph& g, std::span<const Tensor> ex) {
+          capture::CompiledGraph eager = capture::lookup_backend("eager")(g, ex);
+          return capture::CompiledGraph([eager](std::span<const Tensor> inputs) {
+            std::vector<Tensor> out = eager(inputs);
+            for (Tensor& t : out) {
+              if (t.numel() == 0) continue;
+              Tensor flat = t.contiguous().clone().reshape({-1});
+              Tensor first = flat.narrow(0, 0, 1);
+              first.copy_(t.dtype() == kBool ? first.logical_not() : first.add(1));
+              t = flat.view(t.sizes());
+            }
+            return out;
+          });
+        });
+    return true;
+  }();
+  (void)registered;
+}
+
+TEST(FuzzRunner, CatchesAWrongBackendAndReportsAMinimalReproducer) {
+  register_off_by_one_backend();
+  RunOptions options{.backend = "fuzz_off_by_one"};
+  int caught = 0;
+  for (int64_t i = 0; i < 40 && caught < 3; ++i) {
+    const Program p = generate(5, i);
+    const std::string mismatch = check_program(p, options);
+    bool any_elements = false;
+    for (const Tensor& t : interpret(p, make_inputs(p))) any_elements |= t.numel() > 0;
+    if (!any_elements) continue;  // nothing to perturb
+    ASSERT_NE(mismatch, "") << p.to_text();
+    caught += 1;
+    const Program small =
+        minimize(p, [&](const Program& q) { return !check_program(q, options).empty(); });
+    EXPECT_EQ(small.outputs.size(), 1u);
+    EXPECT_LE(small.steps.size(), p.steps.size());
+    EXPECT_NE(check_program(small, options), "");
+    const std::string report = failure_report(p, mismatch, options);
+    EXPECT_NE(
+        report.find(fmt::format("kiln-fuzz --seed 5 --index {} --backend fuzz_off_by_one", i)),
+        std::string::npos)
+        << report;
+    EXPECT_NE(report.find(p.to_text()), std::string::npos);
+  }
+  EXPECT_EQ(caught, 3);
+}
+
+TEST(FuzzRunner, ProgramsCompiledTogetherAreReportedOneByOne) {
+  register_off_by_one_backend();
+  RunOptions options{.backend = "fuzz_off_by_one", .minimize = false, .programs_per_compile = 4};
+  int expected = 0;
+  for (int64_t i = 0; i < 8; ++i) {
+    const Program p = generate(5, i);
+    bool any_elements = false;
+    for (const Tensor& t : interpret(p, make_inputs(p))) any_elements |= t.numel() > 0;
+    expected += any_elements;
+  }
+  const BatchResult r = run_batch(5, 0, 8, options);
+  EXPECT_EQ(r.programs, 8);
+  EXPECT_EQ(static_cast<int>(r.failures.size()), expected);
+  for (const std::string& f : r.failures)
+    EXPECT_NE(f.find("kiln-fuzz --seed 5 --index"), std::string::npos) << f;
+  // The eager backend, grouped the same way, agrees.
+  EXPECT_TRUE(run_batch(5, 0, 8, RunOptions{.programs_per_compile = 4}).failures.empty());
+}
+
+TEST(FuzzRunner, EagerBackendAgreesWithItselfWithSymbolicShapes) {
+  RunOptions options{.backend = "eager", .dynamic = true};
+  const BatchResult r = run_batch(3, 0, 40, options);
+  for (const std::string& f : r.failures) ADD_FAILURE() << f;
+}
+
+TEST(FuzzRunner, BackendComesFromTheEnvironment) {
+  const char* saved = std::getenv("KILN_FUZZ_BACKEND");
+  const std::string restore = saved ? saved : "";
+  unsetenv("KILN_FUZZ_BACKEND");
+  EXPECT_EQ(backend_from_environment(), kDefaultFuzzBackend);
+  setenv("KILN_FUZZ_BACKEND", "count", 1);
+  EXPECT_EQ(backend_from_environment(), "count");
+  if (saved)
+    setenv("KILN_FUZZ_BACKEND", restore.c_str(), 1);
+  else
+    unsetenv("KILN_FUZZ_BACKEND");
+}
+
+TEST(FuzzRunner, AnUnknownBackendIsReportedNotCrashed) {
+  const std::string m = check_program(generate(1, 0), RunOptions{.backend = "no_such_backend"});
+  EXPECT_NE(m.find("no_such_backend"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace kiln::fuzz

@@ -1,0 +1,229 @@
+// kiln::compile with the code-generating backend: compiled results equal eager ones (Note
+// [Compiled tolerances] in tests/capture/compare.h) across op families, dtypes, views, symbolic
+// sizes and mutation; the cache, the logs and the errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kiln/compile.h"
+#include "kiln/kiln.h"
+#include "src/trace/logs.h"
+#include "src/trace/reader.h"
+#include "src/trace/trace.h"
+#include "tests/capture/compare.h"
+
+namespace kiln {
+namespace {
+
+using testing::expect_equal;
+
+CompileOptions inductor(bool dynamic = false) {
+  CompileOptions o;
+  o.backend = "inductor";
+  o.dynamic = dynamic;
+  return o;
+}
+
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Tensor gelu_chain(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
+  return gelu(a * b + c) * d;
+}
+
+TEST(Inductor, GeluChainMatchesEager) {
+  auto f = compile(gelu_chain, inductor());
+  for (int64_t n : {1, 7, 8, 1000, 4099}) {
+    Tensor a = randn({n}), b = randn({n}), c = randn({n}), d = randn({n});
+    expect_equal(f(a, b, c, d), gelu_chain(a, b, c, d));
+  }
+}
+
+TEST(Inductor, PointwiseOverEveryDtype) {
+  for (ScalarType t : kAllScalarTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    auto fn = [t](const Tensor& x, const Tensor& y) {
+      Tensor r = (x == y).to(t) + x;
+      if (t != kBool) r = r * y + maximum(x, y);
+      return where(x < y, r, y);
+    };
+    auto f = compile(fn, inductor());
+    Tensor x = (randn({5, 9}) * 20).to(t), y = (randn({5, 9}) * 20).to(t);
+    expect_equal(f(x, y), fn(x, y));
+  }
+}
+
+TEST(Inductor, UnsignedArithmeticWrapsLikeEager) {
+  auto fn = [](const Tensor& x, const Tensor& y) { return (x - y) * y + (x >> 3) + x / 7; };
+  auto f = compile(fn, inductor());
+  for (ScalarType t : {kUInt8, kUInt16, kUInt32, kUInt64}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor x = randint(0, 250, {6, 6}).to(t), y = randint(0, 250, {6, 6}).to(t);
+    expect_equal(f(x, y), fn(x, y));
+  }
+}
+
+TEST(Inductor, ReductionsMatchEager) {
+  auto fn = [](const Tensor& x) {
+    return std::vector<Tensor>{x.sum({1}), x.mean({0}, true), x.amax({1}), x.argmax(1),
+                               x.var({1}, 1.0), x.std({0}, 0.0, true), x.sum(), x.amin({0, 1})};
+  };
+  auto f = compile([&](const Tensor& x) { return fn(x); }, inductor());
+  for (auto shape : {std::vector<int64_t>{3, 5}, {17, 33}, {64, 1000}, {1, 9}}) {
+    Tensor x = randn(shape);
+    std::vector<Tensor> got = f(x), want = fn(x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_equal(got[i], want[i]);
+    }
+  }
+}
+
+TEST(Inductor, SoftmaxAndLayerNormMatchEager) {
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return std::vector<Tensor>{softmax(x, -1), log_softmax(x, 1),
+                               layer_norm(x, {77}, w, b, 1e-5)};
+  };
+  auto f = compile([&](const Tensor& x, const Tensor& w, const Tensor& b) { return fn(x, w, b); },
+                   inductor());
+  Tensor x = randn({33, 77}) * 3, w = randn({77}), b = randn({77});
+  std::vector<Tensor> got = f(x, w, b), want = fn(x, w, b);
+  for (size_t i = 0; i < got.size(); ++i) expect_equal(got[i], want[i]);
+}
+
+TEST(Inductor, ViewsAndBroadcasting) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor t = x.transpose(0, 1);                       // (6, 4)
+    Tensor s = t.slice(0, 1, 6, 2);                     // (3, 4)
+    Tensor r = s.reshape({4, 3}) + y.unsqueeze(0);      // y: (3,)
+    return r.exp().sum({0}) + x.select(1, -1).sum();
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({4, 6}), y = randn({3});
+  expect_equal(f(x, y), fn(x, y));
+}
+
+TEST(Inductor, MatmulWithEpilogue) {
+  auto fn = [](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2) {
+    return (matmul(relu(linear(x, w1, b1)), w2) + x).sum({1});
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({16, 32}), w1 = randn({64, 32}), b1 = randn({64}), w2 = randn({64, 32});
+  expect_equal(f(x, w1, b1, w2), fn(x, w1, b1, w2));
+}
+
+TEST(Inductor, OneArtifactServesEverySizeItsGuardsAccept) {
+  auto fn = [](const Tensor& x) { return (x.sigmoid() * x).sum({1}) + 1; };
+  auto f = compile(fn, inductor(true));
+  for (int64_t n : {5, 9, 40, 3}) {
+    Tensor x = randn({n, n + 3});
+    expect_equal(f(x), fn(x));
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+TEST(Inductor, InPlaceUpdateOfAnInputIsVisibleToTheCaller) {
+  auto fn = [](Tensor x, const Tensor& y) {
+    x.add_(y);
+    x.mul_(2);
+    return x.sum();
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({8, 8}), y = randn({8, 8});
+  Tensor x_eager = x.clone();
+  Tensor got = f(x, y), want = fn(x_eager, y);
+  expect_equal(got, want);
+  expect_equal(x, x_eager);
+}
+
+TEST(Inductor, CatAndFactories) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor r = arange(0, x.size(0), TensorOptions(kFloat32));
+    return cat({x + r.unsqueeze(1), y * 2, full({1, 3}, 7.0)}, 0);
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({4, 3}), y = randn({2, 3});
+  expect_equal(f(x, y), fn(x, y));
+}
+
+TEST(Inductor, ACompilerFailureIsACompileErrorNamingTheFile) {
+  const char* old = std::getenv("KILN_CXX");
+  ::setenv("KILN_CXX", "false", 1);
+  auto f = compile([](const Tensor& x) { return x.cos() * 3 - 0.25; }, inductor());
+  const std::string msg = error_message([&] { f(randn({3})); });
+  if (old) ::setenv("KILN_CXX", old, 1); else ::unsetenv("KILN_CXX");
+  EXPECT_NE(msg.find(".cpp"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("false"), std::string::npos) << msg;
+}
+
+TEST(Inductor, OutputCodeIsLoggedAndTraced) {
+  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_trace_test";
+  std::filesystem::remove_all(dir);
+  trace::set_directory_for_testing(dir.string());
+  trace::set_logs_for_testing("output_code");
+  // A fresh code cache, so this compile generates code rather than finding it.
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CACHE_DIR", (dir / "cache").c_str(), 1);
+  ::testing::internal::CaptureStderr();
+  auto f = compile([](const Tensor& x) { return (x * x).tanh().sum({0}); }, inductor());
+  f(randn({16, 8}));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  trace::set_logs_for_testing(std::nullopt);
+  trace::set_directory_for_testing(std::nullopt);
+  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  EXPECT_NE(err.find("[kiln output_code]"), std::string::npos);
+  EXPECT_NE(err.find("extern \"C\" void kernel0"), std::string::npos) << err;
+  std::set<std::string> names;
+  for (const std::string& file : trace::trace_files(dir.string())) {
+    for (const trace::Record& r : trace::read_trace(file)) {
+      if (r.kind == "artifact") names.insert(r.artifact_name());
+    }
+  }
+  EXPECT_TRUE(names.count("inductor_output_code")) << names.size();
+  EXPECT_TRUE(names.count("inductor_loop_ir"));
+  EXPECT_TRUE(names.count("inductor_compile_times"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Inductor, ASecondCompileOfTheSameGraphHitsTheGraphCache) {
+  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_graph_cache_test";
+  std::filesystem::remove_all(dir);
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CACHE_DIR", (dir / "cache").c_str(), 1);
+  trace::set_directory_for_testing((dir / "trace").string());
+  auto fn = [](const Tensor& x) { return (x + 1).log1p().amax({0}); };
+  Tensor x = randn({4, 6}).abs();
+  auto f1 = compile(fn, inductor());
+  expect_equal(f1(x), fn(x));
+  auto f2 = compile(fn, inductor());  // a new function object: traced again, same graph
+  expect_equal(f2(x), fn(x));
+  trace::set_directory_for_testing(std::nullopt);
+  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  int misses = 0, hits = 0;
+  for (const std::string& file : trace::trace_files((dir / "trace").string())) {
+    for (const trace::Record& r : trace::read_trace(file)) {
+      if (r.kind != "artifact") continue;
+      if (r.artifact_name() == "inductor_compile_times") ++misses;
+      if (r.artifact_name() == "inductor_cache") ++hits;
+    }
+  }
+  EXPECT_EQ(misses, 1);
+  EXPECT_EQ(hits, 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,251 @@
+// The loop IR, the scheduler's fusion decisions and the generated source, from graphs written as
+// text (src/graph's format), without compiling anything.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "src/codegen/cpp/codegen.h"
+#include "src/graph/graph.h"
+#include "src/lower/graph_lowering.h"
+#include "src/lower/handlers/dependency_handler.h"
+#include "src/lower/index_simplify.h"
+#include "src/sched/scheduler.h"
+
+namespace kiln {
+namespace {
+
+using lower::GraphLowering;
+
+struct Lowered {
+  graph::Graph graph;
+  std::unique_ptr<GraphLowering> lowering;
+  sched::Schedule schedule;
+  codegen::GeneratedCode code;
+};
+
+Lowered lower_text(const std::string& text, bool vectorize = true) {
+  Lowered l{graph::parse_graph(text), nullptr, {}, {}};
+  l.lowering = std::make_unique<GraphLowering>(l.graph);
+  l.lowering->run();
+  l.schedule = sched::schedule(*l.lowering);
+  codegen::CodegenOptions o;
+  o.vectorize = vectorize;
+  l.code = codegen::generate(*l.lowering, l.schedule, o);
+  return l;
+}
+
+int count_kernels(const Lowered& l) {
+  int n = 0;
+  for (const auto& s : l.schedule.steps) n += std::holds_alternative<sched::Kernel>(s);
+  return n;
+}
+
+int count_computed(const Lowered& l) {
+  int n = 0;
+  for (const auto& b : l.lowering->buffers()) n += b->kind() == lower::Buffer::Kind::Computed;
+  return n;
+}
+
+size_t occurrences(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(Lowering, PointwiseChainIsOneBufferAndOneVectorKernel) {
+  // gelu(a*b+c)*d written with primitives: one loop body, no intermediate buffer.
+  Lowered l = lower_text(R"(
+%0 : f32[64, 128] = placeholder("a")
+%1 : f32[64, 128] = placeholder("b")
+%2 : f32[64, 128] = placeholder("c")
+%3 : f32[64, 128] = placeholder("d")
+%4 : f32[64, 128] = mul(%0, %1)
+%5 : f32[64, 128] = add(%4, %2)
+%6 : f32[64, 128] = erf(%5)
+%7 : f32[64, 128] = mul(%5, %6)
+%8 : f32[64, 128] = mul(%7, %3)
+return (%8)
+)");
+  EXPECT_EQ(count_computed(l), 1);
+  EXPECT_EQ(count_kernels(l), 1);
+  EXPECT_EQ(occurrences(l.code.source, "extern \"C\" void kernel"), 1u);
+  EXPECT_NE(l.code.source.find("kiln_loadu(arg0"), std::string::npos) << l.code.source;
+  EXPECT_NE(l.code.source.find("Sleef_erff8_u10avx2"), std::string::npos);
+  EXPECT_NE(l.code.source.find("#pragma omp parallel for"), std::string::npos);
+  // The scalar-only build has no vector code at all.
+  Lowered s = lower_text(graph::to_string(l.graph), false);
+  EXPECT_EQ(s.code.source.find("kf8"), std::string::npos);
+  EXPECT_EQ(s.code.source.find("kiln_loadu"), std::string::npos);
+}
+
+TEST(Lowering, ViewsNeverAllocate) {
+  Lowered l = lower_text(R"(
+%0 : f32[8, 16] = placeholder("a")
+%1 : f32[16, 8]{1, 16} = transpose(%0, 0, 1)
+%2 : f32[4, 8] = slice(%1, 0, 2, 10, 2)
+%3 : f32[4, 8] = neg(%2)
+return (%3)
+)");
+  EXPECT_EQ(count_computed(l), 1);
+  // neg reads arg0 at a remapped index: row 2+2*i0 of the transpose is column 2+2*i0 of a.
+  const auto& b = *l.lowering->buffers().back();
+  ASSERT_EQ(b.kind(), lower::Buffer::Kind::Computed);
+  EXPECT_NE(l.code.source.find("arg0["), std::string::npos);
+  EXPECT_NE(l.code.loop_ir.find("buf"), std::string::npos);
+}
+
+TEST(Lowering, GraphOutputThatIsAViewIsAStridedViewOfItsBuffer) {
+  Lowered l = lower_text(R"(
+%0 : f32[8, 16] = placeholder("a")
+%1 : f32[16, 8]{1, 16} = transpose(%0, 0, 1)
+return (%1)
+)");
+  EXPECT_EQ(count_computed(l), 0);
+  ASSERT_EQ(l.code.program.outputs.size(), 1u);
+  const runtime::Layout& v = l.code.program.outputs[0].view;
+  EXPECT_EQ(v.strides[0], sym::integer(1));
+  EXPECT_EQ(v.strides[1], sym::integer(16));
+}
+
+TEST(Lowering, SoftmaxIsOneKernelWithOneOuterLoop) {
+  Lowered l = lower_text(R"(
+%0 : f32[32, 100] = placeholder("x")
+%1 : f32[32, 1] = amax(%0, [1], True)
+%2 : f32[32, 100] = sub(%0, %1)
+%3 : f32[32, 100] = exp(%2)
+%4 : f32[32, 1] = sum(%3, [1], True, None)
+%5 : f32[32, 100] = div(%3, %4)
+return (%5)
+)");
+  EXPECT_EQ(count_kernels(l), 1) << l.code.loop_ir;
+  // Three nodes (max, sum, normalize) share the row loop; max and sum are vectorized.
+  EXPECT_EQ(occurrences(l.code.source, "kf8 n0_vacc0"), 1u) << l.code.source;
+  EXPECT_EQ(occurrences(l.code.source, "kf8 n1_vacc0"), 1u);
+}
+
+TEST(Lowering, ReductionOverALeadingDimStillFusesItsConsumer) {
+  // mean over dim 0 then a broadcast subtraction reads the mean at another index: two kernels.
+  Lowered l = lower_text(R"(
+%0 : f32[16, 10] = placeholder("x")
+%1 : f32[1, 10] = sum(%0, [0], True, None)
+%2 : f32[16, 10] = sub(%0, %1)
+return (%2)
+)");
+  EXPECT_EQ(count_kernels(l), 2) << l.code.loop_ir;
+  bool logged = false;
+  for (const std::string& s : l.schedule.fusion_log) logged |= s.find("not fused") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST(Lowering, MatmulIsAnExternCallWithAFusedEpilogue) {
+  Lowered l = lower_text(R"(
+%0 : f32[16, 32] = placeholder("x")
+%1 : f32[32, 8] = placeholder("w")
+%2 : f32[8] = placeholder("b")
+%3 : f32[16, 8] = mm(%0, %1)
+%4 : f32[16, 8] = add(%3, %2)
+%5 : f32[16, 8] = relu(%4)
+return (%5)
+)");
+  ASSERT_EQ(l.schedule.steps.size(), 2u);
+  EXPECT_TRUE(std::holds_alternative<sched::ExternCall>(l.schedule.steps[0]));
+  EXPECT_TRUE(std::holds_alternative<sched::Kernel>(l.schedule.steps[1]));
+  EXPECT_EQ(count_computed(l), 1);  // bias add and relu in one body
+  ASSERT_TRUE(std::holds_alternative<runtime::ExternStep>(l.code.program.steps[0]));
+  EXPECT_NE(std::get<runtime::ExternStep>(l.code.program.steps[0]).call.find("mm("), std::string::npos);
+}
+
+TEST(Lowering, SymbolicSizesAreKernelArguments) {
+  Lowered l = lower_text(R"(
+%0 : f32[s0, s1] = placeholder("x")
+%1 : f32[s0, s1] = sigmoid(%0)
+%2 : f32[s0] = sum(%1, [1], False, None)
+return (%2)
+)");
+  ASSERT_EQ(l.code.program.symbols.size(), 2u);
+  EXPECT_EQ(l.code.program.symbol_sources[0].dim, 0);
+  EXPECT_EQ(l.code.program.symbol_sources[1].dim, 1);
+  EXPECT_NE(l.code.source.find("const int64_t s0 = kiln_symbols[0];"), std::string::npos);
+  EXPECT_NE(l.code.source.find("const int64_t s1 = kiln_symbols[1];"), std::string::npos);
+}
+
+TEST(Lowering, InPlaceOpOnAnInputStoresIntoTheInput) {
+  Lowered l = lower_text(R"(
+%0 : f32[4, 5] = placeholder("x")
+%1 : f32[4, 5] = placeholder("y")
+%2 : f32[4, 5] = add_(%0, %1)
+return (%2)
+)");
+  // No buffer of its own: the kernel writes arg0.
+  EXPECT_NE(l.code.source.find("arg0[") , std::string::npos);
+  EXPECT_NE(l.code.loop_ir.find("stores into arg0"), std::string::npos) << l.code.loop_ir;
+  for (const runtime::BufferDesc& d : l.code.program.buffers) EXPECT_NE(d.kind, runtime::BufferDesc::Kind::Intermediate);
+  ASSERT_EQ(l.code.program.outputs.size(), 1u);
+  EXPECT_EQ(l.code.program.buffers[l.code.program.outputs[0].buffer].name, "arg0");
+}
+
+TEST(Lowering, IntermediateBuffersShareMemoryWhenLifetimesDoNotOverlap) {
+  // Four reductions in a row, each over the previous one's result: buffers die one after another.
+  Lowered l = lower_text(R"(
+%0 : f32[64, 32, 16] = placeholder("x")
+%1 : f32[32, 32] = placeholder("w")
+%2 : f32[64, 32] = sum(%0, [2], False, None)
+%3 : f32[64, 32] = exp(%2)
+%4 : f32[64, 32] = mm(%3, %1)
+%5 : f32[64] = sum(%4, [1], False, None)
+%6 : f32[64] = exp(%5)
+%7 : f32[64] = amax(%4, [1], False)
+%8 : f32[64] = add(%6, %7)
+return (%8)
+)");
+  std::set<int> slots;
+  int intermediates = 0;
+  for (const runtime::BufferDesc& d : l.code.program.buffers) {
+    if (d.kind != runtime::BufferDesc::Kind::Intermediate) continue;
+    ++intermediates;
+    slots.insert(d.slot);
+  }
+  EXPECT_GE(intermediates, 2);
+  EXPECT_EQ(l.code.program.slot_bytes.size(), slots.size());
+}
+
+TEST(IndexSimplify, ReshapeRoundTripsToTheFlatIndex) {
+  const auto v = lower::loop_vars('i', 2);
+  lower::VarRanges r{{v[0], sym::integer(6)}, {v[1], sym::integer(1024)}};
+  // (i0*1024 + i1) flattened and unflattened over (6, 1024) and flattened again.
+  sym::ExprPtr flat = sym::add(sym::mul(v[0], sym::integer(1024)), v[1]);
+  sym::ExprPtr row = sym::floordiv(flat, sym::integer(1024));
+  sym::ExprPtr col = sym::mod(flat, sym::integer(1024));
+  sym::ExprPtr back = sym::add(sym::mul(row, sym::integer(1024)), col);
+  EXPECT_EQ(lower::simplify_index(back, r), flat);
+  EXPECT_EQ(lower::simplify_index(col, r), v[1]);
+  EXPECT_EQ(*lower::linear_coefficient(flat, v[0]), sym::integer(1024));
+  EXPECT_FALSE(lower::linear_coefficient(sym::floordiv(v[1], sym::integer(2)), v[1]).has_value());
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
+  Lowered l = lower_text(R"(
+%0 : f32[4, 3, 5, 7] = placeholder("a")
+%1 : f32[4, 3, 5, 7] = placeholder("b")
+%2 : f32[4, 3, 5, 7] = add(%0, %1)
+return (%2)
+)");
+  EXPECT_NE(l.code.source.find("kiln_chunk < 420LL"), std::string::npos) << l.code.source;
+  // A bias broadcast along the last dim only merges the leading dims.
+  Lowered b = lower_text(R"(
+%0 : f32[4, 3, 7] = placeholder("a")
+%1 : f32[7] = placeholder("bias")
+%2 : f32[4, 3, 7] = add(%0, %1)
+return (%2)
+)");
+  EXPECT_NE(b.code.source.find("i0 < 12LL"), std::string::npos) << b.code.source;
+}
+
+}  // namespace
+}  // namespace kiln
