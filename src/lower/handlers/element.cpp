@@ -274,12 +274,8 @@ Element unary_typed(UnaryOp op, T v) {
       case UnaryOp::bitwise_not:
         return Element::of(!v);
       case UnaryOp::sign:
-      case UnaryOp::floor:
-      case UnaryOp::ceil:
-      case UnaryOp::round:
-      case UnaryOp::trunc:
         return Element::of(v);
-      default:
+      default:  // eager rejects rounding of bool too
         unsupported(name_of(op), kBool);
     }
   } else {

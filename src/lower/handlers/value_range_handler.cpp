@@ -153,6 +153,9 @@ ValueInterval monotone(const ValueInterval& x, F f, bool increasing, double dlo 
   const bool nan = x.maybe_nan || x.lo < dlo || x.hi > dhi;
   double a = std::max(x.lo, dlo), b = std::min(x.hi, dhi);
   if (a > b) a = b = std::clamp(a, dlo, dhi);  // only NaN is possible; any point will do
+  // Endpoints at -0.0 are taken as +0.0 (the callers handle functions that tell them apart).
+  if (a == 0) a = 0.0;
+  if (b == 0) b = 0.0;
   const double fa = f(a), fb = f(b);
   return float_result(increasing ? fa : fb, increasing ? fb : fa, nan, x.dtype, inexact);
 }
@@ -198,9 +201,13 @@ ValueInterval float_unary(UnaryOp op, const ValueInterval& x) {
     case UnaryOp::sqrt:
       return monotone(
           x, [](double v) { return std::sqrt(v); }, true, 0, kInf, false);
-    case UnaryOp::rsqrt:
-      return monotone(
+    case UnaryOp::rsqrt: {
+      // Decreasing on [0, inf], but rsqrt(-0.0) is -inf.
+      ValueInterval r = monotone(
           x, [](double v) { return 1 / std::sqrt(v); }, false, 0);
+      if (contains_zero(x)) r.lo = -kInf;
+      return r;
+    }
     case UnaryOp::reciprocal:
       if (x.lo > 0 || x.hi < 0) return float_result(1 / x.hi, 1 / x.lo, x.maybe_nan, t);
       return float_result(-kInf, kInf, x.maybe_nan, t);
