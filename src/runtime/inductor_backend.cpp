@@ -12,6 +12,9 @@
 // is a CompileError.
 #include <fmt/format.h>
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdlib>
 
@@ -57,6 +60,24 @@ CompilerOptions kernel_compiler_options() {
   return o;
 }
 
+// The graph-level cache maps a graph to the Program this build of Kiln made for it; another
+// build may lower it differently. So its key includes the identity of the library file holding
+// this code (path, size, modification time): a rebuilt libkiln starts a fresh graph cache (the
+// kernel libraries themselves are keyed by their source and stay valid).
+const std::string& pipeline_identity() {
+  static const std::string identity = [] {
+    Dl_info info{};
+    struct stat st {};
+    if (dladdr(reinterpret_cast<void*>(&pipeline_identity), &info) == 0 || info.dli_fname == nullptr ||
+        ::stat(info.dli_fname, &st) != 0) {
+      return std::string("unknown build");
+    }
+    return fmt::format("{} {} {}", info.dli_fname, static_cast<long long>(st.st_size),
+                       static_cast<long long>(st.st_mtime));
+  }();
+  return identity;
+}
+
 capture::CompiledGraph eager(const graph::Graph& g, std::span<const Tensor> inputs) {
   return capture::lookup_backend("eager")(g, inputs);
 }
@@ -80,8 +101,8 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<
   const codegen::CodegenOptions gopts = codegen_options(copts);
   const std::string graph_text = graph::to_string(captured);
   const std::string key = source_hash(
-      fmt::format("graph v1\n{}\nvectorize={} threshold={} chunk={}\n", graph_text, gopts.vectorize,
-                  gopts.parallel_threshold, gopts.chunk),
+      fmt::format("graph v1 {}\n{}\nvectorize={} threshold={} chunk={}\n", pipeline_identity(), graph_text,
+                  gopts.vectorize, gopts.parallel_threshold, gopts.chunk),
       copts);
 
   if (std::optional<Program> cached = load_program(key)) {
@@ -121,7 +142,9 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<
   }
   trace::log_artifact("inductor_loop_ir", id, [&] { return code.loop_ir; });
   trace::log_artifact("inductor_output_code", id, [&] { return code.source; });
-  trace::log_readable(trace::LogCategory::output_code, [&] { return code.loop_ir + code.source; }, id);
+  trace::log_readable(
+      trace::LogCategory::output_code,
+      [&] { return code.loop_ir + "// (the prelude of src/codegen/cpp/prelude.cpp, then)\n" + code.kernels; }, id);
 
   const auto compile_start = std::chrono::steady_clock::now();
   // On the background compile pool: graphs compiled from several threads at once proceed in

@@ -20,6 +20,7 @@ struct CodegenOptions {
 
 struct GeneratedCode {
   std::string source;
+  std::string kernels;       // the source after the prelude (what KILN_LOGS=output_code prints)
   runtime::Program program;  // source_hash left empty (the runtime fills it)
   std::string loop_ir;       // readable loop IR, for logs and the structured trace
 };
