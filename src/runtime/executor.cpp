@@ -519,12 +519,13 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
                "Executor: step {} ({}) returned {} for buffer '{}', the program expects {}", step,
                call.op, dtype_name(t.dtype()), buffer.name, dtype_name(buffer.dtype));
     // The kernels index the buffer with its declared strides (Note [When expressions are
-    // evaluated]); strides of size-1 dims are never used.
+    // evaluated]); strides of size-1 dims, and all strides of an empty tensor, are never used.
     const EvaluatedLayout expected = evaluate(buffer.layout, f.symbols.data());
     bool same = static_cast<size_t>(t.dim()) == expected.sizes.size();
+    const bool empty = t.numel() == 0;
     for (size_t d = 0; same && d < expected.sizes.size(); ++d) {
       same = t.sizes()[d] == expected.sizes[d].raw() &&
-             (t.sizes()[d] <= 1 || t.strides()[d] == expected.strides[d].raw());
+             (empty || t.sizes()[d] <= 1 || t.strides()[d] == expected.strides[d].raw());
     }
     KILN_CHECK(same, ValueError,
                "Executor: step {} ({}) returned buffer '{}' with {}, but the program expects {}",

@@ -230,6 +230,17 @@ class ProgramBuilder {
       out += fmt::format("  {0}* {1} = ({0}*)kiln_buffers[{2}];\n", memory_type(d.dtype), d.name, b);
       step.buffers.push_back(index_of(used[b]));
     }
+    // A kernel with an empty loop (a zero size) does nothing; its index arithmetic could
+    // divide by that zero.
+    bool empty = false;
+    for (const SchedNode& n : k.nodes) {
+      for (ExprPtr s : n.ranges) empty |= s == sym::integer(0);
+    }
+    if (empty) {
+      out += "}\n\n";
+      program_.steps.push_back(std::move(step));
+      return out;
+    }
     const size_t outer = k.outer.size();
     const std::vector<ExprPtr> ivars = vars("i", outer);
     VarRanges ranges;

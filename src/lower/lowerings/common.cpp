@@ -40,13 +40,21 @@ bool has_arg(const graph::Node& node, size_t i) {
 
 const graph::TensorMeta& out_meta(const graph::Node& node, size_t i) { return node.output(i)->meta(); }
 
+bool broadcasts(ExprPtr from, ExprPtr to) {
+  if (from == to) return false;
+  if (from == sym::integer(1)) return true;
+  // The meta function accepted the shapes, so a different compound size (such as (s0 + 1)//3)
+  // was guarded to be 1 (Note [Broadcasting symbolic sizes] in src/core/shape.cpp).
+  return !from->is_integer() && !from->is_symbol();
+}
+
 Loader broadcast_loader(const TensorBox& box, const std::vector<ExprPtr>& sizes) {
   const size_t n = sizes.size(), m = box.dim();
   KILN_CHECK(m <= n, ShapeError, "lower: cannot broadcast a {}-dim value to {} dims", m, n);
   std::vector<bool> zero(m);
   bool identity = m == n;
   for (size_t d = 0; d < m; ++d) {
-    zero[d] = box.sizes()[d] == sym::integer(1) && sizes[n - m + d] != sym::integer(1);
+    zero[d] = broadcasts(box.sizes()[d], sizes[n - m + d]);
     identity &= !zero[d];
   }
   Loader inner = box.make_loader();

@@ -28,6 +28,12 @@ std::vector<TensorBox> lower_view(GraphLowering& l, const graph::Node& node) {
   std::vector<ExprPtr> sizes = to_exprs(out_meta(node).sizes);
   if (sizes == x.sizes()) return one(x);
   std::vector<ExprPtr> from = x.sizes();
+  // An empty view is never read; its index arithmetic would divide by a zero size.
+  for (ExprPtr s : sizes) {
+    if (s == sym::integer(0)) {
+      return one(x.view(sizes, [n = from.size()](const Index&) { return Index(n, sym::integer(0)); }));
+    }
+  }
   return one(x.view(sizes, [sizes, from](const Index& i) { return reshape_index(i, sizes, from); }));
 }
 
@@ -64,7 +70,7 @@ std::vector<TensorBox> lower_expand(GraphLowering& l, const graph::Node& node) {
   if (sizes == x.sizes()) return one(x);
   const size_t n = sizes.size(), m = x.dim();
   std::vector<bool> zero(m);
-  for (size_t d = 0; d < m; ++d) zero[d] = x.sizes()[d] == sym::integer(1) && sizes[n - m + d] != sym::integer(1);
+  for (size_t d = 0; d < m; ++d) zero[d] = broadcasts(x.sizes()[d], sizes[n - m + d]);
   return one(x.view(sizes, [zero, n, m](const Index& i) {
     Index in(m);
     for (size_t d = 0; d < m; ++d) in[d] = zero[d] ? sym::integer(0) : i[n - m + d];
