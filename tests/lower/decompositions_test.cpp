@@ -580,6 +580,24 @@ TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
   }
 }
 
+// A decomposition that would need a guard (a group of a symbolic number of channels) raises a
+// kiln::Error naming the node and leaves the graph as it was.
+TEST(Decompositions, AGuardItWouldNeedIsAnErrorAndTheGraphIsUnchanged) {
+  const std::string text =
+      "%0 : f32[2, s0, 3] = placeholder(\"x\")\n"
+      "%1 : f32[2, s0, 3], %2 : f32[2, 2], %3 : f32[2, 2] = native_group_norm(%0, None, None, 2, "
+      "1e-05)\n"
+      "return (%1)\n";
+  Graph g = graph::parse_graph(text);
+  try {
+    decompose(g);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("native_group_norm"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(graph::to_string(g), text);
+}
+
 // A backend that decomposes what kiln::compile captured and runs it with the interpreter: the
 // ops a real model's graphs contain (the native norms, addmm; composites such as layer_norm or
 // linear never appear: they run above the Trace key) decompose, compiled results equal eager
