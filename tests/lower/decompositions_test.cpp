@@ -400,6 +400,28 @@ TEST(Decompositions, NativeGroupNormMatchesEager) {
   }
 }
 
+TEST(Decompositions, NativeLayerNormBackwardMatchesEager) {
+  manual_seed(22);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{4, 6}, {2, 3, 5}, {6}, {0, 4}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({shape.back()}, dt);
+      const auto [y, mean, rstd] = native_layer_norm(x, {shape.back()}, w, {}, 1e-5);
+      for (const std::vector<int64_t>& mask :
+           std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+        check("native_layer_norm_backward", {g, x, mean, rstd, w},
+              {In{0}, In{1}, ints({shape.back()}), In{2}, In{3}, In{4}, ints(mask)});
+        check("native_layer_norm_backward", {g, x, mean, rstd},
+              {In{0}, In{1}, ints({shape.back()}), In{2}, In{3}, none(), ints(mask)});
+      }
+    }
+    const Tensor x = rnd({3, 2, 4}, dt), g = rnd({3, 2, 4}, dt);
+    const auto [y, mean, rstd] = native_layer_norm(x, {2, 4}, {}, {}, 1e-5);
+    check("native_layer_norm_backward", {g, x, mean, rstd},
+          {In{0}, In{1}, ints({2, 4}), In{2}, In{3}, none(), ints({1, 1, 1})});
+  }
+}
+
 // ---- losses ----
 
 TEST(Decompositions, CrossEntropyWithClassIndicesMatchesEager) {

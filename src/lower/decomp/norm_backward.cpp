@@ -1,0 +1,59 @@
+// Decompositions of the normalization backward ops the joint graphs of issue 6 contain. For now
+// native_layer_norm_backward: with xhat = (x - mean) rstd and a = grad_out * weight,
+//   grad_input  = rstd (a - mean(a) - xhat mean(a xhat))   (means over the normalized dims)
+//   grad_weight = sum(grad_out xhat), grad_bias = sum(grad_out)   (over the leading dims)
+// computed in opmath; a gradient not in output_mask is an empty [0] tensor, as in eager.
+#include "src/lower/decomp/table.h"
+
+namespace kiln::lower {
+namespace {
+
+Value* as_dtype(DecompBuilder& b, Value* r, ScalarType dt) {
+  return r->meta().dtype == dt ? r : b.copy_as(r, dt);
+}
+
+// (grad_out, input, normalized_shape, mean, rstd, weight?, output_mask)
+std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
+  Value* x = b.input(1);
+  const SymDimVector& sizes = x->meta().sizes;
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  const int64_t nd = static_cast<int64_t>(b.constant(2).sym_int_list().size());
+  const IntArrayRef mask = b.constant(6).int_list();
+  const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
+  const DimVector inner = dim_range(rank - nd, rank), outer = dim_range(0, rank - nd);
+  SymDimVector stat_shape(sizes.begin(), sizes.end());
+  for (int64_t d = rank - nd; d < rank; ++d) stat_shape[static_cast<size_t>(d)] = 1;
+  const SymDimVector param_shape(sizes.end() - nd, sizes.end());
+  Value* g = b.to(b.input(0), acc);
+  Value* mean = b.reshape(b.to(b.input(3), acc), stat_shape);
+  Value* rstd = b.reshape(b.to(b.input(4), acc), stat_shape);
+  Value* xhat = b.mul(b.sub(b.to(x, acc), mean), rstd);
+  std::vector<Value*> out;
+  if (mask[0] != 0) {
+    Value* weight = b.input(5);
+    Value* a = weight == nullptr ? g : b.mul(g, b.reshape(b.to(weight, acc), param_shape));
+    const DecompBuilder::Count n = b.count(x, inner);
+    Value* mean_a = b.div(b.sum(a, inner, true), n);
+    Value* mean_ax = b.div(b.sum(b.mul(a, xhat), inner, true), n);
+    Value* dx = b.mul(b.sub(b.sub(a, mean_a), b.mul(xhat, mean_ax)), rstd);
+    out.push_back(as_dtype(b, dx, dt));
+  } else {
+    out.push_back(b.full({0}, Scalar(0.0), dt));
+  }
+  auto param_grad = [&](Value* terms) {
+    // Over no leading dims (a 1-D input) the sum is the terms themselves.
+    Value* s = outer.empty() ? b.add(terms, Scalar(0.0)) : b.sum(terms, outer, false);
+    return as_dtype(b, s, dt);
+  };
+  out.push_back(mask[1] != 0 ? param_grad(b.mul(g, xhat)) : b.full({0}, Scalar(0.0), dt));
+  out.push_back(mask[2] != 0 ? param_grad(g) : b.full({0}, Scalar(0.0), dt));
+  return out;
+}
+
+}  // namespace
+
+void register_norm_backward_decompositions(DecompositionTable& t) {
+  t.add("native_layer_norm_backward", native_layer_norm_backward);
+}
+
+}  // namespace kiln::lower
