@@ -422,6 +422,26 @@ TEST(Decompositions, NativeLayerNormBackwardMatchesEager) {
   }
 }
 
+TEST(Decompositions, NativeBatchNormBackwardMatchesEager) {
+  manual_seed(23);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{6, 3}, {2, 3, 4}, {2, 3, 2, 2}, {0, 3}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({3}, dt);
+      const Tensor mean = rnd({3}, dt), invstd = rand({3}).to(dt) + 0.5;
+      for (bool training : {true, false}) {
+        for (const std::vector<int64_t>& mask :
+             std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+          check("native_batch_norm_backward", {g, x, w, mean, invstd},
+                {In{0}, In{1}, In{2}, In{3}, In{4}, IValue(training), ints(mask)});
+          check("native_batch_norm_backward", {g, x, mean, invstd},
+                {In{0}, In{1}, none(), In{2}, In{3}, IValue(training), ints(mask)});
+        }
+      }
+    }
+  }
+}
+
 // ---- losses ----
 
 TEST(Decompositions, CrossEntropyWithClassIndicesMatchesEager) {

@@ -1,5 +1,6 @@
-// Decompositions of the normalization backward ops the joint graphs of issue 6 contain. For now
-// native_layer_norm_backward: with xhat = (x - mean) rstd and a = grad_out * weight,
+// Decompositions of the normalization backward ops the joint graphs of issue 6 contain:
+// native_layer_norm_backward and native_batch_norm_backward (below). For layer_norm, with xhat = (x
+// - mean) rstd and a = grad_out * weight,
 //   grad_input  = rstd (a - mean(a) - xhat mean(a xhat))   (means over the normalized dims)
 //   grad_weight = sum(grad_out xhat), grad_bias = sum(grad_out)   (over the leading dims)
 // computed in opmath; a gradient not in output_mask is an empty [0] tensor, as in eager.
@@ -50,10 +51,55 @@ std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
   return out;
 }
 
+// (grad_out, input, weight?, mean, invstd, training, output_mask), per channel (dim 1) with
+// xc = x - mean, sum_g = sum(g), sum_gxc = sum(g xc) over the other dims:
+//   training: grad_input = w invstd (g - sum_g / count - xc invstd^2 sum_gxc / count)
+//   eval:     grad_input = w invstd g
+//   grad_weight = sum_gxc invstd, grad_bias = sum_g.
+std::vector<Value*> native_batch_norm_backward(DecompBuilder& b) {
+  Value* x = b.input(1);
+  const SymDimVector& sizes = x->meta().sizes;
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  const bool training = b.constant(5).to_bool();
+  const IntArrayRef mask = b.constant(6).int_list();
+  const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
+  SymDimVector cshape(sizes.size(), 1);
+  cshape[1] = sizes[1];
+  DimVector dims{0};
+  for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+  Value* g = b.to(b.input(0), acc);
+  Value* mean = b.reshape(b.to(b.input(3), acc), cshape);
+  Value* invstd = b.reshape(b.to(b.input(4), acc), cshape);
+  Value* weight = b.input(2);
+  Value* xc = b.sub(b.to(x, acc), mean);
+  Value* sum_g = b.sum(g, dims, true);
+  Value* sum_gxc = b.sum(b.mul(g, xc), dims, true);
+  std::vector<Value*> out;
+  if (mask[0] != 0) {
+    Value* scale = weight == nullptr ? invstd : b.mul(invstd, b.reshape(b.to(weight, acc), cshape));
+    Value* dx = g;
+    if (training) {
+      const DecompBuilder::Count n = b.count(x, dims);
+      Value* proj = b.div(b.mul(b.mul(invstd, invstd), sum_gxc), n);
+      dx = b.sub(b.sub(g, b.div(sum_g, n)), b.mul(xc, proj));
+    }
+    out.push_back(as_dtype(b, b.mul(dx, scale), dt));
+  } else {
+    out.push_back(b.full({0}, Scalar(0.0), dt));
+  }
+  const SymDimVector channels{sizes[1]};
+  out.push_back(mask[1] != 0 ? as_dtype(b, b.view(b.mul(sum_gxc, invstd), channels), dt)
+                             : b.full({0}, Scalar(0.0), dt));
+  out.push_back(mask[2] != 0 ? as_dtype(b, b.view(sum_g, channels), dt)
+                             : b.full({0}, Scalar(0.0), dt));
+  return out;
+}
+
 }  // namespace
 
 void register_norm_backward_decompositions(DecompositionTable& t) {
   t.add("native_layer_norm_backward", native_layer_norm_backward);
+  t.add("native_batch_norm_backward", native_batch_norm_backward);
 }
 
 }  // namespace kiln::lower
