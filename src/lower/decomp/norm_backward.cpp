@@ -9,10 +9,6 @@
 namespace kiln::lower {
 namespace {
 
-Value* as_dtype(DecompBuilder& b, Value* r, ScalarType dt) {
-  return r->meta().dtype == dt ? r : b.copy_as(r, dt);
-}
-
 // (grad_out, input, normalized_shape, mean, rstd, weight?, output_mask)
 std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
   Value* x = b.input(1);
@@ -37,14 +33,14 @@ std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
     Value* mean_a = b.div(b.sum(a, inner, true), n);
     Value* mean_ax = b.div(b.sum(b.mul(a, xhat), inner, true), n);
     Value* dx = b.mul(b.sub(b.sub(a, mean_a), b.mul(xhat, mean_ax)), rstd);
-    out.push_back(as_dtype(b, dx, dt));
+    out.push_back(b.to(dx, dt));
   } else {
     out.push_back(b.full({0}, Scalar(0.0), dt));
   }
   auto param_grad = [&](Value* terms) {
     // Over no leading dims (a 1-D input) the sum is the terms themselves.
     Value* s = outer.empty() ? b.add(terms, Scalar(0.0)) : b.sum(terms, outer, false);
-    return as_dtype(b, s, dt);
+    return b.to(s, dt);
   };
   out.push_back(mask[1] != 0 ? param_grad(b.mul(g, xhat)) : b.full({0}, Scalar(0.0), dt));
   out.push_back(mask[2] != 0 ? param_grad(g) : b.full({0}, Scalar(0.0), dt));
@@ -83,15 +79,14 @@ std::vector<Value*> native_batch_norm_backward(DecompBuilder& b) {
       Value* proj = b.div(b.mul(b.mul(invstd, invstd), sum_gxc), n);
       dx = b.sub(b.sub(g, b.div(sum_g, n)), b.mul(xc, proj));
     }
-    out.push_back(as_dtype(b, b.mul(dx, scale), dt));
+    out.push_back(b.to(b.mul(dx, scale), dt));
   } else {
     out.push_back(b.full({0}, Scalar(0.0), dt));
   }
   const SymDimVector channels{sizes[1]};
-  out.push_back(mask[1] != 0 ? as_dtype(b, b.view(b.mul(sum_gxc, invstd), channels), dt)
+  out.push_back(mask[1] != 0 ? b.to(b.view(b.mul(sum_gxc, invstd), channels), dt)
                              : b.full({0}, Scalar(0.0), dt));
-  out.push_back(mask[2] != 0 ? as_dtype(b, b.view(sum_g, channels), dt)
-                             : b.full({0}, Scalar(0.0), dt));
+  out.push_back(mask[2] != 0 ? b.to(b.view(sum_g, channels), dt) : b.full({0}, Scalar(0.0), dt));
   return out;
 }
 
