@@ -442,6 +442,26 @@ TEST(Decompositions, NativeBatchNormBackwardMatchesEager) {
   }
 }
 
+TEST(Decompositions, NativeGroupNormBackwardMatchesEager) {
+  manual_seed(24);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{2, 6, 3}, {3, 6}, {2, 6, 2, 2}, {0, 6, 2}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({6}, dt);
+      for (int64_t groups : {1, 3}) {
+        const auto [y, mean, rstd] = native_group_norm(x, w, {}, groups, 1e-5);
+        for (const std::vector<int64_t>& mask :
+             std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+          check("native_group_norm_backward", {g, x, mean, rstd, w},
+                {In{0}, In{1}, In{2}, In{3}, In{4}, i(groups), ints(mask)});
+          check("native_group_norm_backward", {g, x, mean, rstd},
+                {In{0}, In{1}, In{2}, In{3}, none(), i(groups), ints(mask)});
+        }
+      }
+    }
+  }
+}
+
 // ---- losses ----
 
 TEST(Decompositions, CrossEntropyWithClassIndicesMatchesEager) {

@@ -1,5 +1,6 @@
 // Decompositions of the normalization backward ops the joint graphs of issue 6 contain:
-// native_layer_norm_backward and native_batch_norm_backward (below). For layer_norm, with xhat = (x
+// native_layer_norm_backward, native_batch_norm_backward and native_group_norm_backward (below).
+// For layer_norm, with xhat = (x
 // - mean) rstd and a = grad_out * weight,
 //   grad_input  = rstd (a - mean(a) - xhat mean(a xhat))   (means over the normalized dims)
 //   grad_weight = sum(grad_out xhat), grad_bias = sum(grad_out)   (over the leading dims)
@@ -15,7 +16,8 @@ std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
   const SymDimVector& sizes = x->meta().sizes;
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const int64_t nd = static_cast<int64_t>(b.constant(2).sym_int_list().size());
-  const IntArrayRef mask = b.constant(6).int_list();
+  const IValue mask_arg = b.constant(6);  // holds the list `mask` views
+  const IntArrayRef mask = mask_arg.int_list();
   const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
   const DimVector inner = dim_range(rank - nd, rank), outer = dim_range(0, rank - nd);
   SymDimVector stat_shape(sizes.begin(), sizes.end());
@@ -57,7 +59,8 @@ std::vector<Value*> native_batch_norm_backward(DecompBuilder& b) {
   const SymDimVector& sizes = x->meta().sizes;
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const bool training = b.constant(5).to_bool();
-  const IntArrayRef mask = b.constant(6).int_list();
+  const IValue mask_arg = b.constant(6);  // holds the list `mask` views
+  const IntArrayRef mask = mask_arg.int_list();
   const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
   SymDimVector cshape(sizes.size(), 1);
   cshape[1] = sizes[1];
@@ -90,9 +93,49 @@ std::vector<Value*> native_batch_norm_backward(DecompBuilder& b) {
   return out;
 }
 
+// (grad_out, input, mean, rstd, weight?, num_groups, output_mask): layer_norm's formulas per
+// (sample, group) block of [channels of the group, spatial] values, with a per-channel weight;
+// grad_weight and grad_bias sum over samples and spatial positions per channel.
+std::vector<Value*> native_group_norm_backward(DecompBuilder& b) {
+  Value* x = b.input(1);
+  const SymDimVector& sizes = x->meta().sizes;
+  const int64_t groups = b.constant(5).to_int();
+  const IValue mask_arg = b.constant(6);  // holds the list `mask` views
+  const IntArrayRef mask = mask_arg.int_list();
+  const ScalarType dt = x->meta().dtype, acc = opmath_dtype(dt);
+  SymInt spatial = 1;
+  for (size_t d = 2; d < sizes.size(); ++d) spatial = spatial * sizes[d];
+  const SymInt N = sizes[0], C = sizes[1], per_group = C / groups;
+  const SymDimVector blocks{N, groups, per_group, spatial};
+  Value* g = b.reshape(b.to(b.input(0), acc), blocks);
+  Value* mean = b.reshape(b.to(b.input(2), acc), {N, groups, 1, 1});
+  Value* rstd = b.reshape(b.to(b.input(3), acc), {N, groups, 1, 1});
+  Value* xhat = b.mul(b.sub(b.reshape(b.to(x, acc), blocks), mean), rstd);
+  std::vector<Value*> out;
+  if (mask[0] != 0) {
+    Value* weight = b.input(4);
+    Value* a =
+        weight == nullptr ? g : b.mul(g, b.reshape(b.to(weight, acc), {1, groups, per_group, 1}));
+    const DecompBuilder::Count n = b.count(xhat, {2, 3});
+    Value* mean_a = b.div(b.sum(a, {2, 3}, true), n);
+    Value* mean_ax = b.div(b.sum(b.mul(a, xhat), {2, 3}, true), n);
+    Value* dx = b.mul(b.sub(b.sub(a, mean_a), b.mul(xhat, mean_ax)), rstd);
+    out.push_back(b.to(b.view(dx, sizes), dt));
+  } else {
+    out.push_back(b.full({0}, Scalar(0.0), dt));
+  }
+  const SymDimVector channels{C};
+  out.push_back(mask[1] != 0 ? b.to(b.view(b.sum(b.mul(g, xhat), {0, 3}, false), channels), dt)
+                             : b.full({0}, Scalar(0.0), dt));
+  out.push_back(mask[2] != 0 ? b.to(b.view(b.sum(g, {0, 3}, false), channels), dt)
+                             : b.full({0}, Scalar(0.0), dt));
+  return out;
+}
+
 }  // namespace
 
 void register_norm_backward_decompositions(DecompositionTable& t) {
+  t.add("native_group_norm_backward", native_group_norm_backward);
   t.add("native_layer_norm_backward", native_layer_norm_backward);
   t.add("native_batch_norm_backward", native_batch_norm_backward);
 }
