@@ -522,6 +522,37 @@ TEST(Decompositions, NllMseAndBceLossesMatchEager) {
   check("mse_loss", {rnd({3}), rnd({3}, kFloat64)}, {In{0}, In{1}, IValue("mean")});  // promotes
 }
 
+TEST(Decompositions, CrossEntropyBackwardMatchesEager) {
+  manual_seed(25);
+  for (ScalarType dt : kFloatTypes) {
+    const Tensor w = rand({5}).to(dt) + 0.1;
+    Tensor t = randint(0, 5, {6});
+    t.select(0, 1).fill_(-100);
+    for (const char* reduction : {"none", "sum", "mean"}) {
+      const bool none_red = std::string_view(reduction) == "none";
+      for (double ls : {0.0, 0.3}) {
+        const Tensor x = rnd({6, 5}, dt), g = none_red ? rnd({6}, dt) : rnd({}, dt);
+        check("cross_entropy_backward", {g, x, t},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(-100), f(ls)});
+        check("cross_entropy_backward", {g, x, t, w},
+              {In{0}, In{1}, In{2}, In{3}, IValue(reduction), i(-100), f(ls)});
+        const Tensor x3 = rnd({2, 5, 3}, dt), g3 = none_red ? rnd({2, 3}, dt) : rnd({}, dt);
+        check("cross_entropy_backward", {g3, x3, randint(0, 5, {2, 3})},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(2), f(ls)});
+        check("cross_entropy_backward",
+              {rnd({}, dt), rnd({5}, dt), scalar_tensor(Scalar(int64_t{3}), kInt64)},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(-100), f(ls)});
+      }
+    }
+  }
+  const Graph g = single_op_graph(
+      "cross_entropy_backward", {rnd({}), rnd({3, 4}), from_vector(std::vector<int64_t>{0, 4, 1})},
+      {In{0}, In{1}, In{2}, none(), IValue("mean"), i(-100), f(0.0)});
+  const std::vector<Tensor> in{rnd({}), rnd({3, 4}), from_vector(std::vector<int64_t>{0, 4, 1})};
+  EXPECT_THROW(graph::interpret(g, in), IndexError);
+  EXPECT_THROW(graph::interpret(decomposed(g), in), IndexError);
+}
+
 TEST(Decompositions, OutOfRangeClassIndexRaisesIndexErrorAsEager) {
   const Tensor x = rnd({3, 4});
   for (int64_t bad : {4, -2}) {

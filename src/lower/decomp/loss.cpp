@@ -136,9 +136,67 @@ std::vector<Value*> bce_with_logits(DecompBuilder& b) {
   return {b.as_output(reduce(b, loss, b.constant(4).string(), nullptr))};
 }
 
+// cross_entropy_backward(grad_output, input, target, weight?, reduction, ignore_index,
+// label_smoothing): Note [Cross-entropy gradient] in src/kernels/cpu/loss_backward.cpp. Per
+// sample s with scale g_s (g_s, g or g / W for 'none', 'sum', 'mean'; 0 when ignored):
+//   grad = g_s alpha_s softmax(x_s) - g_s (eps / C) w - g_s (1 - eps) w_t onehot(t)
+// with alpha_s = (1 - eps) w_t + (eps / C) sum(w). The one-hot term is a `scatter`, which raises
+// eager's IndexError for a target out of range; ignored rows are exactly 0.
+std::vector<Value*> cross_entropy_backward(DecompBuilder& b) {
+  Value* x = b.input(1);
+  Value* target = b.input(2);
+  Value* weight = b.input(3);
+  const std::string reduction = b.constant(4).string();
+  const int64_t ignore_index = b.constant(5).to_int();
+  const double eps = b.constant(6).to_double();
+  const int64_t class_dim = class_dim_of(x);
+  const ScalarType acc = opmath_dtype(x->meta().dtype);
+  Value* valid = b.binary("ne", target, Scalar(ignore_index));
+  Value* index = b.to(b.where(valid, target, Scalar(int64_t{0})), kInt64);
+  Value* wc = weight == nullptr ? nullptr : b.to(weight, acc);
+  Value* wt =
+      wc == nullptr ? nullptr : b.call1("index", {DecompBuilder::V(wc), graph::Arg::list({index})});
+  Value* scale = b.to(b.input(0), acc);
+  if (reduction == "mean") {
+    Value* sample_weight = wt == nullptr ? b.to(valid, acc) : b.where(valid, wt, Scalar(0.0));
+    scale = b.div(scale, b.sum(sample_weight, {}, false));
+  }
+  scale = b.where(valid, scale, Scalar(0.0));
+  Value* target_coef = wt == nullptr ? scale : b.mul(scale, wt);  // g_s w_t
+  const DecompBuilder::Count classes = b.count(x, {class_dim});
+  Value* p_coef = target_coef;  // g_s alpha_s
+  if (eps > 0) {
+    // (eps / C) sum(w): eps itself without weights.
+    Value* smooth_total = wc == nullptr ? b.full({}, Scalar(eps), acc)
+                                        : b.div(b.mul(b.sum(wc, {}, false), Scalar(eps)), classes);
+    p_coef = b.add(b.mul(target_coef, Scalar(1.0 - eps)), b.mul(scale, smooth_total));
+  }
+  Value* p = b.call1("softmax", {DecompBuilder::V(b.to(x, acc)),
+                                 DecompBuilder::C(IValue(class_dim)), DecompBuilder::None()});
+  Value* grad = b.mul(p, b.unsqueeze(p_coef, class_dim));
+  if (eps > 0) {
+    Value* per_class = b.div(b.full({}, Scalar(eps), acc), classes);
+    if (wc != nullptr) {
+      SymDimVector cshape(x->meta().sizes.size(), 1);
+      cshape[static_cast<size_t>(class_dim)] = x->meta().sizes[static_cast<size_t>(class_dim)];
+      per_class = b.mul(b.reshape(wc, cshape), per_class);
+    }
+    grad = b.sub(grad, b.mul(b.unsqueeze(scale, class_dim), per_class));
+  }
+  Value* hot_value =
+      b.unsqueeze(eps > 0 ? b.mul(target_coef, Scalar(1.0 - eps)) : target_coef, class_dim);
+  Value* hot = b.call1("scatter.src", {DecompBuilder::V(b.full(x->meta().sizes, Scalar(0.0), acc)),
+                                       DecompBuilder::C(IValue(class_dim)),
+                                       DecompBuilder::V(b.unsqueeze(index, class_dim)),
+                                       DecompBuilder::V(hot_value)});
+  grad = b.where(b.unsqueeze(valid, class_dim), b.sub(grad, hot), Scalar(0.0));
+  return {b.as_output(grad)};
+}
+
 }  // namespace
 
 void register_loss_decompositions(DecompositionTable& t) {
+  t.add("cross_entropy_backward", cross_entropy_backward);
   t.add("cross_entropy", cross_entropy);
   t.add("nll_loss", nll_loss);
   t.add("mse_loss", mse_loss);
