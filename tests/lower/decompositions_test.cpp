@@ -643,6 +643,24 @@ TEST(Decompositions, KeepsGradModeAndRequiresGradAndRemovesUnusedParts) {
   EXPECT_TRUE(g.outputs()[0]->meta().requires_grad);
 }
 
+// Arguments a node omits take the schema's defaults (gelu's approximate='none', softplus's beta=1
+// and threshold=20, layer_norm's weight, bias and eps).
+TEST(Decompositions, OmittedArgumentsTakeTheSchemaDefaults) {
+  Graph g = graph::parse_graph(
+      "%0 : f32[3, 4] = placeholder(\"x\")\n"
+      "%1 : f32[3, 4] = gelu(%0)\n"
+      "%2 : f32[3, 4] = softplus(%0)\n"
+      "%3 : f32[3, 4] = layer_norm(%0, [4])\n"
+      "return (%1, %2, %3)\n");
+  decompose(g);
+  verify(g);
+  const Tensor x = rnd({3, 4}) * 8;
+  const std::vector<Tensor> out = graph::interpret(g, std::vector<Tensor>{x});
+  expect_matches(out[0], gelu(x), "gelu");
+  expect_matches(out[1], softplus(x), "softplus");
+  expect_matches(out[2], layer_norm(x, {4}), "layer_norm");
+}
+
 // Symbolic sizes: a graph traced with a dynamic batch (and a dynamic reduced dim) decomposes
 // without guards and runs for several sizes.
 TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
