@@ -41,8 +41,8 @@ std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
     // No row to normalize over (amax would reject it); a 0-dim input is its own row: 1 or 0.
     if (rank == 0) {
       Value* xc = b.to(x, opmath_dtype(out));
-      Value* one = b.sub(xc, xc);  // 0, or NaN for NaN/inf, as the kernel's x - max
-      return {b.as_output(log ? one : b.exp(one))};
+      Value* shifted = b.sub(xc, xc);  // 0, or NaN for NaN/inf, as the kernel's x - max
+      return {b.as_output(log ? shifted : b.exp(shifted))};
     }
     return {b.copy_as(x, out)};
   }
