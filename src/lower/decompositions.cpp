@@ -35,6 +35,7 @@ const DecompositionTable& table() {
     register_loss_decompositions(t);
     register_linalg_decompositions(t);
     register_inplace_decompositions(t);
+    register_shape_decompositions(t);
     register_norm_backward_decompositions(t);
     for (const auto& [id, fn] : t.entries())
       OpRegistry::instance().get_mutable(id).has_decomposition = true;

@@ -607,6 +607,32 @@ TEST(Decompositions, LinearAndMatmulBecomeMmBmmAndViews) {
     check("matmul", {rnd(a), rnd(b)}, {In{0}, In{1}});
 }
 
+TEST(Decompositions, StackAndSplitsBecomeCatAndSlices) {
+  manual_seed(26);
+  for (ScalarType dt : kFloatTypes) {
+    const Tensor x = rnd({5, 4}, dt);
+    check("split", {x}, {In{0}, i(2), i(0)});
+    check("split", {x}, {In{0}, i(3), i(-1)});
+    check("split_with_sizes", {x}, {In{0}, ints({1, 0, 3}), i(1)});
+    check("chunk", {x}, {In{0}, i(3), i(0)});
+    check("chunk", {rnd({0, 2}, dt)}, {In{0}, i(2), i(0)});
+    check("chunk", {transposed(4, 6, dt)}, {In{0}, i(4), i(1)});
+  }
+  const Tensor a = rnd({2, 3}), b2 = rnd({2, 3});
+  for (int64_t dim : {0, 1, 2, -1}) {
+    const Graph g = [&] {
+      Graph g;
+      graph::Value* pa = g.add_placeholder("a", TensorMeta::of(a));
+      graph::Value* pb = g.add_placeholder("b", TensorMeta::of(b2));
+      const std::vector<Arg> args{Arg::list({pa, pb}), Arg::constant(IValue(dim))};
+      g.set_outputs(
+          g.add_call(op_id("stack"), args, *graph::infer_output_metas(op_id("stack"), args)));
+      return g;
+    }();
+    expect_same_as_eager(g, {a, b2});
+  }
+}
+
 // ---- pass behaviour ----
 
 TEST(Decompositions, TableMarksOpsAndLeavesPrimitivesAlone) {

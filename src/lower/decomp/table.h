@@ -30,5 +30,6 @@ void register_loss_decompositions(DecompositionTable& t);           // decomp/lo
 void register_linalg_decompositions(DecompositionTable& t);         // decomp/linalg.cpp
 void register_inplace_decompositions(DecompositionTable& t);        // decomp/inplace.cpp
 void register_norm_backward_decompositions(DecompositionTable& t);  // decomp/norm_backward.cpp
+void register_shape_decompositions(DecompositionTable& t);          // decomp/shape.cpp
 
 }  // namespace kiln::lower
