@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "src/lower/decomp/table.h"
+#include "src/sym/shape_env.h"
 
 namespace kiln::lower {
 
@@ -34,6 +35,8 @@ const DecompositionTable& table() {
     register_loss_decompositions(t);
     register_linalg_decompositions(t);
     register_inplace_decompositions(t);
+    register_shape_decompositions(t);
+    register_norm_backward_decompositions(t);
     for (const auto& [id, fn] : t.entries())
       OpRegistry::instance().get_mutable(id).has_decomposition = true;
     return t;
@@ -59,18 +62,31 @@ void check_replacement(const graph::Node& node, size_t i, const Value* v, const 
              graph::to_string(node.output(i)->meta()));
 }
 
+// Removes what a failed decomposition emitted (nothing outside it uses those nodes yet), so an
+// error leaves the graph as it was.
+void undo(graph::Graph& g, const DecompBuilder& b) {
+  const std::vector<graph::Node*>& emitted = b.emitted();
+  for (auto it = emitted.rbegin(); it != emitted.rend(); ++it) g.erase_node(*it);
+}
+
 // Rewrites one call; returns the nodes it created.
 std::vector<graph::Node*> decompose_node(graph::Graph& g, graph::Node* node, DecompositionFn fn) {
   DecompBuilder b(g, *node);
-  const std::vector<Value*> replacements = fn(b);
-  KILN_CHECK(replacements.size() == node->outputs().size(), Error,
-             "decompose: internal error: the decomposition of `{}` returned {} values for {} "
-             "outputs",
-             graph::to_string(*node), replacements.size(), node->outputs().size());
-  for (size_t i = 0; i < replacements.size(); ++i) {
-    check_replacement(*node, i, replacements[i], b);
-    replacements[i]->mutable_meta().requires_grad = node->output(i)->meta().requires_grad;
+  std::vector<Value*> replacements;
+  try {
+    replacements = fn(b);
+    KILN_CHECK(replacements.size() == node->outputs().size(), Error,
+               "decompose: internal error: the decomposition of `{}` returned {} values for {} "
+               "outputs",
+               graph::to_string(*node), replacements.size(), node->outputs().size());
+    for (size_t i = 0; i < replacements.size(); ++i)
+      check_replacement(*node, i, replacements[i], b);
+  } catch (...) {
+    undo(g, b);
+    throw;
   }
+  for (size_t i = 0; i < replacements.size(); ++i)
+    replacements[i]->mutable_meta().requires_grad = node->output(i)->meta().requires_grad;
   for (size_t i = 0; i < replacements.size(); ++i)
     g.replace_all_uses(node->output(i), replacements[i]);
   g.erase_node(node);
@@ -99,6 +115,13 @@ void decompose(graph::Graph& g, std::span<const std::string_view> keep) {
   const DecompositionTable& t = table();
   std::unordered_set<OpId> kept;
   for (std::string_view name : keep) kept.insert(op_id(name));
+  // Note [Decompositions never guard]
+  // The graph was traced under guards that are already final (the tracer hands them to the
+  // compile cache before the backend runs), so a guard recorded now would be lost and the compiled
+  // code reused where it is wrong. The meta functions of the emitted ops therefore run with no
+  // ShapeEnv: one that would have to guard on a symbolic size raises instead (decompositions are
+  // written to stay symbolic; a group_norm whose channel count is symbolic is the known case).
+  sym::ShapeEnv::Scope no_guards(nullptr);
   std::unordered_set<graph::Node*> created;
   for (int round = 0;; ++round) {
     bool changed = false;

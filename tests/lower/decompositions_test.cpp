@@ -400,6 +400,68 @@ TEST(Decompositions, NativeGroupNormMatchesEager) {
   }
 }
 
+TEST(Decompositions, NativeLayerNormBackwardMatchesEager) {
+  manual_seed(22);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{4, 6}, {2, 3, 5}, {6}, {0, 4}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({shape.back()}, dt);
+      const auto [y, mean, rstd] = native_layer_norm(x, {shape.back()}, w, {}, 1e-5);
+      for (const std::vector<int64_t>& mask :
+           std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+        check("native_layer_norm_backward", {g, x, mean, rstd, w},
+              {In{0}, In{1}, ints({shape.back()}), In{2}, In{3}, In{4}, ints(mask)});
+        check("native_layer_norm_backward", {g, x, mean, rstd},
+              {In{0}, In{1}, ints({shape.back()}), In{2}, In{3}, none(), ints(mask)});
+      }
+    }
+    const Tensor x = rnd({3, 2, 4}, dt), g = rnd({3, 2, 4}, dt);
+    const auto [y, mean, rstd] = native_layer_norm(x, {2, 4}, {}, {}, 1e-5);
+    check("native_layer_norm_backward", {g, x, mean, rstd},
+          {In{0}, In{1}, ints({2, 4}), In{2}, In{3}, none(), ints({1, 1, 1})});
+  }
+}
+
+TEST(Decompositions, NativeBatchNormBackwardMatchesEager) {
+  manual_seed(23);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{6, 3}, {2, 3, 4}, {2, 3, 2, 2}, {0, 3}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({3}, dt);
+      const Tensor mean = rnd({3}, dt), invstd = rand({3}).to(dt) + 0.5;
+      for (bool training : {true, false}) {
+        for (const std::vector<int64_t>& mask :
+             std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+          check("native_batch_norm_backward", {g, x, w, mean, invstd},
+                {In{0}, In{1}, In{2}, In{3}, In{4}, IValue(training), ints(mask)});
+          check("native_batch_norm_backward", {g, x, mean, invstd},
+                {In{0}, In{1}, none(), In{2}, In{3}, IValue(training), ints(mask)});
+        }
+      }
+    }
+  }
+}
+
+TEST(Decompositions, NativeGroupNormBackwardMatchesEager) {
+  manual_seed(24);
+  for (ScalarType dt : kFloatTypes) {
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{2, 6, 3}, {3, 6}, {2, 6, 2, 2}, {0, 6, 2}}) {
+      const Tensor x = rnd(shape, dt), g = rnd(shape, dt), w = rnd({6}, dt);
+      for (int64_t groups : {1, 3}) {
+        const auto [y, mean, rstd] = native_group_norm(x, w, {}, groups, 1e-5);
+        for (const std::vector<int64_t>& mask :
+             std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 0, 0}, {0, 1, 1}}) {
+          check("native_group_norm_backward", {g, x, mean, rstd, w},
+                {In{0}, In{1}, In{2}, In{3}, In{4}, i(groups), ints(mask)});
+          check("native_group_norm_backward", {g, x, mean, rstd},
+                {In{0}, In{1}, In{2}, In{3}, none(), i(groups), ints(mask)});
+        }
+      }
+    }
+  }
+}
+
 // ---- losses ----
 
 TEST(Decompositions, CrossEntropyWithClassIndicesMatchesEager) {
@@ -460,6 +522,37 @@ TEST(Decompositions, NllMseAndBceLossesMatchEager) {
   check("mse_loss", {rnd({3}), rnd({3}, kFloat64)}, {In{0}, In{1}, IValue("mean")});  // promotes
 }
 
+TEST(Decompositions, CrossEntropyBackwardMatchesEager) {
+  manual_seed(25);
+  for (ScalarType dt : kFloatTypes) {
+    const Tensor w = rand({5}).to(dt) + 0.1;
+    Tensor t = randint(0, 5, {6});
+    t.select(0, 1).fill_(-100);
+    for (const char* reduction : {"none", "sum", "mean"}) {
+      const bool none_red = std::string_view(reduction) == "none";
+      for (double ls : {0.0, 0.3}) {
+        const Tensor x = rnd({6, 5}, dt), g = none_red ? rnd({6}, dt) : rnd({}, dt);
+        check("cross_entropy_backward", {g, x, t},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(-100), f(ls)});
+        check("cross_entropy_backward", {g, x, t, w},
+              {In{0}, In{1}, In{2}, In{3}, IValue(reduction), i(-100), f(ls)});
+        const Tensor x3 = rnd({2, 5, 3}, dt), g3 = none_red ? rnd({2, 3}, dt) : rnd({}, dt);
+        check("cross_entropy_backward", {g3, x3, randint(0, 5, {2, 3})},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(2), f(ls)});
+        check("cross_entropy_backward",
+              {rnd({}, dt), rnd({5}, dt), scalar_tensor(Scalar(int64_t{3}), kInt64)},
+              {In{0}, In{1}, In{2}, none(), IValue(reduction), i(-100), f(ls)});
+      }
+    }
+  }
+  const Graph g = single_op_graph(
+      "cross_entropy_backward", {rnd({}), rnd({3, 4}), from_vector(std::vector<int64_t>{0, 4, 1})},
+      {In{0}, In{1}, In{2}, none(), IValue("mean"), i(-100), f(0.0)});
+  const std::vector<Tensor> in{rnd({}), rnd({3, 4}), from_vector(std::vector<int64_t>{0, 4, 1})};
+  EXPECT_THROW(graph::interpret(g, in), IndexError);
+  EXPECT_THROW(graph::interpret(decomposed(g), in), IndexError);
+}
+
 TEST(Decompositions, OutOfRangeClassIndexRaisesIndexErrorAsEager) {
   const Tensor x = rnd({3, 4});
   for (int64_t bad : {4, -2}) {
@@ -514,6 +607,32 @@ TEST(Decompositions, LinearAndMatmulBecomeMmBmmAndViews) {
     check("matmul", {rnd(a), rnd(b)}, {In{0}, In{1}});
 }
 
+TEST(Decompositions, StackAndSplitsBecomeCatAndSlices) {
+  manual_seed(26);
+  for (ScalarType dt : kFloatTypes) {
+    const Tensor x = rnd({5, 4}, dt);
+    check("split", {x}, {In{0}, i(2), i(0)});
+    check("split", {x}, {In{0}, i(3), i(-1)});
+    check("split_with_sizes", {x}, {In{0}, ints({1, 0, 3}), i(1)});
+    check("chunk", {x}, {In{0}, i(3), i(0)});
+    check("chunk", {rnd({0, 2}, dt)}, {In{0}, i(2), i(0)});
+    check("chunk", {transposed(4, 6, dt)}, {In{0}, i(4), i(1)});
+  }
+  const Tensor a = rnd({2, 3}), b2 = rnd({2, 3});
+  for (int64_t dim : {0, 1, 2, -1}) {
+    const Graph g = [&] {
+      Graph g;
+      graph::Value* pa = g.add_placeholder("a", TensorMeta::of(a));
+      graph::Value* pb = g.add_placeholder("b", TensorMeta::of(b2));
+      const std::vector<Arg> args{Arg::list({pa, pb}), Arg::constant(IValue(dim))};
+      g.set_outputs(
+          g.add_call(op_id("stack"), args, *graph::infer_output_metas(op_id("stack"), args)));
+      return g;
+    }();
+    expect_same_as_eager(g, {a, b2});
+  }
+}
+
 // ---- pass behaviour ----
 
 TEST(Decompositions, TableMarksOpsAndLeavesPrimitivesAlone) {
@@ -550,6 +669,24 @@ TEST(Decompositions, KeepsGradModeAndRequiresGradAndRemovesUnusedParts) {
   EXPECT_TRUE(g.outputs()[0]->meta().requires_grad);
 }
 
+// Arguments a node omits take the schema's defaults (gelu's approximate='none', softplus's beta=1
+// and threshold=20, layer_norm's weight, bias and eps).
+TEST(Decompositions, OmittedArgumentsTakeTheSchemaDefaults) {
+  Graph g = graph::parse_graph(
+      "%0 : f32[3, 4] = placeholder(\"x\")\n"
+      "%1 : f32[3, 4] = gelu(%0)\n"
+      "%2 : f32[3, 4] = softplus(%0)\n"
+      "%3 : f32[3, 4] = layer_norm(%0, [4])\n"
+      "return (%1, %2, %3)\n");
+  decompose(g);
+  verify(g);
+  const Tensor x = rnd({3, 4}) * 8;
+  const std::vector<Tensor> out = graph::interpret(g, std::vector<Tensor>{x});
+  expect_matches(out[0], gelu(x), "gelu");
+  expect_matches(out[1], softplus(x), "softplus");
+  expect_matches(out[2], layer_norm(x, {4}), "layer_norm");
+}
+
 // Symbolic sizes: a graph traced with a dynamic batch (and a dynamic reduced dim) decomposes
 // without guards and runs for several sizes.
 TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
@@ -578,6 +715,24 @@ TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
     for (size_t k = 0; k < expected.size(); ++k)
       expect_matches(actual[k], expected[k], "output " + std::to_string(k));
   }
+}
+
+// A decomposition that would need a guard (a group of a symbolic number of channels) raises a
+// kiln::Error naming the node and leaves the graph as it was.
+TEST(Decompositions, AGuardItWouldNeedIsAnErrorAndTheGraphIsUnchanged) {
+  const std::string text =
+      "%0 : f32[2, s0, 3] = placeholder(\"x\")\n"
+      "%1 : f32[2, s0, 3], %2 : f32[2, 2], %3 : f32[2, 2] = native_group_norm(%0, None, None, 2, "
+      "1e-05)\n"
+      "return (%1)\n";
+  Graph g = graph::parse_graph(text);
+  try {
+    decompose(g);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("native_group_norm"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(graph::to_string(g), text);
 }
 
 // A backend that decomposes what kiln::compile captured and runs it with the interpreter: the

@@ -16,11 +16,6 @@ namespace {
 
 // x in its opmath dtype (Note [Pointwise decompositions of reduced floats]).
 Value* widen(DecompBuilder& b, Value* x) { return b.to(x, opmath_dtype(x->meta().dtype)); }
-// The result in the node's output dtype, always a new value.
-Value* finish(DecompBuilder& b, Value* r) {
-  const ScalarType out = b.output_meta().dtype;
-  return r->meta().dtype == out ? r : b.copy_as(r, out);
-}
 
 // gelu(x) = x/2 (1 + erf(x/sqrt 2)), or with approximate='tanh'
 // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -37,13 +32,13 @@ std::vector<Value*> gelu(DecompBuilder& b) {
     inner = b.unary("erf", b.mul(x, Scalar(std::numbers::sqrt2 / 2)));
   }
   Value* half_x = b.mul(x, Scalar(0.5));
-  return {finish(b, b.mul(half_x, b.add(inner, Scalar(1))))};
+  return {b.as_output(b.mul(half_x, b.add(inner, Scalar(1))))};
 }
 
 // silu(x) = x / (1 + exp(-x)).
 std::vector<Value*> silu(DecompBuilder& b) {
   Value* x = widen(b, b.input(0));
-  return {finish(b, b.div(x, b.add(b.exp(b.neg(x)), Scalar(1))))};
+  return {b.as_output(b.div(x, b.add(b.exp(b.neg(x)), Scalar(1))))};
 }
 
 // relu(x) = clamp(x, min=0): NaN propagates and the dtype is kept, as the eager kernel.
@@ -58,7 +53,7 @@ std::vector<Value*> softplus(DecompBuilder& b) {
   Value* xb = b.mul(x, beta);
   Value* soft = b.div(b.unary("log1p", b.exp(xb)), beta);
   Value* linear = b.binary("gt", xb, threshold);
-  return {finish(b, b.where(linear, x, soft))};
+  return {b.as_output(b.where(linear, x, soft))};
 }
 
 // The largest finite value of T (float16 65504, bfloat16 ~3.39e38) and the lowest, as Scalars.
@@ -113,7 +108,7 @@ std::vector<Value*> masked_fill(DecompBuilder& b) {
   Value* self = b.input(0);
   const Scalar v = converted_scalar(self->meta().dtype, b.constant(2).scalar());
   Value* out = b.where(b.input(1), v, self);
-  return {finish(b, out)};
+  return {b.as_output(out)};
 }
 
 // The node's three tensor operands converted to its result dtype (reduced floats widened).
@@ -128,7 +123,7 @@ std::vector<Value*> addcmul(DecompBuilder& b) {
   const Scalar value = b.constant(3).scalar();
   Value* prod = b.mul(t1, t2);
   if (!(value.is_integral() && value.to_int64() == 1)) prod = b.mul(prod, value);
-  return {finish(b, b.add(self, prod))};
+  return {b.as_output(b.add(self, prod))};
 }
 
 // addcdiv(self, t1, t2, value) = self + (value * t1) / t2.
@@ -136,7 +131,7 @@ std::vector<Value*> addcdiv(DecompBuilder& b) {
   const auto [self, t1, t2] = ternary_operands(b);
   const Scalar value = b.constant(3).scalar();
   Value* num = value.is_integral() && value.to_int64() == 1 ? t1 : b.mul(t1, value);
-  return {finish(b, b.add(self, b.div(num, t2)))};
+  return {b.as_output(b.add(self, b.div(num, t2)))};
 }
 
 // lerp(start, end, weight): start + w (end - start) when |w| < 0.5, else
@@ -150,9 +145,9 @@ std::vector<Value*> lerp_scalar(DecompBuilder& b) {
   // The weight in opmath precision, and 1 - w computed there (the kernel's M(1) - w).
   const bool single = dt == kFloat32;
   const double wm = single ? static_cast<double>(static_cast<float>(w)) : w;
-  if (std::abs(wm) < 0.5) return {finish(b, b.add(start, b.mul(diff, Scalar(wm))))};
+  if (std::abs(wm) < 0.5) return {b.as_output(b.add(start, b.mul(diff, Scalar(wm))))};
   const double one_minus = single ? static_cast<double>(1.0f - static_cast<float>(w)) : 1.0 - w;
-  return {finish(b, b.sub(end, b.mul(diff, Scalar(one_minus))))};
+  return {b.as_output(b.sub(end, b.mul(diff, Scalar(one_minus))))};
 }
 
 std::vector<Value*> lerp_tensor(DecompBuilder& b) {
@@ -162,7 +157,7 @@ std::vector<Value*> lerp_tensor(DecompBuilder& b) {
   Value* one_minus_w = b.add(b.neg(w), Scalar(int64_t{1}));  // rounds as 1 - w does
   Value* high = b.sub(end, b.mul(diff, one_minus_w));
   Value* small = b.binary("lt", b.abs(w), Scalar(0.5));
-  return {finish(b, b.where(small, low, high))};
+  return {b.as_output(b.where(small, low, high))};
 }
 
 }  // namespace

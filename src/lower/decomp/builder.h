@@ -72,11 +72,13 @@ class DecompBuilder {
     Value* tensor = nullptr;
   };
   Count count(Value* x, const DimVector& dims);
-  // x / count and x - count (count's constant or tensor form).
+  // x / count (count's constant or tensor form).
   Value* div(Value* x, const Count& n);
 
   // A copy of x converted to `dtype`; x itself when it already has that dtype.
   Value* to(Value* x, ScalarType dtype);
+  // r in the dtype of the node's output i (computations run in opmath_dtype).
+  Value* as_output(Value* r, size_t i = 0) { return to(r, output_meta(i).dtype); }
   // Always a new tensor (never x itself): `_to_copy`.
   Value* copy_as(Value* x, ScalarType dtype);
   Value* full(const SymDimVector& sizes, const Scalar& value, ScalarType dtype);

@@ -8,14 +8,6 @@
 namespace kiln::lower {
 namespace {
 
-Value* finish(DecompBuilder& b, Value* r) {
-  const ScalarType out = b.output_meta().dtype;
-  return r->meta().dtype == out ? r : b.copy_as(r, out);
-}
-
-// x * (count's reciprocal) as x / count, with the count a constant or a tensor.
-Value* div_count(DecompBuilder& b, Value* x, const DecompBuilder::Count& n) { return b.div(x, n); }
-
 // Reduces a per-sample loss: 'none' keeps it, 'sum' sums, 'mean' divides the sum by `denom`
 // (the summed weights of nll_loss) or, when null, by the number of samples.
 Value* reduce(DecompBuilder& b, Value* loss, const std::string& reduction, Value* denom) {
@@ -23,7 +15,7 @@ Value* reduce(DecompBuilder& b, Value* loss, const std::string& reduction, Value
   Value* total = b.sum(loss, {}, false);
   if (reduction == "sum") return total;
   if (denom != nullptr) return b.div(total, b.sum(denom, {}, false));
-  return div_count(b, total, b.count(loss, {}));
+  return b.div(total, b.count(loss, {}));
 }
 
 // The class-index losses. loss_s = -w[t_s] * lp[s, t_s] for the samples whose target is not
@@ -63,7 +55,7 @@ Value* index_loss(DecompBuilder& b, Value* lp, double eps, int64_t class_dim) {
     }
     Value* smooth = b.neg(b.sum(terms, {class_dim}, false));
     smooth = b.where(valid, smooth, Scalar(0.0));
-    smooth = div_count(b, b.mul(smooth, Scalar(eps)), classes);
+    smooth = b.div(b.mul(smooth, Scalar(eps)), classes);
     loss = b.mul(loss, Scalar(1.0 - eps));
     if (reduction == "none") return b.add(loss, smooth);
     const bool mean = reduction == "mean";
@@ -81,7 +73,7 @@ Value* probs_loss(DecompBuilder& b, Value* lp, double eps, int64_t class_dim) {
   Value* weight = b.input(2);
   if (eps > 0)
     t = b.add(b.mul(t, Scalar(1.0 - eps)),
-              div_count(b, b.full({}, Scalar(eps), acc), b.count(lp, {class_dim})));
+              b.div(b.full({}, Scalar(eps), acc), b.count(lp, {class_dim})));
   Value* terms = b.mul(lp, t);
   if (weight != nullptr) {
     SymDimVector cshape(lp->meta().sizes.size(), 1);
@@ -102,13 +94,14 @@ std::vector<Value*> cross_entropy(DecompBuilder& b) {
   Value* lp = b.call1("log_softmax", {DecompBuilder::V(b.to(x, opmath_dtype(x->meta().dtype))),
                                       DecompBuilder::C(IValue(class_dim)), DecompBuilder::None()});
   const bool probs = is_floating(b.input(1)->meta().dtype);
-  return {finish(b, probs ? probs_loss(b, lp, eps, class_dim) : index_loss(b, lp, eps, class_dim))};
+  return {
+      b.as_output(probs ? probs_loss(b, lp, eps, class_dim) : index_loss(b, lp, eps, class_dim))};
 }
 
 std::vector<Value*> nll_loss(DecompBuilder& b) {
   Value* x = b.input(0);
   Value* lp = b.to(x, opmath_dtype(x->meta().dtype));
-  return {finish(b, index_loss(b, lp, 0.0, class_dim_of(x)))};
+  return {b.as_output(index_loss(b, lp, 0.0, class_dim_of(x)))};
 }
 
 // The compute dtype of an elementwise loss: the output's (input and target promoted), widened.
@@ -118,7 +111,7 @@ ScalarType elementwise_dtype(DecompBuilder& b) { return opmath_dtype(b.output_me
 std::vector<Value*> mse_loss(DecompBuilder& b) {
   const ScalarType acc = elementwise_dtype(b);
   Value* d = b.sub(b.to(b.input(0), acc), b.to(b.input(1), acc));
-  return {finish(b, reduce(b, b.mul(d, d), b.constant(2).string(), nullptr))};
+  return {b.as_output(reduce(b, b.mul(d, d), b.constant(2).string(), nullptr))};
 }
 
 // binary_cross_entropy_with_logits: l = (1 - t) x - lw log(sigmoid(x)) with
@@ -140,12 +133,70 @@ std::vector<Value*> bce_with_logits(DecompBuilder& b) {
   }
   Value* loss = b.sub(b.mul(one_minus_t, x), weighted_log_sig);
   if (weight != nullptr) loss = b.mul(loss, b.to(weight, acc));
-  return {finish(b, reduce(b, loss, b.constant(4).string(), nullptr))};
+  return {b.as_output(reduce(b, loss, b.constant(4).string(), nullptr))};
+}
+
+// cross_entropy_backward(grad_output, input, target, weight?, reduction, ignore_index,
+// label_smoothing): Note [Cross-entropy gradient] in src/kernels/cpu/loss_backward.cpp. Per
+// sample s with scale g_s (g_s, g or g / W for 'none', 'sum', 'mean'; 0 when ignored):
+//   grad = g_s alpha_s softmax(x_s) - g_s (eps / C) w - g_s (1 - eps) w_t onehot(t)
+// with alpha_s = (1 - eps) w_t + (eps / C) sum(w). The one-hot term is a `scatter`, which raises
+// eager's IndexError for a target out of range; ignored rows are exactly 0.
+std::vector<Value*> cross_entropy_backward(DecompBuilder& b) {
+  Value* x = b.input(1);
+  Value* target = b.input(2);
+  Value* weight = b.input(3);
+  const std::string reduction = b.constant(4).string();
+  const int64_t ignore_index = b.constant(5).to_int();
+  const double eps = b.constant(6).to_double();
+  const int64_t class_dim = class_dim_of(x);
+  const ScalarType acc = opmath_dtype(x->meta().dtype);
+  Value* valid = b.binary("ne", target, Scalar(ignore_index));
+  Value* index = b.to(b.where(valid, target, Scalar(int64_t{0})), kInt64);
+  Value* wc = weight == nullptr ? nullptr : b.to(weight, acc);
+  Value* wt =
+      wc == nullptr ? nullptr : b.call1("index", {DecompBuilder::V(wc), graph::Arg::list({index})});
+  Value* scale = b.to(b.input(0), acc);
+  if (reduction == "mean") {
+    Value* sample_weight = wt == nullptr ? b.to(valid, acc) : b.where(valid, wt, Scalar(0.0));
+    scale = b.div(scale, b.sum(sample_weight, {}, false));
+  }
+  scale = b.where(valid, scale, Scalar(0.0));
+  Value* target_coef = wt == nullptr ? scale : b.mul(scale, wt);  // g_s w_t
+  const DecompBuilder::Count classes = b.count(x, {class_dim});
+  Value* p_coef = target_coef;  // g_s alpha_s
+  if (eps > 0) {
+    // (eps / C) sum(w): eps itself without weights.
+    Value* smooth_total = wc == nullptr ? b.full({}, Scalar(eps), acc)
+                                        : b.div(b.mul(b.sum(wc, {}, false), Scalar(eps)), classes);
+    p_coef = b.add(b.mul(target_coef, Scalar(1.0 - eps)), b.mul(scale, smooth_total));
+  }
+  Value* p = b.call1("softmax", {DecompBuilder::V(b.to(x, acc)),
+                                 DecompBuilder::C(IValue(class_dim)), DecompBuilder::None()});
+  Value* grad = b.mul(p, b.unsqueeze(p_coef, class_dim));
+  if (eps > 0) {
+    Value* per_class = b.div(b.full({}, Scalar(eps), acc), classes);
+    if (wc != nullptr) {
+      SymDimVector cshape(x->meta().sizes.size(), 1);
+      cshape[static_cast<size_t>(class_dim)] = x->meta().sizes[static_cast<size_t>(class_dim)];
+      per_class = b.mul(b.reshape(wc, cshape), per_class);
+    }
+    grad = b.sub(grad, b.mul(b.unsqueeze(scale, class_dim), per_class));
+  }
+  Value* hot_value =
+      b.unsqueeze(eps > 0 ? b.mul(target_coef, Scalar(1.0 - eps)) : target_coef, class_dim);
+  Value* hot = b.call1("scatter.src", {DecompBuilder::V(b.full(x->meta().sizes, Scalar(0.0), acc)),
+                                       DecompBuilder::C(IValue(class_dim)),
+                                       DecompBuilder::V(b.unsqueeze(index, class_dim)),
+                                       DecompBuilder::V(hot_value)});
+  grad = b.where(b.unsqueeze(valid, class_dim), b.sub(grad, hot), Scalar(0.0));
+  return {b.as_output(grad)};
 }
 
 }  // namespace
 
 void register_loss_decompositions(DecompositionTable& t) {
+  t.add("cross_entropy_backward", cross_entropy_backward);
   t.add("cross_entropy", cross_entropy);
   t.add("nll_loss", nll_loss);
   t.add("mse_loss", mse_loss);

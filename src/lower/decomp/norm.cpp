@@ -21,10 +21,6 @@ namespace {
 
 using graph::Arg;
 
-Value* as_dtype(DecompBuilder& b, Value* r, ScalarType dt) {
-  return r->meta().dtype == dt ? r : b.copy_as(r, dt);
-}
-
 // y * weight + bias with the parameters (optional) reshaped to `param_shape`.
 Value* affine(DecompBuilder& b, Value* y, Value* weight, Value* bias,
               const SymDimVector& param_shape) {
@@ -51,7 +47,7 @@ std::vector<Value*> native_layer_norm(DecompBuilder& b) {
   Value* rstd = b.rsqrt(b.add(var, Scalar(eps)));
   const SymDimVector param_shape(x->meta().sizes.end() - nd, x->meta().sizes.end());
   Value* y = affine(b, b.mul(d, rstd), b.input(2), b.input(3), param_shape);
-  return {as_dtype(b, y, dt), as_dtype(b, mean, dt), as_dtype(b, rstd, dt)};
+  return {b.to(y, dt), b.to(mean, dt), b.to(rstd, dt)};
 }
 
 // The shape [1, C, 1, ...] that broadcasts a per-channel value against x.
@@ -116,13 +112,13 @@ std::vector<Value*> native_batch_norm(DecompBuilder& b) {
       }
       update_running(b, running_var, unbiased, momentum);
     }
-    return {as_dtype(b, y, dt), as_dtype(b, mean, dt), as_dtype(b, invstd, dt)};
+    return {b.to(y, dt), b.to(mean, dt), b.to(invstd, dt)};
   }
   mean = b.to(running_mean, acc);
   invstd = b.rsqrt(b.add(b.to(running_var, acc), Scalar(eps)));
   Value* d = b.sub(xc, b.reshape(mean, cshape));
   Value* y = affine(b, b.mul(d, b.reshape(invstd, cshape)), b.input(1), b.input(2), cshape);
-  return {as_dtype(b, y, dt), b.full({0}, Scalar(0.0), dt), b.full({0}, Scalar(0.0), dt)};
+  return {b.to(y, dt), b.full({0}, Scalar(0.0), dt), b.full({0}, Scalar(0.0), dt)};
 }
 
 // native_group_norm(input, weight?, bias?, num_groups, eps) -> (out, mean, rstd): statistics per
@@ -144,8 +140,7 @@ std::vector<Value*> native_group_norm(DecompBuilder& b) {
   Value* y = b.view(b.mul(d, rstd), sizes);
   y = affine(b, y, b.input(1), b.input(2), channel_shape(x));
   const SymDimVector stat{sizes[0], groups};
-  return {as_dtype(b, y, dt), as_dtype(b, b.view(mean, stat), dt),
-          as_dtype(b, b.view(rstd, stat), dt)};
+  return {b.to(y, dt), b.to(b.view(mean, stat), dt), b.to(b.view(rstd, stat), dt)};
 }
 
 // The composite forms: the native op's first output.

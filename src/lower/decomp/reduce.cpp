@@ -31,12 +31,6 @@ bool empty_reduction(const Value* x, const DimVector& dims) {
   return false;
 }
 
-// Converts the result to the node's output dtype (a new value if needed).
-Value* finish(DecompBuilder& b, Value* r) {
-  const ScalarType out = b.output_meta().dtype;
-  return r->meta().dtype == out ? r : b.copy_as(r, out);
-}
-
 // softmax(x, dim, dtype) = exp(x - max) / sum(exp(x - max)); log_softmax = (x - max) -
 // log(sum(exp(x - max))). A NaN, a +inf or a row of only -inf makes the row NaN, as eager.
 std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
@@ -47,8 +41,8 @@ std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
     // No row to normalize over (amax would reject it); a 0-dim input is its own row: 1 or 0.
     if (rank == 0) {
       Value* xc = b.to(x, opmath_dtype(out));
-      Value* one = b.sub(xc, xc);  // 0, or NaN for NaN/inf, as the kernel's x - max
-      return {finish(b, log ? one : b.exp(one))};
+      Value* shifted = b.sub(xc, xc);  // 0, or NaN for NaN/inf, as the kernel's x - max
+      return {b.as_output(log ? shifted : b.exp(shifted))};
     }
     return {b.copy_as(x, out)};
   }
@@ -57,7 +51,7 @@ std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
   Value* shifted = b.sub(xc, b.amax(xc, {dim}, true));
   Value* e = b.exp(shifted);
   Value* s = b.sum(e, {dim}, true);
-  return {finish(b, log ? b.sub(shifted, b.log(s)) : b.div(e, s))};
+  return {b.as_output(log ? b.sub(shifted, b.log(s)) : b.div(e, s))};
 }
 std::vector<Value*> softmax(DecompBuilder& b) { return softmax_impl(b, false); }
 std::vector<Value*> log_softmax(DecompBuilder& b) { return softmax_impl(b, true); }
@@ -71,7 +65,7 @@ std::vector<Value*> mean(DecompBuilder& b) {
   const bool keepdim = b.constant(2).to_bool();
   const ScalarType acc = opmath_dtype(out);
   Value* s = b.sum(x, dims, keepdim, acc);
-  return {finish(b, b.div(s, b.count(x, dims)))};
+  return {b.as_output(b.div(s, b.count(x, dims)))};
 }
 
 // var/std(x, dims, correction, keepdim) = sum((x - mean)^2) / max(0, N - correction).
@@ -92,7 +86,7 @@ std::vector<Value*> variance(DecompBuilder& b, bool take_sqrt) {
     Value* denom = b.clamp(b.sub(n.tensor, Scalar(correction)), Scalar(0.0), std::nullopt);
     v = b.div(ss, b.to(denom, ss->meta().dtype));
   }
-  return {finish(b, take_sqrt ? b.sqrt(v) : v)};
+  return {b.as_output(take_sqrt ? b.sqrt(v) : v)};
 }
 std::vector<Value*> var(DecompBuilder& b) { return variance(b, false); }
 std::vector<Value*> std_(DecompBuilder& b) { return variance(b, true); }
@@ -127,7 +121,7 @@ std::vector<Value*> logsumexp(DecompBuilder& b) {
   Value* safe = b.where(b.unary("isinf", m), Scalar(0.0), m);
   Value* s = b.sum(b.exp(b.sub(xc, safe)), dims, keepdim);
   Value* shift = keepdim ? safe : b.view(safe, out_sizes);
-  return {finish(b, b.add(b.log(s), shift))};
+  return {b.as_output(b.add(b.log(s), shift))};
 }
 
 // norm(x, p, dims, keepdim): max/min of |x| for p = +-inf, the count of nonzeros for p = 0,
@@ -159,7 +153,7 @@ std::vector<Value*> norm(DecompBuilder& b) {
     Value* s = b.sum(b.binary("pow", b.abs(xc), Scalar(p)), dims, keepdim);
     r = b.binary("pow", s, Scalar(1.0 / p));
   }
-  return {finish(b, r)};
+  return {b.as_output(r)};
 }
 
 // max.dim / min.dim(x, dim, keepdim) -> (values, indices) = (amax, argmax) / (amin, argmin): the
