@@ -450,7 +450,11 @@ class Generator {
     const Rule rule = rule_of(p.op);
     p.accepts = rule.accepts;
     p.gain = rule.gain;
-    p.args.push_back(Arg::of(pick_value()));
+    const ValueId x = pick_value();
+    // Vector sin/cos/tan reduce their argument accurately only over a limited range.
+    if ((p.op == "sin" || p.op == "cos" || p.op == "tan") && stats_of(tensor(x)).max_abs > 1e3)
+      return std::nullopt;
+    p.args.push_back(Arg::of(x));
     if (p.op == "gelu")
       p.args.push_back(Arg::of_constant(std::string(chance(0.5) ? "none" : "tanh")));
     if (p.op == "softplus") p.args.push_back(Arg::of_constant(int64_t{chance(0.5) ? 1 : 2}));
@@ -986,13 +990,21 @@ class Generator {
     return m;
   }
 
+  // The last value, and most values nothing else uses (so most steps matter), at most four.
   void choose_outputs() {
-    const Step& last = program_.steps.back();
-    program_.outputs = {last.outputs.front()};
+    std::set<ValueId> used;
     for (const Step& s : program_.steps)
-      for (ValueId v : s.outputs)
-        if (v != program_.outputs.front() && program_.outputs.size() < 4 && chance(0.15))
-          program_.outputs.push_back(v);
+      for (const Arg& a : s.args) {
+        if (a.is_value()) used.insert(*a.value);
+        used.insert(a.values.begin(), a.values.end());
+      }
+    const ValueId last = program_.steps.back().outputs.front();
+    program_.outputs = {last};
+    for (const Step& s : program_.steps)
+      for (ValueId v : s.outputs) {
+        const double p = used.contains(v) ? 0.1 : 0.8;
+        if (v != last && program_.outputs.size() < 4 && chance(p)) program_.outputs.push_back(v);
+      }
   }
 
   std::mt19937_64 rng_;

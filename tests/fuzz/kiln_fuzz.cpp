@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-minimize", no_minimize, "Report failing programs without shrinking them");
   app.add_flag("--verbose,-v", verbose, "Print every program and its outcome");
   app.add_flag("--coverage", coverage, "Print what the programs exercise instead of running them");
+  bool list_ops = false;
+  app.add_flag("--list-ops", list_ops, "Print the ops the generator may call");
   CLI11_PARSE(app, argc, argv);
   options.minimize = !no_minimize;
   options.generator.min_steps = std::min(options.generator.min_steps, options.generator.max_steps);
@@ -50,6 +52,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (list_ops) {
+      for (const std::string& op : fuzzed_ops()) std::cout << op << "\n";
+      return 0;
+    }
     if (coverage) {
       std::vector<Program> programs;
       for (int64_t i = start; i < start + count; ++i) {
