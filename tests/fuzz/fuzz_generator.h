@@ -18,8 +18,10 @@
 //     select or copy values (views, cat, neg, abs, relu, maximum, where, clamp, casts, amax, ...)
 //     from exact values.
 //   - for inexact floating values, an error budget: |compiled - eager| <= tol * (|eager| + scale).
-//     `tol` grows by one rounding step of the output dtype per op (float64 1e-12, float32 2e-6,
-//     float16 2e-3, bfloat16 1.6e-2: a few units in the last place) and sums over the op's inputs;
+//     `tol` grows by one rounding step of the output dtype per op (float64 2e-12, float32 4e-6,
+//     float16 4e-3, bfloat16 3e-2: a few units in the last place, twice what a float64
+//     evaluation of the same program needs at most, see FuzzNumerics in fuzz_test.cpp) and sums
+//     over the op's inputs (a result whose budget passes 0.2 is not generated);
 //     `scale` is the magnitude the absolute error is measured against, propagated by a gain rule
 //     per op (a product multiplies its inputs' scales, a sum of n terms grows by 2*sqrt(n), exp
 //     multiplies by its input's scale, ...).
@@ -44,6 +46,9 @@ struct GeneratorOptions {
   int max_steps = 12;
   int64_t max_input_numel = 1000;  // inputs stay small (the batch must be fast)
   int max_inputs = 5;
+  // Some floating inputs hold NaN and +-inf (InputValues::Special): their propagation must then
+  // match eager exactly.
+  bool special_values = true;
 };
 
 // The program for (seed, index): deterministic, and independent of every other index, so one

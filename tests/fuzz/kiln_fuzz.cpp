@@ -38,11 +38,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--max-steps", options.generator.max_steps, "Longest program")
       ->check(CLI::Range(1, 64));
+  bool no_special = false;
+  app.add_flag("--no-special", no_special, "No NaN/inf in the inputs");
   app.add_flag("--no-minimize", no_minimize, "Report failing programs without shrinking them");
   app.add_flag("--verbose,-v", verbose, "Print every program and its outcome");
   app.add_flag("--coverage", coverage, "Print what the programs exercise instead of running them");
+  bool list_ops = false;
+  app.add_flag("--list-ops", list_ops, "Print the ops the generator may call");
   CLI11_PARSE(app, argc, argv);
   options.minimize = !no_minimize;
+  options.generator.special_values = !no_special;
   options.generator.min_steps = std::min(options.generator.min_steps, options.generator.max_steps);
   if (index) {
     start = *index;
@@ -50,6 +55,10 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (list_ops) {
+      for (const std::string& op : fuzzed_ops()) std::cout << op << "\n";
+      return 0;
+    }
     if (coverage) {
       std::vector<Program> programs;
       for (int64_t i = start; i < start + count; ++i) {
