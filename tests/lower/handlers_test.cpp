@@ -795,6 +795,12 @@ TEST(LowerValueRange, Reductions) {
   EXPECT_EQ(bound(Reduction{kInt64, {n(4)}, {s0}, ReductionType::max, body}, {{s0, R(2, 50)}}),
             I(0, 255));
   EXPECT_EQ(bound(Reduction{kBool, {n(4)}, {n(3)}, ReductionType::any, body}), I(0, 1, kBool));
+  // A sum that could wrap is the full range (uint64 values over up to 2^63 elements: the bound
+  // itself overflows 128 bits).
+  auto ubody = [](const Index&, const Index& r) { return load({"x", kUInt64}, r[0]); };
+  EXPECT_EQ(bound(Reduction{kUInt64, {n(4)}, {s0}, ReductionType::sum, ubody},
+                  {{s0, R(1, INT64_MAX - 1)}}),
+            ValueInterval::full(kUInt64));
   // An unbounded reduction length makes a sum of positive values unbounded.
   EXPECT_EQ(bound(Reduction{kInt64, {n(4)}, {s0}, ReductionType::sum, body}),
             ValueInterval::full(kInt64));

@@ -743,7 +743,7 @@ ValueRangeHandler::ValueRangeHandler(SymbolRanges symbol_ranges, BufferRanges bu
 void ValueRangeHandler::set_loop_range(sym::ExprPtr symbol, sym::ExprPtr size) {
   const sym::ValueRange n = index_range(size);
   const int64_t upper =
-      n.upper == sym::ValueRange::kPosInf ? n.upper : std::max<int64_t>(n.upper - 1, 0);
+      n.upper == sym::ValueRange::kPosInf ? n.upper : std::max<int64_t>(n.upper, 1) - 1;
   symbol_ranges_[symbol] = sym::ValueRange::between(0, upper);
 }
 
@@ -860,7 +860,11 @@ Val ValueRangeHandler::reduction(ReductionType type, Val value) {
         if (unbounded_n) return push(v.ilo >= 0 && v.ihi == 0 ? v : ValueInterval::full(t));
         Hull h;
         for (i128 n : {i128(nlo), i128(nhi)})
-          for (i128 x : {v.ilo, v.ihi}) h.add(n * x);
+          for (i128 x : {v.ilo, v.ihi}) {
+            i128 p;
+            if (__builtin_mul_overflow(n, x, &p)) return push(ValueInterval::full(t));
+            h.add(p);
+          }
         return push(int_result(h.lo, h.hi, t));
       }
       const double n_hi = unbounded_n ? kInf : static_cast<double>(nhi);
