@@ -7,31 +7,8 @@
 // broadcast) is dropped and another one is drawn. So the generator respects each op's dtype set
 // and promotion rules without restating them, and every program it returns runs eagerly.
 //
-// Note [Fuzzer numerics]
-// Compiled code may legitimately compute floating results differently from eager: fused
-// multiply-adds, float32 arithmetic for float16/bfloat16 intermediates that eager rounds after
-// every op, other summation orders, vector exp/log/tanh/erf approximations. The fuzzer must not
-// call those differences bugs, and must still catch real ones (a wrong index, a wrong cast, a
-// dropped op). Each value therefore carries:
-//   - `exact`: compiled must equal eager bit for bit (NaN positions included). True for every
-//     integer and bool value, for inputs, and for floating values that only went through ops that
-//     select or copy values (views, cat, neg, abs, relu, maximum, where, clamp, casts, amax, ...)
-//     from exact values.
-//   - for inexact floating values, an error budget: |compiled - eager| <= tol * (|eager| + scale).
-//     `tol` grows by one rounding step of the output dtype per op (float64 2e-12, float32 4e-6,
-//     float16 4e-3, bfloat16 3e-2: a few units in the last place, twice what a float64
-//     evaluation of the same program needs at most, see FuzzNumerics in fuzz_test.cpp) and sums
-//     over the op's inputs (a result whose budget passes 0.2 is not generated);
-//     `scale` is the magnitude the absolute error is measured against, propagated by a gain rule
-//     per op (a product multiplies its inputs' scales, a sum of n terms grows by 2*sqrt(n), exp
-//     multiplies by its input's scale, ...).
-// Ops whose result can jump for an arbitrarily small change of input (floor, comparisons,
-// argmax, casts to integers, remainder, logical ops on floats) take only exact floating inputs,
-// and ops with a singularity (log, sqrt, reciprocal, division) take an inexact input only when it
-// stays at least a quarter of its scale away from zero. A proposal whose result overflows or
-// creates NaN/inf from finite inputs is dropped, so the comparison never depends on where a
-// rounding difference crosses the overflow threshold; NaN and inf enter only through inputs with
-// special values, and then their positions must agree exactly (they propagate deterministically).
+// How strictly compiled and eager must agree on each value: Note [Fuzzer numerics] in
+// fuzz_numerics.h.
 #pragma once
 
 #include <string>

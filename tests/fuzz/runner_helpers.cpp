@@ -52,6 +52,17 @@ std::string value_text(T v) {
   }
 }
 
+// The kiln-fuzz flags that reproduce `options` beyond seed, index and backend.
+std::string extra_flags(const RunOptions& options) {
+  const GeneratorOptions defaults;
+  std::string flags;
+  if (options.dynamic) flags += " --dynamic";
+  if (!options.generator.special_values) flags += " --no-special";
+  if (options.generator.max_steps != defaults.max_steps)
+    flags += fmt::format(" --max-steps {}", options.generator.max_steps);
+  return flags;
+}
+
 }  // namespace
 
 std::string compare_value(const Tensor& compiled, const Tensor& eager, const ValueInfo& info) {
@@ -206,7 +217,7 @@ std::string failure_report(const Program& program, const std::string& mismatch,
       "FUZZ MISMATCH seed={} index={} backend={}\n  {}\n  rerun: kiln-fuzz --seed {} --index {} "
       "--backend {}{} --verbose\n{}",
       program.seed, program.index, options.backend, mismatch, program.seed, program.index,
-      options.backend, options.dynamic ? " --dynamic" : "", program.to_text());
+      options.backend, extra_flags(options), program.to_text());
   if (options.minimize) {
     std::string last;
     Program small = minimize(program, [&](const Program& p) {
@@ -255,10 +266,10 @@ BatchResult run_batch(uint64_t seed, int64_t start, int64_t count, const RunOpti
         result.failures.push_back(fmt::format(
             "FUZZ MISMATCH seed={} index={} backend={} only when compiled together with "
             "programs {}..{} (rerun: kiln-fuzz --seed {} --start {} --count {} "
-            "--programs-per-compile {} --backend {})\n  {}\n{}",
+            "--programs-per-compile {} --backend {}{})\n  {}\n{}",
             seed, programs[p].index, options.backend, programs.front().index, programs.back().index,
-            seed, programs.front().index, programs.size(), group, options.backend, mismatches[p],
-            programs[p].to_text()));
+            seed, programs.front().index, programs.size(), group, options.backend,
+            extra_flags(options), mismatches[p], programs[p].to_text()));
         if (log) *log << result.failures.back() << std::flush;
       }
     }
