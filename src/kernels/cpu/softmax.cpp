@@ -8,6 +8,7 @@
 #include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -35,6 +36,17 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
   float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
   for (; i < n; ++i) m = std::max(m, x[i]);
+  // A NaN anywhere in the row makes the whole row NaN (as PyTorch); the vector max and exp above
+  // drop NaN, so it is looked for explicitly.
+  if (!std::isnan(m)) {
+    bool has_nan = false;
+    for (int64_t k = 0; k < n; ++k) has_nan |= x[k] != x[k];
+    if (has_nan) m = std::numeric_limits<float>::quiet_NaN();
+  }
+  if (std::isnan(m)) {
+    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   // Pass 2: e = exp(x - m) (stored for softmax) and its sum.
   const auto vm = hn::Set(d, m);
   auto s0 = hn::Zero(d);
