@@ -230,12 +230,10 @@ class ProgramBuilder {
       out += fmt::format("  {0}* {1} = ({0}*)kiln_buffers[{2}];\n", memory_type(d.dtype), d.name, b);
       step.buffers.push_back(index_of(used[b]));
     }
-    // A kernel with an empty loop (a zero size) does nothing; its index arithmetic could
-    // divide by that zero.
+    // A kernel whose outer loops are empty (a zero size) does nothing; its index arithmetic could
+    // divide by that zero. (A node whose own inner loops are empty is skipped in emit_nested.)
     bool empty = false;
-    for (const SchedNode& n : k.nodes) {
-      for (ExprPtr s : n.ranges) empty |= s == sym::integer(0);
-    }
+    for (ExprPtr s : k.outer) empty |= s == sym::integer(0);
     if (empty) {
       out += "}\n\n";
       program_.steps.push_back(std::move(step));
@@ -373,6 +371,7 @@ class ProgramBuilder {
     const int depth = 1 + static_cast<int>(outer);
     for (size_t n = 0; n < k.nodes.size(); ++n) {
       const SchedNode& node = k.nodes[n];
+      if (std::find(node.ranges.begin(), node.ranges.end(), sym::integer(0)) != node.ranges.end()) continue;
       VarRanges ranges = base;
       const std::vector<ExprPtr> jvars = vars("j", node.ranges.size() - outer);
       const std::vector<ExprPtr> rvars = vars("r", node.reduction_ranges.size());
