@@ -69,7 +69,8 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
 // loop plus a scalar tail when `vec_body` is given.
 void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars, const std::vector<ExprPtr>& sizes,
                 const VarRanges& ranges, const std::vector<std::string>& scalar_body,
-                const std::vector<std::string>* vec_body, int depth) {
+                const CppPrinter* vec, int depth) {
+  const std::vector<std::string>* vec_body = vec != nullptr ? &vec->body() : nullptr;
   const size_t n = loop_vars.size();
   if (n == 0) {
     out += indent(depth) + "{\n";
@@ -84,6 +85,7 @@ void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars, const s
   const int in = depth + static_cast<int>(n) - 1;
   const std::string v = loop_vars[n - 1]->name(), size = cpp_expr(sizes[n - 1], ranges);
   if (vec_body != nullptr) {
+    append(out, vec->invariant(), in);
     out += indent(in) + fmt::format("int64_t {} = 0;\n", v);
     out += indent(in) + fmt::format("for (; {0} + {1} <= {2}; {0} += {1}) {{\n", v, kLanes, size);
     append(out, *vec_body, in + 1);
@@ -322,10 +324,12 @@ class ProgramBuilder {
       printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, index, {}, vv, "0"));
       vectorized &= printed.back().vector.has_value();
     }
-    std::vector<std::string> scalar, vector;
+    std::vector<std::string> scalar, vector, invariant;
     for (const PrintedNode& p : printed) {
       scalar.insert(scalar.end(), p.scalar.body().begin(), p.scalar.body().end());
-      if (vectorized) vector.insert(vector.end(), p.vector->body().begin(), p.vector->body().end());
+      if (!vectorized) continue;
+      vector.insert(vector.end(), p.vector->body().begin(), p.vector->body().end());
+      invariant.insert(invariant.end(), p.vector->invariant().begin(), p.vector->invariant().end());
     }
     std::string out = parallel_pragma(outer, product(k.outer), ranges);
     int depth = 1;
@@ -340,6 +344,7 @@ class ProgramBuilder {
                                            options_.chunk, size);
     out += indent(depth + 1) + fmt::format("int64_t {} = kiln_chunk;\n", v);
     if (vectorized) {
+      append(out, invariant, depth + 1);
       out += indent(depth + 1) + fmt::format("for (; {0} + {1} <= kiln_end; {0} += {1}) {{\n", v, kLanes);
       append(out, vector, depth + 2);
       out += indent(depth + 1) + "}\n";
@@ -391,8 +396,7 @@ class ProgramBuilder {
         if (p.vector) append(out, p.vector->before(), depth + 1);
         // Vector accumulators are folded into the scalar ones after all loops.
         if (p.vector) {
-          std::vector<std::string> vbody = p.vector->body();
-          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), &vbody, depth + 1);
+          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), &*p.vector, depth + 1);
           append(out, p.vector->fold(), depth + 1);
         } else {
           emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), nullptr, depth + 1);
@@ -402,7 +406,7 @@ class ProgramBuilder {
         ExprPtr vv = options_.vectorize && !jvars.empty() ? jvars.back() : nullptr;
         PrintedNode p = print_node(node, prefix, ranges, index_vars, {}, vv, "0");
         std::vector<ExprPtr> inner_sizes(node.ranges.begin() + static_cast<long>(outer), node.ranges.end());
-        emit_loops(out, jvars, inner_sizes, ranges, p.scalar.body(), p.vector ? &p.vector->body() : nullptr, depth + 1);
+        emit_loops(out, jvars, inner_sizes, ranges, p.scalar.body(), p.vector ? &*p.vector : nullptr, depth + 1);
       }
       out += indent(depth) + "}\n";
     }

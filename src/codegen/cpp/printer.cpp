@@ -120,7 +120,7 @@ Val CppPrinter::emit(ScalarType dtype, bool vector, const std::string& expr) {
   const Val v{static_cast<int32_t>(vals_.size()), dtype};
   const std::string name = fmt::format("{}t{}", prefix_, v.id);
   const char* type = vector ? (dtype == kBool ? "ki8" : "kf8") : value_type(dtype);
-  body_.push_back(fmt::format("const {} {} = {};", type, name, expr));
+  (vector_mode() && !vector ? invariant_ : body_).push_back(fmt::format("const {} {} = {};", type, name, expr));
   vals_.push_back({name, vector});
   return v;
 }
@@ -440,7 +440,10 @@ std::string highest(ScalarType t) {
 Val CppPrinter::reduction(ReductionType type, Val value) {
   struct Mark {
     CppPrinter& p;
-    ~Mark() { p.body_mark_ = p.body_.size(); }
+    ~Mark() {
+      p.body_mark_ = p.body_.size();
+      p.invariant_mark_ = p.invariant_.size();
+    }
   } mark{*this};
   const int k = reductions_++;
   const std::string acc = fmt::format("{}acc{}", prefix_, k);
@@ -530,6 +533,7 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
 void CppPrinter::store_reduction(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
   if (vector_mode()) {
     body_.resize(body_mark_);  // the scalar printer of the same body emits the store
+    invariant_.resize(invariant_mark_);
     return;
   }
   const sym::ExprPtr e = lower::simplify_index(idx, ranges_);

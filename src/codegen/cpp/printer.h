@@ -39,6 +39,9 @@ class CppPrinter : public lower::OpsHandler {
   const std::vector<std::string>& before() const { return before_; }
   const std::vector<std::string>& body() const { return body_; }
   const std::vector<std::string>& after() const { return after_; }
+  // Vector mode: the scalar statements of the body, which do not depend on the vector variable
+  // (a row's mean, a scalar operand); the emitter hoists them out of the vector loop.
+  const std::vector<std::string>& invariant() const { return invariant_; }
 
   lower::Val load(lower::BufferRef buffer, sym::ExprPtr index) override;
   void store(lower::BufferRef buffer, sym::ExprPtr index, lower::Val value) override;
@@ -76,10 +79,11 @@ class CppPrinter : public lower::OpsHandler {
   lower::VarRanges ranges_;
   sym::ExprPtr vector_var_;
   std::vector<Repr> vals_;
-  std::vector<std::string> before_, body_, after_, fold_;
+  std::vector<std::string> before_, body_, after_, fold_, invariant_;
   std::string rlinear_ = "0";
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
+  size_t invariant_mark_ = 0;
 };
 
 }  // namespace kiln::codegen
