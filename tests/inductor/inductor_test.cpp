@@ -167,6 +167,27 @@ TEST(Inductor, ACompilerFailureIsACompileErrorNamingTheFile) {
   EXPECT_NE(msg.find("false"), std::string::npos) << msg;
 }
 
+TEST(Inductor, ClangCompilesTheGeneratedCodeToo) {
+  // scripts/install-deps installs clang 14; the prelude avoids what it lacks (_Float16 on x86).
+  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_clang_test";
+  std::filesystem::remove_all(dir);
+  const char* old_cxx = std::getenv("KILN_CXX");
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cxx = old_cxx ? old_cxx : "", saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CXX", "clang++", 1);
+  ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  auto fn = [](const Tensor& x, const Tensor& h) {
+    return std::vector<Tensor>{softmax(x * 2, 1), (h.to(kFloat32) + 1).to(kFloat16), x.var({1}, 1.0)};
+  };
+  auto f = compile([&](const Tensor& x, const Tensor& h) { return fn(x, h); }, inductor());
+  Tensor x = randn({9, 21}), h = randn({9, 21}).to(kFloat16);
+  std::vector<Tensor> got = f(x, h), want = fn(x, h);
+  if (old_cxx) ::setenv("KILN_CXX", saved_cxx.c_str(), 1); else ::unsetenv("KILN_CXX");
+  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  for (size_t i = 0; i < got.size(); ++i) expect_equal(got[i], want[i]);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Inductor, OutputCodeIsLoggedAndTraced) {
   const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_trace_test";
   std::filesystem::remove_all(dir);
