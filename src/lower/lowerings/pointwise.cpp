@@ -43,7 +43,8 @@ void register_unary(const char* name, UnaryOp op) {
 // otherwise to the output dtype.
 enum class Operands { OutputDtype, ResultType, Bool };
 
-void register_binary(const char* name, BinaryOp op, Operands how, bool has_alpha = false) {
+void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha = false) {
+  // The lambda owns its copy of the name (callers pass temporaries).
   register_lowering(name, [op, how, has_alpha, name](GraphLowering& l, const graph::Node& node) {
     const graph::TensorMeta& out = out_meta(node);
     const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
@@ -149,13 +150,13 @@ void register_pointwise_lowerings() {
   using O = Operands;
   for (auto [base, op] : {std::pair{"add", BinaryOp::add}, {"sub", BinaryOp::sub}}) {
     register_binary(base, op, O::OutputDtype, true);
-    register_binary((std::string(base) + ".Scalar").c_str(), op, O::OutputDtype, true);
+    register_binary(std::string(base) + ".Scalar", op, O::OutputDtype, true);
   }
   for (auto [base, op] : {std::pair{"mul", BinaryOp::mul}, {"remainder", BinaryOp::remainder},
                           {"fmod", BinaryOp::fmod}, {"bitwise_and", BinaryOp::bitwise_and},
                           {"bitwise_or", BinaryOp::bitwise_or}, {"bitwise_xor", BinaryOp::bitwise_xor}}) {
     register_binary(base, op, O::OutputDtype);
-    register_binary((std::string(base) + ".Scalar").c_str(), op, O::OutputDtype);
+    register_binary(std::string(base) + ".Scalar", op, O::OutputDtype);
   }
   register_binary("pow", BinaryOp::pow, O::OutputDtype);
   register_binary("pow.Tensor_Scalar", BinaryOp::pow, O::OutputDtype);
@@ -168,7 +169,7 @@ void register_pointwise_lowerings() {
   for (auto [base, op] : {std::pair{"eq", BinaryOp::eq}, {"ne", BinaryOp::ne}, {"lt", BinaryOp::lt},
                           {"le", BinaryOp::le}, {"gt", BinaryOp::gt}, {"ge", BinaryOp::ge}}) {
     register_binary(base, op, O::ResultType);
-    register_binary((std::string(base) + ".Scalar").c_str(), op, O::ResultType);
+    register_binary(std::string(base) + ".Scalar", op, O::ResultType);
   }
   for (auto [name, op] : {std::pair{"logical_and", BinaryOp::logical_and},
                           {"logical_or", BinaryOp::logical_or},
