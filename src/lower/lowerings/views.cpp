@@ -83,8 +83,6 @@ std::vector<TensorBox> lower_slice(GraphLowering& l, const graph::Node& node) {
   const TensorBox& x = arg_box(l, node, 0);
   const int64_t n = static_cast<int64_t>(x.dim());
   const int64_t dim = wrap_dim(arg_constant(node, 1).to_int(), n, "slice");
-  // The start the meta function resolved: the output's storage offset moved by start*stride.
-  const graph::TensorMeta& in_meta = node.args()[0].as_value()->meta();
   const graph::TensorMeta& out = out_meta(node);
   ExprPtr start = sym::integer(0);
   if (has_arg(node, 2)) {
@@ -92,6 +90,7 @@ std::vector<TensorBox> lower_slice(GraphLowering& l, const graph::Node& node) {
     if (s.is_symbolic()) {
       start = s.expr();
     } else {
+      // PyTorch's rules: a negative start counts from the end; the start is clamped to the size.
       int64_t v = s.raw();
       ExprPtr size = x.sizes()[dim];
       if (v < 0) {
@@ -103,7 +102,6 @@ std::vector<TensorBox> lower_slice(GraphLowering& l, const graph::Node& node) {
       start = sym::integer(v);
     }
   }
-  (void)in_meta;
   ExprPtr step = to_expr(arg_constant(node, 4).to_sym_int());
   std::vector<ExprPtr> sizes = to_exprs(out.sizes);
   return one(x.view(sizes, [dim, start, step](const Index& i) {
