@@ -248,3 +248,32 @@ TEST(Inductor, ASecondCompileOfTheSameGraphHitsTheGraphCache) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(Inductor, AnOpWithoutAGeneratedFormRunsAsAnExternCall) {
+  // erfinv has no generated form; the graph around it still compiles (no eager fallback).
+  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_erfinv_test";
+  std::filesystem::remove_all(dir);
+  trace::set_directory_for_testing(dir.string());
+  auto fn = [](const Tensor& x) { return (x * 0.5).erfinv() + 1; };
+  auto f = compile(fn, inductor());
+  Tensor x = rand({5, 7}) * 1.8 - 0.9;
+  testing::expect_equal(f(x), fn(x));
+  trace::set_directory_for_testing(std::nullopt);
+  int fallbacks = 0, generated = 0;
+  for (const std::string& file : trace::trace_files(dir.string())) {
+    for (const trace::Record& r : trace::read_trace(file)) {
+      if (r.kind != "artifact") continue;
+      fallbacks += r.artifact_name() == "inductor_fallback";
+      generated += r.artifact_name() == "inductor_output_code" || r.artifact_name() == "inductor_cache";
+    }
+  }
+  EXPECT_EQ(fallbacks, 0);
+  EXPECT_EQ(generated, 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
