@@ -19,6 +19,40 @@ TEST(Linalg, MmMatchesHandComputedValues) {
   EXPECT_EQ(a.mm(b.t()).to_vector<float>(), (std::vector<float>{17, 23, 39, 53}));
 }
 
+// Note [Matrix-vector products] (src/kernels/cpu/blas.cpp): one-row and one-column products
+// take gemv, whatever the operands' layouts (contiguous, transposed, every other column).
+TEST(Linalg, OneRowAndOneColumnProductsMatchTheSumOfProducts) {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    Tensor wide = (arange(int64_t{10} * 10) % 11).to(dtype).view({10, 10}) * 0.25 - 1;
+    // A contiguous row, a column read as a row (elements 10 apart), every other element.
+    const std::vector<Tensor> rows = {wide.narrow(0, 2, 1), wide.narrow(1, 3, 1).t(),
+                                      wide.narrow(0, 1, 1).slice(1, 0, 10, 2)};
+    Tensor b = (arange(int64_t{10} * 6) % 7).to(dtype).view({10, 6}) * 0.5 - 1;
+    const std::vector<Tensor> matrices = {b, b.t().contiguous().t(), b.slice(0, 0, 10, 2)};
+    for (const Tensor& a : rows) {
+      for (const Tensor& m : matrices) {
+        if (a.size(1) != m.size(0)) continue;
+        Tensor expected = (a.t() * m).sum({0}, /*keepdim=*/true);  // [1, n]
+        Tensor out = a.mm(m);
+        ASSERT_EQ(shape(out), shape(expected));
+        const auto got = out.to_vector<double>(), want = expected.to_vector<double>();
+        for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+        // The transposed problem: a column on the right.
+        Tensor col = m.t().mm(a.t());
+        const auto got_col = col.to_vector<double>();
+        ASSERT_EQ(shape(col), (std::vector<int64_t>{m.size(1), 1}));
+        for (size_t i = 0; i < got_col.size(); ++i) EXPECT_NEAR(got_col[i], want[i], 1e-5) << i;
+      }
+    }
+    // addmm's beta scales what is in `self` through gemv's y too.
+    Tensor bias = full({1, 6}, 2.0, dtype);
+    Tensor r = addmm(bias, rows[0], b, /*beta=*/0.5, /*alpha=*/2.0);
+    Tensor e = (rows[0].t() * b).sum({0}, true) * 2.0 + 1.0;
+    const auto got = r.to_vector<double>(), want = e.to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+  }
+}
+
 TEST(Linalg, MatmulOfTwoVectorsIsAZeroDimDot) {
   Tensor r = matmul(tensor({1.0, 2.0, 3.0}), tensor({4.0, 5.0, 6.0}));
   EXPECT_EQ(r.dim(), 0);
@@ -44,7 +78,8 @@ TEST(Linalg, Int8MatmulWrapsAround) {
   Tensor b = tensor({2, 1}, kInt8).view({2, 1});
   EXPECT_EQ(a.mm(b).item<int64_t>(), 44);  // 300 mod 256
   Tensor c = tensor({-128}, kInt8).view({1, 1});
-  EXPECT_EQ(c.mm(tensor({-1}, kInt8).view({1, 1})).item<int64_t>(), -128);  // no UB on INT8_MIN * -1
+  EXPECT_EQ(c.mm(tensor({-1}, kInt8).view({1, 1})).item<int64_t>(),
+            -128);  // no UB on INT8_MIN * -1
 }
 
 TEST(Linalg, Uint16MatmulDoesNotOverflowIntPromotion) {
@@ -133,8 +168,9 @@ TEST(Conv, IntegerInputIsRejectedWithTheOpName) {
 }
 
 TEST(Pool, MaxPoolIndicesAreFlatPositionsInThePlane) {
-  Tensor x = tensor({1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 8.0, 6.0, 7.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0})
-                 .view({1, 1, 4, 4});
+  Tensor x =
+      tensor({1.0, 9.0, 2.0, 3.0, 4.0, 5.0, 8.0, 6.0, 7.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0})
+          .view({1, 1, 4, 4});
   auto [values, indices] = max_pool2d_with_indices(x, 2);
   EXPECT_EQ(values.to_vector<float>(), (std::vector<float>{9, 8, 7, 6}));
   EXPECT_EQ(indices.to_vector<int64_t>(), (std::vector<int64_t>{1, 6, 8, 15}));

@@ -209,13 +209,15 @@ template <class T> KILN_INLINE void kiln_argmin_add(T& best, int64_t& at, T x, i
 
 // Note [Generated vector math]
 // The vector path is 8 float32 lanes (AVX2) as a GCC/clang vector type, so arithmetic and
-// comparisons are plain operators and the code needs no <immintrin.h>. Transcendental functions
-// call SLEEF's AVX2 entry points (libsleef, linked into every kernel library) with its documented
-// error bounds: exp, log, log2, log10, log1p, expm1, exp2, sin, cos, tan, tanh, erf, pow, atan2
-// and the inverse trigonometric functions within 1.0 ULP (the _u10 variants), hypot within 0.5
-// ULP, sqrt correctly rounded. The scalar tail uses libm, which is within 1 ULP for the same
-// functions, so a value may differ in its last bit between a vector lane and the tail (and from
-// the eager kernels, which use Highway's polynomials): float32 results are compared with a
+// comparisons are plain operators and the code needs no <immintrin.h>. exp and erf, the
+// functions of softmax, gelu, sigmoid and silu, are inline polynomials within 1 ULP (below:
+// inline, they leave the loop's live vector registers alone), sqrt is vsqrtps (correctly
+// rounded). The other transcendental functions call SLEEF's AVX2 entry points (libsleef, linked
+// into every kernel library) with its documented error bounds: log, log2, log10, log1p, expm1,
+// exp2, sin, cos, tan, tanh, pow, atan2 and the inverse trigonometric functions within 1.0 ULP
+// (the _u10 variants), hypot within 0.5 ULP. The scalar tail uses libm, which is within 1 ULP for
+// the same functions, so a value may differ in its last bit between a vector lane and the tail (and
+// from the eager kernels, which use Highway's polynomials): float32 results are compared with a
 // relative tolerance of 1e-5 (Note [Compiled tolerances] in tests/capture/compare.h).
 constexpr const char* kVectorPrelude = R"PRELUDE(
 typedef float kf8 __attribute__((vector_size(32)));
@@ -273,14 +275,39 @@ KILN_INLINE float kiln_hmin(kf8 v) {
   for (int k = 1; k < 8; ++k) s = kiln_minimum(s, v[k]);
   return s;
 }
-struct kiln_welford_f8 { kf8 mean, m2, n; };
-KILN_INLINE void kiln_welford_add(kiln_welford_f8& w, kf8 x) {
-  w.n += 1.0f;
-  const kf8 delta = x - w.mean;
-  w.mean += delta / w.n;
-  w.m2 += delta * (x - w.mean);
+// Note [Blocked vector Welford]
+// Each lane keeps a running (mean, m2, n). Welford's own update divides by n at every step, and
+// that division sits on the loop-carried chain: a row of 1024 floats then takes ~128 divisions'
+// latency. Instead a block of up to 16 steps adds plain sums of d = x - shift (and d*d), where
+// shift is the lane's mean when the block began (its first value in the first block), and the
+// block is merged into (mean, m2, n) with Chan's formula: the chain per step is an add and a
+// multiply-add, one division per 16 steps. Shifting by a value near the mean keeps the block's
+// m2 = sum(d*d) - sum(d)^2 / count free of cancellation, as Welford's update is.
+struct kiln_welford_f8 { kf8 mean, m2, n, shift, sum, sq; int32_t count; };
+KILN_INLINE void kiln_welford_flush(kiln_welford_f8& w) {
+  if (w.count == 0) return;
+  const float c = (float)w.count;
+  const kf8 block_mean = w.shift + w.sum / c;
+  const kf8 block_m2 = w.sq - w.sum * (w.sum / c);
+  const kf8 n = w.n + c;
+  const kf8 delta = block_mean - w.mean;
+  w.mean = w.mean + delta * (c / n);
+  w.m2 = w.m2 + block_m2 + delta * delta * (w.n * c / n);
+  w.n = n;
+  w.shift = w.mean;
+  w.sum = kiln_splat(0.0f);
+  w.sq = kiln_splat(0.0f);
+  w.count = 0;
 }
-KILN_INLINE kiln_welford_f kiln_welford_hmerge(const kiln_welford_f8& w) {
+KILN_INLINE void kiln_welford_add(kiln_welford_f8& w, kf8 x) {
+  if (w.count == 0 && w.n[0] == 0.0f) w.shift = x;
+  const kf8 d = x - w.shift;
+  w.sum += d;
+  w.sq += d * d;
+  if (++w.count == 16) kiln_welford_flush(w);
+}
+KILN_INLINE kiln_welford_f kiln_welford_hmerge(kiln_welford_f8 w) {
+  kiln_welford_flush(w);
   kiln_welford_f r = {0, 0, 0};
   for (int k = 0; k < 8; ++k) r = kiln_welford_merge(r, kiln_welford_f{w.mean[k], w.m2[k], w.n[k]});
   return r;
@@ -309,8 +336,71 @@ kf8 Sleef_atan2f8_u10avx2(kf8, kf8);
 kf8 Sleef_hypotf8_u05avx2(kf8, kf8);
 kf8 Sleef_fmodf8_avx2(kf8, kf8);
 }
-KILN_INLINE kf8 kiln_sigmoid(kf8 x) { return 1.0f / (1.0f + Sleef_expf8_u10avx2(-x)); }
 KILN_INLINE kf8 kiln_abs(kf8 x) { return (kf8)((ki8)x & 0x7FFFFFFF); }
+// exp inline (a SLEEF call would spill every live vector register around it, which costs more
+// than the function in a reduction loop): exp(x) = 2^n e^r with n = round(x log2(e)) and
+// r = x - n ln(2) in [-ln(2)/2, ln(2)/2] (ln(2) split in two parts so n ln(2) is exact for the n
+// that occur), e^r by its degree-7 Taylor polynomial (truncation error below 2^-27 there). 2^n is
+// applied as two factors 2^(n>>1) 2^(n-(n>>1)), so a result that underflows into the subnormals
+// is rounded once and one that overflows is inf. Within 1 ULP of the exact value (0.94 ULP worst
+// over every 7th float32, tested against double-precision exp by CodegenMath.ExpWithinOneUlp).
+KILN_INLINE kf8 kiln_exp(kf8 x) {
+  const kf8 xc = kiln_select(x > 89.0f, kiln_splat(89.0f), kiln_select(x < -104.0f, kiln_splat(-104.0f), x));
+  const kf8 shifter = kiln_splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  const kf8 n = (xc * 1.44269504088896341f + shifter) - shifter;
+  const kf8 r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  kf8 p = kiln_splat(1.0f / 5040.0f);
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const ki8 ni = __builtin_convertvector(n, ki8);
+  const ki8 n1 = ni >> 1, n2 = ni - n1;
+  const kf8 s1 = (kf8)((n1 + 127) << 23), s2 = (kf8)((n2 + 127) << 23);
+  return kiln_select(x != x, x, p * s1 * s2);
+}
+// erf inline, within 1 ULP (1.002 ULP worst over every 13th float32 against double-precision
+// erf; CodegenMath.ErfWithinOneUlp tests a dense sample). Below |x| = 1, erf(x) = x + x P(x^2),
+// P a degree-6 least-squares fit of erf(x)/x - 1 in x^2 (relative error 1.2e-9); from 1 on,
+// erf(|x|) = 1 - exp(-x^2) Q(1/|x|), Q a degree-9 fit of erfc(x) exp(x^2) in 1/x on [1, 4]
+// (absolute error 2.3e-8 in float32 arithmetic), with |x| clamped to 4, past which erf rounds
+// to 1. Both branches are computed and one selected: there is no branch per lane.
+KILN_INLINE kf8 kiln_erf(kf8 x) {
+  const kf8 a = kiln_abs(x);
+  const kf8 z = x * x;
+  kf8 s = kiln_splat(7.847262168070301e-05f);
+  s = s * z + -0.0008008193108253181f;
+  s = s * z + 0.0051880995742976665f;
+  s = s * z + -0.026853691786527634f;
+  s = s * z + 0.1128358244895935f;
+  s = s * z + -0.3761262595653534f;
+  s = s * z + 0.12837916709551257f;
+  const kf8 small = x + x * s;
+  const kf8 ac = kiln_select(a > 4.0f, kiln_splat(4.0f), a);
+  const kf8 t = 1.0f / ac;
+  kf8 q = kiln_splat(0.028221357613801956f);
+  q = q * t + -0.16585257649421692f;
+  q = q * t + 0.40478044748306274f;
+  q = q * t + -0.49099504947662354f;
+  q = q * t + 0.19882731139659882f;
+  q = q * t + 0.2524098753929138f;
+  q = q * t + -0.38380396366119385f;
+  q = q * t + 0.02232181653380394f;
+  q = q * t + 0.5615408420562744f;
+  q = q * t + 0.0001335152192041278f;
+  const kf8 large = 1.0f - kiln_exp(-(ac * ac)) * q;
+  const kf8 signed_large = (kf8)((ki8)large | ((ki8)x & (int32_t)0x80000000));
+  return kiln_select(a < 1.0f, small, kiln_select(x != x, x, signed_large));
+}
+// The largest/smallest of an accumulator and x, ignoring a NaN x (vmaxps/vminps return their
+// second operand when either is NaN); max/min reductions track NaN in a separate mask.
+KILN_INLINE kf8 kiln_max_ignore_nan(kf8 acc, kf8 x) { return __builtin_ia32_maxps256(x, acc); }
+KILN_INLINE kf8 kiln_min_ignore_nan(kf8 acc, kf8 x) { return __builtin_ia32_minps256(x, acc); }
+KILN_INLINE kf8 kiln_sqrt(kf8 x) { return __builtin_ia32_sqrtps256(x); }
+KILN_INLINE kf8 kiln_sigmoid(kf8 x) { return 1.0f / (1.0f + kiln_exp(-x)); }
 )PRELUDE";
 
 }  // namespace

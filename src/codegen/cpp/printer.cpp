@@ -17,19 +17,30 @@ using sym::ExprKind;
 
 const char* value_type(ScalarType dtype) {
   switch (dtype) {
-    case kBool: return "bool";
-    case kUInt8: return "uint8_t";
-    case kUInt16: return "uint16_t";
-    case kUInt32: return "uint32_t";
-    case kUInt64: return "uint64_t";
-    case kInt8: return "int8_t";
-    case kInt16: return "int16_t";
-    case kInt32: return "int32_t";
-    case kInt64: return "int64_t";
+    case kBool:
+      return "bool";
+    case kUInt8:
+      return "uint8_t";
+    case kUInt16:
+      return "uint16_t";
+    case kUInt32:
+      return "uint32_t";
+    case kUInt64:
+      return "uint64_t";
+    case kInt8:
+      return "int8_t";
+    case kInt16:
+      return "int16_t";
+    case kInt32:
+      return "int32_t";
+    case kInt64:
+      return "int64_t";
     case kFloat16:
     case kBFloat16:
-    case kFloat32: return "float";
-    case kFloat64: return "double";
+    case kFloat32:
+      return "float";
+    case kFloat64:
+      return "double";
   }
   return "?";
 }
@@ -59,14 +70,17 @@ std::string float_literal(double v, ScalarType dtype) {
 }
 
 bool is_floating_compute(ScalarType t) { return is_floating(t); }
-bool is_unsigned_int(ScalarType t) { return t == kUInt8 || t == kUInt16 || t == kUInt32 || t == kUInt64; }
+bool is_unsigned_int(ScalarType t) {
+  return t == kUInt8 || t == kUInt16 || t == kUInt32 || t == kUInt64;
+}
 
 // The scalar C++ spelling of unary math on a floating value: float uses the `f` builtins.
 std::string math1(const char* name, ScalarType t, const std::string& x) {
   return fmt::format("__builtin_{}{}({})", name, t == kFloat64 ? "" : "f", x);
 }
 
-std::string join_args(std::span<const sym::ExprPtr> args, const lower::VarRanges& r, const char* sep) {
+std::string join_args(std::span<const sym::ExprPtr> args, const lower::VarRanges& r,
+                      const char* sep) {
   std::string s;
   for (size_t i = 0; i < args.size(); ++i) {
     if (i) s += sep;
@@ -79,10 +93,14 @@ std::string join_args(std::span<const sym::ExprPtr> args, const lower::VarRanges
 
 std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
   switch (e->kind()) {
-    case ExprKind::Integer: return int_literal(e->value());
-    case ExprKind::Symbol: return e->name();
-    case ExprKind::Add: return fmt::format("({})", join_args(e->args(), r, " + "));
-    case ExprKind::Mul: return fmt::format("({})", join_args(e->args(), r, " * "));
+    case ExprKind::Integer:
+      return int_literal(e->value());
+    case ExprKind::Symbol:
+      return e->name();
+    case ExprKind::Add:
+      return fmt::format("({})", join_args(e->args(), r, " + "));
+    case ExprKind::Mul:
+      return fmt::format("({})", join_args(e->args(), r, " * "));
     case ExprKind::FloorDiv:
     case ExprKind::Mod: {
       const bool div = e->kind() == ExprKind::FloorDiv;
@@ -100,15 +118,24 @@ std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
                         cpp_expr(e->args()[i], r));
       return s;
     }
-    case ExprKind::True: return "true";
-    case ExprKind::False: return "false";
-    case ExprKind::Eq: return fmt::format("({})", join_args(e->args(), r, " == "));
-    case ExprKind::Ne: return fmt::format("({})", join_args(e->args(), r, " != "));
-    case ExprKind::Lt: return fmt::format("({})", join_args(e->args(), r, " < "));
-    case ExprKind::Le: return fmt::format("({})", join_args(e->args(), r, " <= "));
-    case ExprKind::And: return fmt::format("({})", join_args(e->args(), r, " && "));
-    case ExprKind::Or: return fmt::format("({})", join_args(e->args(), r, " || "));
-    case ExprKind::Not: return fmt::format("(!{})", cpp_expr(e->args()[0], r));
+    case ExprKind::True:
+      return "true";
+    case ExprKind::False:
+      return "false";
+    case ExprKind::Eq:
+      return fmt::format("({})", join_args(e->args(), r, " == "));
+    case ExprKind::Ne:
+      return fmt::format("({})", join_args(e->args(), r, " != "));
+    case ExprKind::Lt:
+      return fmt::format("({})", join_args(e->args(), r, " < "));
+    case ExprKind::Le:
+      return fmt::format("({})", join_args(e->args(), r, " <= "));
+    case ExprKind::And:
+      return fmt::format("({})", join_args(e->args(), r, " && "));
+    case ExprKind::Or:
+      return fmt::format("({})", join_args(e->args(), r, " || "));
+    case ExprKind::Not:
+      return fmt::format("(!{})", cpp_expr(e->args()[0], r));
   }
   return "?";
 }
@@ -120,7 +147,8 @@ Val CppPrinter::emit(ScalarType dtype, bool vector, const std::string& expr) {
   const Val v{static_cast<int32_t>(vals_.size()), dtype};
   const std::string name = fmt::format("{}t{}", prefix_, v.id);
   const char* type = vector ? (dtype == kBool ? "ki8" : "kf8") : value_type(dtype);
-  (vector_mode() && !vector ? invariant_ : body_).push_back(fmt::format("const {} {} = {};", type, name, expr));
+  (vector_mode() && !vector ? invariant_ : body_)
+      .push_back(fmt::format("const {} {} = {};", type, name, expr));
   vals_.push_back({name, vector});
   return v;
 }
@@ -157,10 +185,14 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
     return emit(buffer.dtype, false, scalar_load(at));
   }
   const bool reduced = buffer.dtype == kFloat16 || buffer.dtype == kBFloat16;
-  if (buffer.dtype != kFloat32 && !reduced) throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
-  if (*coef == sym::integer(1) && !reduced) return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
+  if (buffer.dtype != kFloat32 && !reduced)
+    throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
+  if (*coef == sym::integer(1) && !reduced)
+    return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
   const std::string stride = cpp_expr(*coef, ranges_);
-  const char* gather = buffer.dtype == kFloat16 ? "kiln_gather_h" : buffer.dtype == kBFloat16 ? "kiln_gather_bf" : "kiln_gather";
+  const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h"
+                       : buffer.dtype == kBFloat16 ? "kiln_gather_bf"
+                                                   : "kiln_gather";
   return emit(buffer.dtype, true, fmt::format("{}({} + {}, {})", gather, name, at, stride));
 }
 
@@ -184,14 +216,16 @@ Val CppPrinter::index_expr(sym::ExprPtr expr, ScalarType dtype) {
   const sym::ExprPtr e = lower::simplify_index(expr, ranges_);
   if (vector_mode()) {
     auto coef = lower::linear_coefficient(e, vector_var_);
-    if (!coef || *coef != sym::integer(0)) throw NotVectorizable("an index value that varies along the vector");
+    if (!coef || *coef != sym::integer(0))
+      throw NotVectorizable("an index value that varies along the vector");
   }
   return emit(dtype, false, fmt::format("({})({})", value_type(dtype), cpp_expr(e, ranges_)));
 }
 
 Val CppPrinter::constant_int(int64_t i, ScalarType dtype) {
   if (dtype == kBool) return literal(dtype, i ? "true" : "false");
-  if (dtype == kUInt64) return literal(dtype, fmt::format("(uint64_t){}ULL", static_cast<uint64_t>(i)));
+  if (dtype == kUInt64)
+    return literal(dtype, fmt::format("(uint64_t){}ULL", static_cast<uint64_t>(i)));
   return literal(dtype, fmt::format("({}){}", value_type(dtype), int_literal(i)));
 }
 
@@ -210,7 +244,8 @@ Val CppPrinter::to_dtype(Val x, ScalarType to) {
     const bool from_float = from == kFloat32 || from == kFloat16 || from == kBFloat16;
     if (from_float && to == kFloat32) return Val{x.id, to};
     if (from_float && to == kBool) return emit(kBool, true, fmt::format("({} != 0.0f)", r.expr));
-    if (from == kBool && to == kFloat32) return emit(to, true, fmt::format("kiln_mask_to_float({})", r.expr));
+    if (from == kBool && to == kFloat32)
+      return emit(to, true, fmt::format("kiln_mask_to_float({})", r.expr));
     throw NotVectorizable(fmt::format("a cast from {} to {}", dtype_name(from), dtype_name(to)));
   }
   const std::string& s = r.expr;
@@ -230,37 +265,65 @@ Val CppPrinter::unary(UnaryOp op, Val x) {
   const bool fl = is_floating_compute(t);
   if (vector_mode() && repr(x).vector) {
     if (t == kBool) {
-      if (op == UnaryOp::logical_not || op == UnaryOp::bitwise_not) return emit(kBool, true, fmt::format("(~{})", repr(x).expr));
+      if (op == UnaryOp::logical_not || op == UnaryOp::bitwise_not)
+        return emit(kBool, true, fmt::format("(~{})", repr(x).expr));
       throw NotVectorizable("a mask op");
     }
     const std::string& v = repr(x).expr;
-    auto sleef = [&](const char* f) { return emit(t, true, fmt::format("Sleef_{}f8_u10avx2({})", f, v)); };
+    auto sleef = [&](const char* f) {
+      return emit(t, true, fmt::format("Sleef_{}f8_u10avx2({})", f, v));
+    };
     switch (op) {
-      case UnaryOp::neg: return emit(t, true, fmt::format("(-{})", v));
-      case UnaryOp::abs: return emit(t, true, fmt::format("kiln_abs({})", v));
-      case UnaryOp::exp: return sleef("exp");
-      case UnaryOp::exp2: return sleef("exp2");
-      case UnaryOp::expm1: return sleef("expm1");
-      case UnaryOp::log: return sleef("log");
-      case UnaryOp::log2: return sleef("log2");
-      case UnaryOp::log10: return sleef("log10");
-      case UnaryOp::log1p: return sleef("log1p");
-      case UnaryOp::sin: return sleef("sin");
-      case UnaryOp::cos: return sleef("cos");
-      case UnaryOp::tan: return sleef("tan");
-      case UnaryOp::asin: return sleef("asin");
-      case UnaryOp::acos: return sleef("acos");
-      case UnaryOp::atan: return sleef("atan");
-      case UnaryOp::sinh: return sleef("sinh");
-      case UnaryOp::cosh: return sleef("cosh");
-      case UnaryOp::tanh: return sleef("tanh");
-      case UnaryOp::erf: return sleef("erf");
-      case UnaryOp::sqrt: return emit(t, true, fmt::format("Sleef_sqrtf8_u05avx2({})", v));
-      case UnaryOp::rsqrt: return emit(t, true, fmt::format("(1.0f / Sleef_sqrtf8_u05avx2({}))", v));
-      case UnaryOp::reciprocal: return emit(t, true, fmt::format("(1.0f / {})", v));
-      case UnaryOp::sigmoid: return emit(t, true, fmt::format("kiln_sigmoid({})", v));
-      case UnaryOp::isnan: return emit(kBool, true, fmt::format("({0} != {0})", v));
-      default: throw NotVectorizable(std::string(lower::name_of(op)));
+      case UnaryOp::neg:
+        return emit(t, true, fmt::format("(-{})", v));
+      case UnaryOp::abs:
+        return emit(t, true, fmt::format("kiln_abs({})", v));
+      case UnaryOp::exp:
+        return emit(t, true, fmt::format("kiln_exp({})", v));
+      case UnaryOp::exp2:
+        return sleef("exp2");
+      case UnaryOp::expm1:
+        return sleef("expm1");
+      case UnaryOp::log:
+        return sleef("log");
+      case UnaryOp::log2:
+        return sleef("log2");
+      case UnaryOp::log10:
+        return sleef("log10");
+      case UnaryOp::log1p:
+        return sleef("log1p");
+      case UnaryOp::sin:
+        return sleef("sin");
+      case UnaryOp::cos:
+        return sleef("cos");
+      case UnaryOp::tan:
+        return sleef("tan");
+      case UnaryOp::asin:
+        return sleef("asin");
+      case UnaryOp::acos:
+        return sleef("acos");
+      case UnaryOp::atan:
+        return sleef("atan");
+      case UnaryOp::sinh:
+        return sleef("sinh");
+      case UnaryOp::cosh:
+        return sleef("cosh");
+      case UnaryOp::tanh:
+        return sleef("tanh");
+      case UnaryOp::erf:
+        return emit(t, true, fmt::format("kiln_erf({})", v));
+      case UnaryOp::sqrt:
+        return emit(t, true, fmt::format("kiln_sqrt({})", v));
+      case UnaryOp::rsqrt:
+        return emit(t, true, fmt::format("(1.0f / kiln_sqrt({}))", v));
+      case UnaryOp::reciprocal:
+        return emit(t, true, fmt::format("(1.0f / {})", v));
+      case UnaryOp::sigmoid:
+        return emit(t, true, fmt::format("kiln_sigmoid({})", v));
+      case UnaryOp::isnan:
+        return emit(kBool, true, fmt::format("({0} != {0})", v));
+      default:
+        throw NotVectorizable(std::string(lower::name_of(op)));
     }
   }
   const std::string& s = repr(x).expr;
@@ -281,21 +344,34 @@ Val CppPrinter::unary(UnaryOp op, Val x) {
     case UnaryOp::ceil:
     case UnaryOp::trunc:
       if (!fl) return same(s);
-      return same(math1(op == UnaryOp::floor ? "floor" : op == UnaryOp::ceil ? "ceil" : "trunc", t, s));
-    case UnaryOp::round: return fl ? same(fmt::format("kiln_round({})", s)) : same(s);
-    case UnaryOp::frac: return same(fmt::format("kiln_frac({})", s));
-    case UnaryOp::rsqrt: return same(fmt::format("kiln_rsqrt({})", s));
-    case UnaryOp::reciprocal: return same(fmt::format("(({})1 / {})", T, s));
-    case UnaryOp::sigmoid: return same(fmt::format("kiln_sigmoid({})", s));
-    case UnaryOp::logical_not: return emit(kBool, false, fmt::format("(!{})", s));
+      return same(math1(op == UnaryOp::floor  ? "floor"
+                        : op == UnaryOp::ceil ? "ceil"
+                                              : "trunc",
+                        t, s));
+    case UnaryOp::round:
+      return fl ? same(fmt::format("kiln_round({})", s)) : same(s);
+    case UnaryOp::frac:
+      return same(fmt::format("kiln_frac({})", s));
+    case UnaryOp::rsqrt:
+      return same(fmt::format("kiln_rsqrt({})", s));
+    case UnaryOp::reciprocal:
+      return same(fmt::format("(({})1 / {})", T, s));
+    case UnaryOp::sigmoid:
+      return same(fmt::format("kiln_sigmoid({})", s));
+    case UnaryOp::logical_not:
+      return emit(kBool, false, fmt::format("(!{})", s));
     case UnaryOp::bitwise_not:
       if (t == kBool) return same(fmt::format("(!{})", s));
       return same(fmt::format("({})(~{})", T, s));
-    case UnaryOp::isnan: return emit(kBool, false, fl ? fmt::format("({} != {})", s, s) : "false");
-    case UnaryOp::isinf: return emit(kBool, false, fl ? fmt::format("kiln_isinf({})", s) : "false");
-    case UnaryOp::isfinite: return emit(kBool, false, fl ? fmt::format("kiln_isfinite({})", s) : "true");
+    case UnaryOp::isnan:
+      return emit(kBool, false, fl ? fmt::format("({} != {})", s, s) : "false");
+    case UnaryOp::isinf:
+      return emit(kBool, false, fl ? fmt::format("kiln_isinf({})", s) : "false");
+    case UnaryOp::isfinite:
+      return emit(kBool, false, fl ? fmt::format("kiln_isfinite({})", s) : "true");
     case UnaryOp::erfinv:
-      KILN_CHECK(false, NotImplementedError, "codegen: erfinv has no generated form (it runs eagerly)");
+      KILN_CHECK(false, NotImplementedError,
+                 "codegen: erfinv has no generated form (it runs eagerly)");
     default: {
       KILN_CHECK(fl, DTypeError, "codegen: {} of a {} value", lower::name_of(op), dtype_name(t));
       const std::string name(lower::name_of(op));
@@ -311,38 +387,61 @@ Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
   const bool fl = is_floating_compute(t);
   if (vector_mode() && (repr(a).vector || repr(b).vector)) {
     const bool masks = t == kBool;
-    if (!masks && t != kFloat32 && t != kFloat16 && t != kBFloat16) throw NotVectorizable("non-float vector math");
+    if (!masks && t != kFloat32 && t != kFloat16 && t != kBFloat16)
+      throw NotVectorizable("non-float vector math");
     const std::string x = vec(a), y = vec(b);
-    auto op2 = [&](const char* o, ScalarType rt) { return emit(rt, true, fmt::format("({} {} {})", x, o, y)); };
+    auto op2 = [&](const char* o, ScalarType rt) {
+      return emit(rt, true, fmt::format("({} {} {})", x, o, y));
+    };
     if (masks) {
       switch (op) {
         case BinaryOp::logical_and:
-        case BinaryOp::bitwise_and: return op2("&", kBool);
+        case BinaryOp::bitwise_and:
+          return op2("&", kBool);
         case BinaryOp::logical_or:
-        case BinaryOp::bitwise_or: return op2("|", kBool);
+        case BinaryOp::bitwise_or:
+          return op2("|", kBool);
         case BinaryOp::logical_xor:
         case BinaryOp::bitwise_xor:
-        case BinaryOp::ne: return op2("^", kBool);
-        default: throw NotVectorizable("a mask op");
+        case BinaryOp::ne:
+          return op2("^", kBool);
+        default:
+          throw NotVectorizable("a mask op");
       }
     }
     switch (op) {
-      case BinaryOp::add: return op2("+", t);
-      case BinaryOp::sub: return op2("-", t);
-      case BinaryOp::mul: return op2("*", t);
-      case BinaryOp::truediv: return op2("/", t);
-      case BinaryOp::eq: return op2("==", kBool);
-      case BinaryOp::ne: return op2("!=", kBool);
-      case BinaryOp::lt: return op2("<", kBool);
-      case BinaryOp::le: return op2("<=", kBool);
-      case BinaryOp::gt: return op2(">", kBool);
-      case BinaryOp::ge: return op2(">=", kBool);
-      case BinaryOp::maximum: return emit(t, true, fmt::format("kiln_maximum({}, {})", x, y));
-      case BinaryOp::minimum: return emit(t, true, fmt::format("kiln_minimum({}, {})", x, y));
-      case BinaryOp::pow: return emit(t, true, fmt::format("Sleef_powf8_u10avx2({}, {})", x, y));
-      case BinaryOp::atan2: return emit(t, true, fmt::format("Sleef_atan2f8_u10avx2({}, {})", x, y));
-      case BinaryOp::hypot: return emit(t, true, fmt::format("Sleef_hypotf8_u05avx2({}, {})", x, y));
-      default: throw NotVectorizable(std::string(lower::name_of(op)));
+      case BinaryOp::add:
+        return op2("+", t);
+      case BinaryOp::sub:
+        return op2("-", t);
+      case BinaryOp::mul:
+        return op2("*", t);
+      case BinaryOp::truediv:
+        return op2("/", t);
+      case BinaryOp::eq:
+        return op2("==", kBool);
+      case BinaryOp::ne:
+        return op2("!=", kBool);
+      case BinaryOp::lt:
+        return op2("<", kBool);
+      case BinaryOp::le:
+        return op2("<=", kBool);
+      case BinaryOp::gt:
+        return op2(">", kBool);
+      case BinaryOp::ge:
+        return op2(">=", kBool);
+      case BinaryOp::maximum:
+        return emit(t, true, fmt::format("kiln_maximum({}, {})", x, y));
+      case BinaryOp::minimum:
+        return emit(t, true, fmt::format("kiln_minimum({}, {})", x, y));
+      case BinaryOp::pow:
+        return emit(t, true, fmt::format("Sleef_powf8_u10avx2({}, {})", x, y));
+      case BinaryOp::atan2:
+        return emit(t, true, fmt::format("Sleef_atan2f8_u10avx2({}, {})", x, y));
+      case BinaryOp::hypot:
+        return emit(t, true, fmt::format("Sleef_hypotf8_u05avx2({}, {})", x, y));
+      default:
+        throw NotVectorizable(std::string(lower::name_of(op)));
     }
   }
   const std::string& x = repr(a).expr;
@@ -352,13 +451,19 @@ Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
     if (fl) return emit(t, false, fmt::format("({} {} {})", x, o, y));
     return emit(t, false, fmt::format("({})({} {} {})", T, x, o, y));
   };
-  auto call = [&](const char* f) { return emit(t, false, fmt::format("{}<{}>({}, {})", f, T, x, y)); };
+  auto call = [&](const char* f) {
+    return emit(t, false, fmt::format("{}<{}>({}, {})", f, T, x, y));
+  };
   auto cmp = [&](const char* o) { return emit(kBool, false, fmt::format("({} {} {})", x, o, y)); };
   switch (op) {
-    case BinaryOp::add: return t == kBool ? emit(t, false, fmt::format("({} || {})", x, y)) : arith("+");
-    case BinaryOp::sub: return arith("-");
-    case BinaryOp::mul: return t == kBool ? emit(t, false, fmt::format("({} && {})", x, y)) : arith("*");
-    case BinaryOp::truediv: return arith("/");
+    case BinaryOp::add:
+      return t == kBool ? emit(t, false, fmt::format("({} || {})", x, y)) : arith("+");
+    case BinaryOp::sub:
+      return arith("-");
+    case BinaryOp::mul:
+      return t == kBool ? emit(t, false, fmt::format("({} && {})", x, y)) : arith("*");
+    case BinaryOp::truediv:
+      return arith("/");
     case BinaryOp::floordiv:
       if (fl) return emit(t, false, fmt::format("kiln_floordiv_f({}, {})", x, y));
       return call("kiln_floordiv");
@@ -374,24 +479,42 @@ Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
     case BinaryOp::pow:
       if (fl) return emit(t, false, math1("pow", t, fmt::format("{}, {}", x, y)));
       return call("kiln_ipow");
-    case BinaryOp::atan2: return emit(t, false, math1("atan2", t, fmt::format("{}, {}", x, y)));
-    case BinaryOp::hypot: return emit(t, false, math1("hypot", t, fmt::format("{}, {}", x, y)));
-    case BinaryOp::maximum: return call("kiln_maximum");
-    case BinaryOp::minimum: return call("kiln_minimum");
-    case BinaryOp::eq: return cmp("==");
-    case BinaryOp::ne: return cmp("!=");
-    case BinaryOp::lt: return cmp("<");
-    case BinaryOp::le: return cmp("<=");
-    case BinaryOp::gt: return cmp(">");
-    case BinaryOp::ge: return cmp(">=");
-    case BinaryOp::logical_and: return emit(kBool, false, fmt::format("((bool){} && (bool){})", x, y));
-    case BinaryOp::logical_or: return emit(kBool, false, fmt::format("((bool){} || (bool){})", x, y));
-    case BinaryOp::logical_xor: return emit(kBool, false, fmt::format("((bool){} != (bool){})", x, y));
-    case BinaryOp::bitwise_and: return t == kBool ? emit(t, false, fmt::format("(bool)({} & {})", x, y)) : arith("&");
-    case BinaryOp::bitwise_or: return t == kBool ? emit(t, false, fmt::format("(bool)({} | {})", x, y)) : arith("|");
-    case BinaryOp::bitwise_xor: return t == kBool ? emit(t, false, fmt::format("(bool)({} ^ {})", x, y)) : arith("^");
-    case BinaryOp::lshift: return call("kiln_lshift");
-    case BinaryOp::rshift: return call("kiln_rshift");
+    case BinaryOp::atan2:
+      return emit(t, false, math1("atan2", t, fmt::format("{}, {}", x, y)));
+    case BinaryOp::hypot:
+      return emit(t, false, math1("hypot", t, fmt::format("{}, {}", x, y)));
+    case BinaryOp::maximum:
+      return call("kiln_maximum");
+    case BinaryOp::minimum:
+      return call("kiln_minimum");
+    case BinaryOp::eq:
+      return cmp("==");
+    case BinaryOp::ne:
+      return cmp("!=");
+    case BinaryOp::lt:
+      return cmp("<");
+    case BinaryOp::le:
+      return cmp("<=");
+    case BinaryOp::gt:
+      return cmp(">");
+    case BinaryOp::ge:
+      return cmp(">=");
+    case BinaryOp::logical_and:
+      return emit(kBool, false, fmt::format("((bool){} && (bool){})", x, y));
+    case BinaryOp::logical_or:
+      return emit(kBool, false, fmt::format("((bool){} || (bool){})", x, y));
+    case BinaryOp::logical_xor:
+      return emit(kBool, false, fmt::format("((bool){} != (bool){})", x, y));
+    case BinaryOp::bitwise_and:
+      return t == kBool ? emit(t, false, fmt::format("(bool)({} & {})", x, y)) : arith("&");
+    case BinaryOp::bitwise_or:
+      return t == kBool ? emit(t, false, fmt::format("(bool)({} | {})", x, y)) : arith("|");
+    case BinaryOp::bitwise_xor:
+      return t == kBool ? emit(t, false, fmt::format("(bool)({} ^ {})", x, y)) : arith("^");
+    case BinaryOp::lshift:
+      return call("kiln_lshift");
+    case BinaryOp::rshift:
+      return call("kiln_rshift");
   }
   return a;
 }
@@ -401,37 +524,60 @@ Val CppPrinter::where(Val cond, Val a, Val b) {
     if (a.dtype == kBool) throw NotVectorizable("a mask select");
     return emit(a.dtype, true, fmt::format("kiln_select({}, {}, {})", vec(cond), vec(a), vec(b)));
   }
-  return emit(a.dtype, false, fmt::format("({} ? {} : {})", repr(cond).expr, repr(a).expr, repr(b).expr));
+  return emit(a.dtype, false,
+              fmt::format("({} ? {} : {})", repr(cond).expr, repr(a).expr, repr(b).expr));
 }
 
 namespace {
 
 std::string lowest(ScalarType t) {
   switch (t) {
-    case kBool: return "false";
-    case kUInt8: case kUInt16: case kUInt32: case kUInt64: return fmt::format("({})0", value_type(t));
-    case kInt8: return "(int8_t)-128";
-    case kInt16: return "(int16_t)-32768";
-    case kInt32: return "(int32_t)(-2147483647 - 1)";
-    case kInt64: return "(-9223372036854775807LL - 1)";
-    case kFloat64: return "(-__builtin_inf())";
-    default: return "(-__builtin_inff())";
+    case kBool:
+      return "false";
+    case kUInt8:
+    case kUInt16:
+    case kUInt32:
+    case kUInt64:
+      return fmt::format("({})0", value_type(t));
+    case kInt8:
+      return "(int8_t)-128";
+    case kInt16:
+      return "(int16_t)-32768";
+    case kInt32:
+      return "(int32_t)(-2147483647 - 1)";
+    case kInt64:
+      return "(-9223372036854775807LL - 1)";
+    case kFloat64:
+      return "(-__builtin_inf())";
+    default:
+      return "(-__builtin_inff())";
   }
 }
 
 std::string highest(ScalarType t) {
   switch (t) {
-    case kBool: return "true";
-    case kUInt8: return "(uint8_t)255";
-    case kUInt16: return "(uint16_t)65535";
-    case kUInt32: return "(uint32_t)4294967295U";
-    case kUInt64: return "(uint64_t)18446744073709551615ULL";
-    case kInt8: return "(int8_t)127";
-    case kInt16: return "(int16_t)32767";
-    case kInt32: return "(int32_t)2147483647";
-    case kInt64: return "9223372036854775807LL";
-    case kFloat64: return "__builtin_inf()";
-    default: return "__builtin_inff()";
+    case kBool:
+      return "true";
+    case kUInt8:
+      return "(uint8_t)255";
+    case kUInt16:
+      return "(uint16_t)65535";
+    case kUInt32:
+      return "(uint32_t)4294967295U";
+    case kUInt64:
+      return "(uint64_t)18446744073709551615ULL";
+    case kInt8:
+      return "(int8_t)127";
+    case kInt16:
+      return "(int16_t)32767";
+    case kInt32:
+      return "(int32_t)2147483647";
+    case kInt64:
+      return "9223372036854775807LL";
+    case kFloat64:
+      return "__builtin_inf()";
+    default:
+      return "__builtin_inff()";
   }
 }
 
@@ -451,7 +597,8 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
   const char* T = value_type(t);
   const ScalarType result = lower::reduction_result_dtype(type, t);
   if (vector_mode()) {
-    if (t != kFloat32 && t != kFloat16 && t != kBFloat16) throw NotVectorizable("a non-float reduction");
+    if (t != kFloat32 && t != kFloat16 && t != kBFloat16)
+      throw NotVectorizable("a non-float reduction");
     const std::string vacc = fmt::format("{}vacc{}", prefix_, k), x = vec(value);
     switch (type) {
       case ReductionType::sum:
@@ -466,18 +613,26 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
         break;
       case ReductionType::max:
       case ReductionType::min: {
+        // The lanes skip NaN (one vmaxps on the loop-carried chain) and a mask remembers one.
         const bool mx = type == ReductionType::max;
-        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc, mx ? lowest(kFloat32) : highest(kFloat32)));
-        body_.push_back(fmt::format("{} = kiln_{}({}, {});", vacc, mx ? "maximum" : "minimum", vacc, x));
-        fold_.push_back(fmt::format("{} = kiln_{}({}, kiln_h{}({}));", acc, mx ? "maximum" : "minimum", acc,
-                                    mx ? "max" : "min", vacc));
+        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc,
+                                      mx ? lowest(kFloat32) : highest(kFloat32)));
+        before_.push_back(fmt::format("ki8 {}_nan = {{}};", vacc));
+        body_.push_back(
+            fmt::format("{} = kiln_{}_ignore_nan({}, {});", vacc, mx ? "max" : "min", vacc, x));
+        body_.push_back(fmt::format("{0}_nan |= kiln_isnan({1});", vacc, x));
+        fold_.push_back(fmt::format(
+            "{0} = kiln_select({0}_nan, kiln_splat(__builtin_nanf(\"\")), {0});", vacc));
+        fold_.push_back(fmt::format("{} = kiln_{}({}, kiln_h{}({}));", acc,
+                                    mx ? "maximum" : "minimum", acc, mx ? "max" : "min", vacc));
         break;
       }
       case ReductionType::welford_mean:
       case ReductionType::welford_m2: {
-        before_.push_back(fmt::format("kiln_welford_f8 {} = {{kiln_splat(0.0f), kiln_splat(0.0f), kiln_splat(0.0f)}};", vacc));
+        before_.push_back(fmt::format("kiln_welford_f8 {} = {{}};", vacc));
         body_.push_back(fmt::format("kiln_welford_add({}, {});", vacc, x));
-        fold_.push_back(fmt::format("{} = kiln_welford_merge({}, kiln_welford_hmerge({}));", acc, acc, vacc));
+        fold_.push_back(
+            fmt::format("{} = kiln_welford_merge({}, kiln_welford_hmerge({}));", acc, acc, vacc));
         break;
       }
       default:
@@ -501,7 +656,8 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
     case ReductionType::min: {
       const bool mx = type == ReductionType::max;
       before_.push_back(fmt::format("{} {} = {};", T, acc, mx ? lowest(t) : highest(t)));
-      body_.push_back(fmt::format("{} = kiln_{}<{}>({}, {});", acc, mx ? "maximum" : "minimum", T, acc, x));
+      body_.push_back(
+          fmt::format("{} = kiln_{}<{}>({}, {});", acc, mx ? "maximum" : "minimum", T, acc, x));
       return literal(result, acc);
     }
     case ReductionType::any:
@@ -517,14 +673,17 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
       before_.push_back(fmt::format("{} {} = 0;", T, acc));
       before_.push_back(fmt::format("int64_t {}_i = -1;", acc));
       body_.push_back(fmt::format("kiln_{}_add<{}>({}, {}_i, {}, {});",
-                                  type == ReductionType::argmax ? "argmax" : "argmin", T, acc, acc, x, rlinear_));
+                                  type == ReductionType::argmax ? "argmax" : "argmin", T, acc, acc,
+                                  x, rlinear_));
       return literal(result, fmt::format("{}_i", acc));
     case ReductionType::welford_mean:
     case ReductionType::welford_m2: {
       KILN_CHECK(is_floating(t), DTypeError, "codegen: a welford reduction of {}", dtype_name(t));
-      before_.push_back(fmt::format("{} {} = {{0, 0, 0}};", t == kFloat64 ? "kiln_welford_d" : "kiln_welford_f", acc));
+      before_.push_back(fmt::format("{} {} = {{0, 0, 0}};",
+                                    t == kFloat64 ? "kiln_welford_d" : "kiln_welford_f", acc));
       body_.push_back(fmt::format("kiln_welford_add({}, {});", acc, x));
-      return literal(result, fmt::format("{}{}", acc, type == ReductionType::welford_mean ? ".mean" : ".m2"));
+      return literal(
+          result, fmt::format("{}{}", acc, type == ReductionType::welford_mean ? ".mean" : ".m2"));
     }
   }
   return value;

@@ -32,7 +32,7 @@ int64_t batch_of(const Tensor& t) { return t.dim() == 3 ? int64_t{t.size(0)} : 1
 
 // See Note [Strided operands to BLAS].
 std::optional<std::pair<CBLAS_TRANSPOSE, int64_t>> blas_layout(int64_t rows, int64_t cols,
-                                                                int64_t rs, int64_t cs) {
+                                                               int64_t rs, int64_t cs) {
   const int64_t min_row_ld = std::max<int64_t>(cols, 1);
   const int64_t min_col_ld = std::max<int64_t>(rows, 1);
   if (cs == 1 || cols <= 1) {
@@ -74,6 +74,46 @@ void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, doub
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void call_gemv(CBLAS_TRANSPOSE t, int rows, int cols, float alpha, const float* a, int lda,
+               const float* x, int incx, float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, t, rows, cols, alpha, a, lda, x, incx, beta, y, 1);
+}
+void call_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double* a, int lda,
+               const double* x, int incx, double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, a, lda, x, incx, beta, y, 1);
+}
+
+// Note [Matrix-vector products]
+// A product with one row (m == 1: a batch-1 linear layer) or one column (n == 1) is a
+// matrix-vector product. gemm would pack the whole matrix into its blocked layout first, which
+// for [1, 784] x [784, 512] costs more than the product; gemv streams the matrix once. The
+// vector operand's elements are `inc` apart: its unit stride when stored NoTrans, its leading
+// dimension when Trans (a one-row matrix read column by column).
+template <typename T>
+bool try_gemv(const BlasOperand& oa, const BlasOperand& ob, int64_t m, int64_t n, int64_t k,
+              T alpha, T beta, T* c) {
+  const auto flip = [](CBLAS_TRANSPOSE t) { return t == CblasNoTrans ? CblasTrans : CblasNoTrans; };
+  const auto inc = [](const BlasOperand& v) { return v.trans == CblasNoTrans ? 1 : v.ld; };
+  if (m == 1) {
+    // out[j] = sum_i a[i] b[i, j]: b read as [k, n] (NoTrans) is used transposed.
+    call_gemv(flip(ob.trans), static_cast<int>(ob.trans == CblasNoTrans ? k : n),
+              static_cast<int>(ob.trans == CblasNoTrans ? n : k), alpha,
+              reinterpret_cast<const T*>(ob.data), static_cast<int>(ob.ld),
+              reinterpret_cast<const T*>(oa.data), static_cast<int>(inc(oa)), beta, c);
+    return true;
+  }
+  if (n == 1) {
+    // out[i] = sum_j a[i, j] b[j]: the column b's elements are ld apart when NoTrans.
+    const int64_t incb = ob.trans == CblasNoTrans ? ob.ld : 1;
+    call_gemv(oa.trans, static_cast<int>(oa.trans == CblasNoTrans ? m : k),
+              static_cast<int>(oa.trans == CblasNoTrans ? k : m), alpha,
+              reinterpret_cast<const T*>(oa.data), static_cast<int>(oa.ld),
+              reinterpret_cast<const T*>(ob.data), static_cast<int>(incb), beta, c);
+    return true;
+  }
+  return false;
+}
+
 // out *= beta over a contiguous tensor (the k == 0 case, where BLAS would not be called).
 template <typename T>
 void scale_output(const Tensor& out, T beta) {
@@ -97,11 +137,12 @@ void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
     return;
   }
   KILN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, NotImplementedError,
-             "matrix product: dims [{}, {}] x [{}, {}] exceed the 32-bit sizes BLAS takes", m, k,
-             k, n);
+             "matrix product: dims [{}, {}] x [{}, {}] exceed the 32-bit sizes BLAS takes", m, k, k,
+             n);
   const BlasOperand oa = make_operand(a);
   const BlasOperand ob = make_operand(b);
   T* c = out.data_ptr<T>();
+  if (batch == 1 && try_gemv(oa, ob, m, n, k, alpha, beta, c)) return;
   const int64_t c_batch = m * n;
   // OpenBLAS threads one large product itself; many small ones are better spread over the
   // batch (inside a parallel region OpenBLAS runs single-threaded).
@@ -143,8 +184,8 @@ void gemm_floating(const Tensor& a, const Tensor& b, const Tensor& out, const Sc
       return;
     }
     default:
-      throw DTypeError(fmt::format("gemm_floating: dtype {} is not floating",
-                                   dtype_name(out.dtype())));
+      throw DTypeError(
+          fmt::format("gemm_floating: dtype {} is not floating", dtype_name(out.dtype())));
   }
 }
 
