@@ -49,13 +49,15 @@ struct PrintedNode {
 
 PrintedNode print_node(const SchedNode& node, const std::string& prefix, const VarRanges& ranges,
                        const std::vector<ExprPtr>& index_vars, const std::vector<ExprPtr>& rvars,
-                       ExprPtr vector_var, const std::string& rlinear) {
+                       ExprPtr vector_var, const std::string& rlinear,
+                       const std::map<std::string, std::string>& streaming) {
   PrintedNode p{CppPrinter(prefix, ranges, nullptr), std::nullopt};
   p.scalar.set_reduction_linear_index(rlinear);
   node.run_body(p.scalar, index_vars, rvars);
   if (vector_var != nullptr) {
     CppPrinter v(prefix, ranges, vector_var);
     v.set_reduction_linear_index(rlinear);
+    v.set_streaming(streaming);
     try {
       node.run_body(v, index_vars, rvars);
       p.vector = std::move(v);
@@ -67,9 +69,9 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
 
 // Loops `for (v = 0; v < size; ++v)` around `inner`, innermost last; the innermost as a vector
 // loop plus a scalar tail when `vec_body` is given.
-void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars, const std::vector<ExprPtr>& sizes,
-                const VarRanges& ranges, const std::vector<std::string>& scalar_body,
-                const CppPrinter* vec, int depth) {
+void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
+                const std::vector<ExprPtr>& sizes, const VarRanges& ranges,
+                const std::vector<std::string>& scalar_body, const CppPrinter* vec, int depth) {
   const std::vector<std::string>* vec_body = vec != nullptr ? &vec->body() : nullptr;
   const size_t n = loop_vars.size();
   if (n == 0) {
@@ -80,7 +82,8 @@ void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars, const s
   }
   for (size_t d = 0; d + 1 < n; ++d) {
     out += indent(depth + static_cast<int>(d)) +
-           fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", loop_vars[d]->name(), cpp_expr(sizes[d], ranges));
+           fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", loop_vars[d]->name(),
+                       cpp_expr(sizes[d], ranges));
   }
   const int in = depth + static_cast<int>(n) - 1;
   const std::string v = loop_vars[n - 1]->name(), size = cpp_expr(sizes[n - 1], ranges);
@@ -136,9 +139,10 @@ class ProgramBuilder {
   void add_symbols() {
     for (const lower::SymbolSource& s : lowering_.symbol_sources()) {
       program_.symbols.push_back(s.symbol);
-      program_.symbol_sources.push_back(
-          {s.symbol, s.is_stride ? runtime::SymbolSource::From::InputStride : runtime::SymbolSource::From::InputSize,
-           s.input, s.dim});
+      program_.symbol_sources.push_back({s.symbol,
+                                         s.is_stride ? runtime::SymbolSource::From::InputStride
+                                                     : runtime::SymbolSource::From::InputSize,
+                                         s.input, s.dim});
     }
     program_.num_inputs = static_cast<int>(lowering_.graph().placeholders().size());
   }
@@ -179,14 +183,17 @@ class ProgramBuilder {
     };
     std::string kind;
     switch (b.kind()) {
-      case Buffer::Kind::Input: kind = "InputBuffer"; break;
+      case Buffer::Kind::Input:
+        kind = "InputBuffer";
+        break;
       case Buffer::Kind::Extern:
         kind = "ExternKernel " + static_cast<const lower::ExternBuffer&>(b).node()->op_def().name;
         break;
       case Buffer::Kind::Computed: {
         const auto& c = static_cast<const lower::ComputedBuffer&>(b);
         if (const auto* r = std::get_if<lower::Reduction>(&c.loops())) {
-          kind = fmt::format("ComputedBuffer Reduction {} over {}", lower::name_of(r->type), list(r->reduction_ranges));
+          kind = fmt::format("ComputedBuffer Reduction {} over {}", lower::name_of(r->type),
+                             list(r->reduction_ranges));
         } else {
           kind = "ComputedBuffer Pointwise";
         }
@@ -207,29 +214,37 @@ class ProgramBuilder {
   std::string emit_kernel(const Kernel& k) {
     // Which buffers the kernel touches, in first-use order.
     std::vector<std::string> used;
-    std::set<std::string> seen;
+    std::set<std::string> seen, read, written;
     for (const SchedNode& n : k.nodes) {
       lower::DependencyHandler deps;
       n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
       for (const auto& a : deps.reads()) {
         if (seen.insert(a.buffer).second) used.push_back(a.buffer);
+        read.insert(a.buffer);
       }
       for (const auto& a : deps.writes()) {
         if (seen.insert(a.buffer).second) used.push_back(a.buffer);
+        written.insert(a.buffer);
         written_by_step_[a.buffer] = static_cast<int>(program_.steps.size());
       }
-      for (const auto& a : deps.reads()) last_read_[a.buffer] = static_cast<int>(program_.steps.size());
+      for (const auto& a : deps.reads())
+        last_read_[a.buffer] = static_cast<int>(program_.steps.size());
     }
     runtime::KernelStep step;
     step.name = k.name;
-    std::string out = fmt::format("extern \"C\" void {}(void* const* kiln_buffers, const int64_t* kiln_symbols) {{\n", k.name);
+    std::string out = fmt::format(
+        "extern \"C\" void {}(void* const* kiln_buffers, const int64_t* kiln_symbols) {{\n",
+        k.name);
     for (size_t s = 0; s < program_.symbols.size(); ++s) {
-      out += fmt::format("  const int64_t {} = kiln_symbols[{}];\n", program_.symbols[s]->name(), s);
+      out +=
+          fmt::format("  const int64_t {} = kiln_symbols[{}];\n", program_.symbols[s]->name(), s);
     }
     out += "  (void)kiln_symbols;\n";
+    out += plan_streaming(read, written);
     for (size_t b = 0; b < used.size(); ++b) {
       const runtime::BufferDesc& d = program_.buffers[index_of(used[b])];
-      out += fmt::format("  {0}* {1} = ({0}*)kiln_buffers[{2}];\n", memory_type(d.dtype), d.name, b);
+      out +=
+          fmt::format("  {0}* {1} = ({0}*)kiln_buffers[{2}];\n", memory_type(d.dtype), d.name, b);
       step.buffers.push_back(index_of(used[b]));
     }
     // A kernel whose outer loops are empty (a zero size) does nothing; its index arithmetic could
@@ -257,10 +272,45 @@ class ProgramBuilder {
     return out;
   }
 
+  // Note [Streaming stores in generated code]
+  // As in the eager kernels (Note [Streaming stores] in src/kernels/cpu/streaming_store.h), a
+  // store to a line that is not in cache first reads the line, so a kernel whose output is far
+  // larger than the caches moves that output through memory twice. The vector stores of a
+  // float32 buffer of at least kStreamingBytes that the kernel does not read back are
+  // non-temporal (where the address is 32-byte aligned; the others are normal stores), and each
+  // parallel work item ends with an sfence. With symbolic sizes the size test is made when the
+  // kernel starts.
+  static constexpr int64_t kStreamingBytes = int64_t{16} << 20;
+
+  std::string plan_streaming(const std::set<std::string>& read,
+                             const std::set<std::string>& written) {
+    streaming_.clear();
+    std::string out;
+    for (const std::string& name : written) {
+      const runtime::BufferDesc& d = program_.buffers[index_of(name)];
+      if (read.count(name) || d.dtype != kFloat32 || !options_.vectorize) continue;
+      const ExprPtr bytes = sym::mul(product(d.layout.sizes), sym::integer(4));
+      const ExprPtr large = sym::le(sym::integer(kStreamingBytes), bytes);
+      if (large == sym::boolean(false)) continue;
+      if (large == sym::boolean(true)) {
+        streaming_[name] = "true";
+        continue;
+      }
+      const std::string flag = "kiln_stream_" + name;
+      out += fmt::format("  const bool {} = {};\n", flag, cpp_expr(large, {}));
+      streaming_[name] = flag;
+    }
+    return out;
+  }
+
+  std::string sfence(int depth) const {
+    return streaming_.empty() ? "" : indent(depth) + "kiln_sfence();\n";
+  }
+
   std::string parallel_pragma(size_t collapse, ExprPtr work, const VarRanges& ranges) const {
     if (collapse == 0) return "";
-    return fmt::format("  #pragma omp parallel for collapse({}) if ({} >= {})\n", collapse, cpp_expr(work, ranges),
-                       options_.parallel_threshold);
+    return fmt::format("  #pragma omp parallel for collapse({}) if ({} >= {})\n", collapse,
+                       cpp_expr(work, ranges), options_.parallel_threshold);
   }
 
   // Note [Merging loops]
@@ -269,7 +319,8 @@ class ProgramBuilder {
   // across the two dims, or broadcast along both): a (128, 32, 26, 26) kernel is then one loop
   // of 2.7M elements that vectorizes without a tail per row. Each original index is recovered
   // as (v // inner) % size, which index simplification folds back into the linear access.
-  std::vector<std::vector<size_t>> merge_groups(const Kernel& k, const std::vector<ExprPtr>& ivars) const {
+  std::vector<std::vector<size_t>> merge_groups(const Kernel& k,
+                                                const std::vector<ExprPtr>& ivars) const {
     std::vector<sym::ExprPtr> accesses;
     for (const SchedNode& n : k.nodes) {
       lower::DependencyHandler deps;
@@ -321,7 +372,8 @@ class ProgramBuilder {
     std::vector<PrintedNode> printed;
     bool vectorized = vv != nullptr;
     for (size_t n = 0; n < k.nodes.size(); ++n) {
-      printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, index, {}, vv, "0"));
+      printed.push_back(
+          print_node(k.nodes[n], fmt::format("n{}_", n), ranges, index, {}, vv, "0", streaming_));
       vectorized &= printed.back().vector.has_value();
     }
     std::vector<std::string> scalar, vector, invariant;
@@ -334,24 +386,28 @@ class ProgramBuilder {
     std::string out = parallel_pragma(outer, product(k.outer), ranges);
     int depth = 1;
     for (size_t d = 0; d + 1 < outer; ++d, ++depth) {
-      out += indent(depth) + fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", ivars[d]->name(),
-                                         cpp_expr(sizes[d], ranges));
+      out += indent(depth) + fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n",
+                                         ivars[d]->name(), cpp_expr(sizes[d], ranges));
     }
     const std::string v = ivars.back()->name(), size = cpp_expr(sizes.back(), ranges);
-    out += indent(depth) + fmt::format("for (int64_t kiln_chunk = 0; kiln_chunk < {0}; kiln_chunk += {1}) {{\n", size,
-                                       options_.chunk);
-    out += indent(depth + 1) + fmt::format("const int64_t kiln_end = kiln_min<int64_t>(kiln_chunk + {}, {});\n",
-                                           options_.chunk, size);
+    out += indent(depth) +
+           fmt::format("for (int64_t kiln_chunk = 0; kiln_chunk < {0}; kiln_chunk += {1}) {{\n",
+                       size, options_.chunk);
+    out += indent(depth + 1) +
+           fmt::format("const int64_t kiln_end = kiln_min<int64_t>(kiln_chunk + {}, {});\n",
+                       options_.chunk, size);
     out += indent(depth + 1) + fmt::format("int64_t {} = kiln_chunk;\n", v);
     if (vectorized) {
       append(out, invariant, depth + 1);
-      out += indent(depth + 1) + fmt::format("for (; {0} + {1} <= kiln_end; {0} += {1}) {{\n", v, kLanes);
+      out += indent(depth + 1) +
+             fmt::format("for (; {0} + {1} <= kiln_end; {0} += {1}) {{\n", v, kLanes);
       append(out, vector, depth + 2);
       out += indent(depth + 1) + "}\n";
     }
     out += indent(depth + 1) + fmt::format("for (; {0} < kiln_end; ++{0}) {{\n", v);
     append(out, scalar, depth + 2);
     out += indent(depth + 1) + "}\n";
+    out += sfence(depth + 1);
     out += indent(depth) + "}\n";
     for (size_t d = 0; d + 1 < outer; ++d) out += indent(static_cast<int>(outer - 1 - d)) + "}\n";
     return out;
@@ -359,7 +415,8 @@ class ProgramBuilder {
 
   // Outer loops shared by all nodes; inside, each node runs its own inner (pointwise) or
   // reduction loops.
-  std::string emit_nested(const Kernel& k, const std::vector<ExprPtr>& ivars, const VarRanges& base) {
+  std::string emit_nested(const Kernel& k, const std::vector<ExprPtr>& ivars,
+                          const VarRanges& base) {
     const size_t outer = ivars.size();
     ExprPtr work = product(k.outer);
     ExprPtr inner_max = sym::integer(1);
@@ -370,13 +427,15 @@ class ProgramBuilder {
     }
     std::string out = parallel_pragma(outer, sym::mul(work, inner_max), base);
     for (size_t d = 0; d < outer; ++d) {
-      out += indent(1 + static_cast<int>(d)) + fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n",
-                                                           ivars[d]->name(), cpp_expr(k.outer[d], base));
+      out += indent(1 + static_cast<int>(d)) +
+             fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", ivars[d]->name(),
+                         cpp_expr(k.outer[d], base));
     }
     const int depth = 1 + static_cast<int>(outer);
     for (size_t n = 0; n < k.nodes.size(); ++n) {
       const SchedNode& node = k.nodes[n];
-      if (std::find(node.ranges.begin(), node.ranges.end(), sym::integer(0)) != node.ranges.end()) continue;
+      if (std::find(node.ranges.begin(), node.ranges.end(), sym::integer(0)) != node.ranges.end())
+        continue;
       VarRanges ranges = base;
       const std::vector<ExprPtr> jvars = vars("j", node.ranges.size() - outer);
       const std::vector<ExprPtr> rvars = vars("r", node.reduction_ranges.size());
@@ -389,27 +448,34 @@ class ProgramBuilder {
       if (node.is_reduction()) {
         // Row-major linear index over the reduction loops (argmax/argmin report it).
         ExprPtr rlin = sym::integer(0);
-        for (size_t d = 0; d < rvars.size(); ++d) rlin = sym::add(sym::mul(rlin, node.reduction_ranges[d]), rvars[d]);
+        for (size_t d = 0; d < rvars.size(); ++d)
+          rlin = sym::add(sym::mul(rlin, node.reduction_ranges[d]), rvars[d]);
         ExprPtr vv = options_.vectorize && !rvars.empty() ? rvars.back() : nullptr;
-        PrintedNode p = print_node(node, prefix, ranges, index_vars, rvars, vv, cpp_expr(rlin, ranges));
+        PrintedNode p = print_node(node, prefix, ranges, index_vars, rvars, vv,
+                                   cpp_expr(rlin, ranges), streaming_);
         append(out, p.scalar.before(), depth + 1);
         if (p.vector) append(out, p.vector->before(), depth + 1);
         // Vector accumulators are folded into the scalar ones after all loops.
         if (p.vector) {
-          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), &*p.vector, depth + 1);
+          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), &*p.vector,
+                     depth + 1);
           append(out, p.vector->fold(), depth + 1);
         } else {
-          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), nullptr, depth + 1);
+          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), nullptr,
+                     depth + 1);
         }
         append(out, p.scalar.after(), depth + 1);
       } else {
         ExprPtr vv = options_.vectorize && !jvars.empty() ? jvars.back() : nullptr;
-        PrintedNode p = print_node(node, prefix, ranges, index_vars, {}, vv, "0");
-        std::vector<ExprPtr> inner_sizes(node.ranges.begin() + static_cast<long>(outer), node.ranges.end());
-        emit_loops(out, jvars, inner_sizes, ranges, p.scalar.body(), p.vector ? &*p.vector : nullptr, depth + 1);
+        PrintedNode p = print_node(node, prefix, ranges, index_vars, {}, vv, "0", streaming_);
+        std::vector<ExprPtr> inner_sizes(node.ranges.begin() + static_cast<long>(outer),
+                                         node.ranges.end());
+        emit_loops(out, jvars, inner_sizes, ranges, p.scalar.body(),
+                   p.vector ? &*p.vector : nullptr, depth + 1);
       }
       out += indent(depth) + "}\n";
     }
+    out += sfence(depth);
     for (size_t d = outer; d-- > 0;) out += indent(1 + static_cast<int>(d)) + "}\n";
     return out;
   }
@@ -448,7 +514,8 @@ class ProgramBuilder {
     g.set_outputs(outs);
     step.call = graph::to_string(g);
     for (const lower::ExternBuffer* b : call.outputs) {
-      while (step.outputs.size() <= static_cast<size_t>(b->output_index())) step.outputs.push_back(-1);
+      while (step.outputs.size() <= static_cast<size_t>(b->output_index()))
+        step.outputs.push_back(-1);
       step.outputs[b->output_index()] = index_of(b->name());
       written_by_step_[b->name()] = static_cast<int>(program_.steps.size());
       // Unbacked sizes of data-dependent outputs are bound from the output itself.
@@ -460,8 +527,8 @@ class ProgramBuilder {
         if (known) continue;
         program_.symbols.push_back(s);
         program_.symbol_sources.push_back({s, runtime::SymbolSource::From::ExternOutputSize,
-                                           static_cast<int>(program_.steps.size()), static_cast<int>(d),
-                                           b->output_index()});
+                                           static_cast<int>(program_.steps.size()),
+                                           static_cast<int>(d), b->output_index()});
       }
     }
     program_.steps.push_back(std::move(step));
@@ -475,7 +542,8 @@ class ProgramBuilder {
   // buffers (an expression when sizes are symbolic).
   void plan_memory() {
     std::set<std::string> pinned = extern_read_;
-    for (const runtime::OutputDesc& o : program_.outputs) pinned.insert(program_.buffers[o.buffer].name);
+    for (const runtime::OutputDesc& o : program_.outputs)
+      pinned.insert(program_.buffers[o.buffer].name);
     struct Slot {
       ExprPtr bytes;
       int free_after = -1;  // step after which it is free; -1: in use
@@ -493,7 +561,8 @@ class ProgramBuilder {
     std::vector<std::pair<int, int>> releases;  // (last step, slot)
     for (auto [first, b] : order) {
       runtime::BufferDesc& d = program_.buffers[b];
-      ExprPtr bytes = sym::mul(product(d.layout.sizes), sym::integer(static_cast<int64_t>(element_size(d.dtype))));
+      ExprPtr bytes = sym::mul(product(d.layout.sizes),
+                               sym::integer(static_cast<int64_t>(element_size(d.dtype))));
       int chosen = -1;
       for (size_t s = 0; s < slots.size() && chosen < 0; ++s) {
         if (slots[s].free_after >= 0 && slots[s].free_after < first) chosen = static_cast<int>(s);
@@ -527,6 +596,7 @@ class ProgramBuilder {
   std::map<std::string, int> written_by_step_, last_read_;
   std::set<std::string> extern_read_;
   std::set<int> pinned_slots_;
+  std::map<std::string, std::string> streaming_;  // of the kernel being emitted
   std::string loop_ir_;
 };
 

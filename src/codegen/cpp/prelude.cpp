@@ -225,6 +225,21 @@ typedef int32_t ki8 __attribute__((vector_size(32)));
 typedef float kf8u __attribute__((vector_size(32), aligned(4)));
 KILN_INLINE kf8 kiln_loadu(const float* p) { return *(const kf8u*)p; }
 KILN_INLINE void kiln_storeu(float* p, kf8 v) { *(kf8u*)p = v; }
+// A non-temporal store where the address is 32-byte aligned, a normal one elsewhere (Note
+// [Streaming stores in generated code] in codegen.cpp); kiln_sfence orders them before the
+// kernel's end.
+KILN_INLINE void kiln_stream_if(bool stream, float* p, kf8 v) {
+  if (stream && ((uint64_t)p & 31) == 0) {
+#if defined(__clang__)
+    __builtin_nontemporal_store(v, (kf8*)p);
+#else
+    __builtin_ia32_movntps256(p, v);
+#endif
+  } else {
+    kiln_storeu(p, v);
+  }
+}
+KILN_INLINE void kiln_sfence() { __builtin_ia32_sfence(); }
 KILN_INLINE kf8 kiln_splat(float x) { return (kf8){x, x, x, x, x, x, x, x}; }
 KILN_INLINE kf8 kiln_gather(const float* p, int64_t stride) {
   return (kf8){p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride], p[5 * stride],

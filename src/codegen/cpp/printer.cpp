@@ -209,6 +209,11 @@ void CppPrinter::store(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
   auto coef = lower::linear_coefficient(e, vector_var_);
   if (buffer.dtype != kFloat32 || !coef || *coef != sym::integer(1))
     throw NotVectorizable("a store that is not a contiguous float32 store");
+  if (auto stream = streaming_.find(name); stream != streaming_.end()) {
+    body_.push_back(
+        fmt::format("kiln_stream_if({}, {} + {}, {});", stream->second, name, at, vec(value)));
+    return;
+  }
   body_.push_back(fmt::format("kiln_storeu({} + {}, {});", name, at, vec(value)));
 }
 

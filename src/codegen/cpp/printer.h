@@ -4,6 +4,7 @@
 // variable at once (Note [Generated vector math] in prelude.cpp).
 #pragma once
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -59,6 +60,12 @@ class CppPrinter : public lower::OpsHandler {
   // scalar ones (which the scalar printer of the same body declared), run between the vector
   // loop and the scalar tail loop.
   const std::vector<std::string>& fold() const { return fold_; }
+  // Buffers whose vector stores are non-temporal (Note [Streaming stores in generated code] in
+  // codegen.cpp), each with the C condition under which it streams ("true", or a flag computed
+  // from symbolic sizes at the kernel's start).
+  void set_streaming(std::map<std::string, std::string> conditions) {
+    streaming_ = std::move(conditions);
+  }
   // The linear index of the reduction loop (for argmax/argmin), set by the emitter.
   void set_reduction_linear_index(std::string expr) { rlinear_ = std::move(expr); }
 
@@ -73,7 +80,9 @@ class CppPrinter : public lower::OpsHandler {
   // The operand as a vector expression (splats a scalar).
   std::string vec(lower::Val v) const;
   bool vector_mode() const { return vector_var_ != nullptr; }
-  std::string index(sym::ExprPtr e) const { return cpp_expr(lower::simplify_index(e, ranges_), ranges_); }
+  std::string index(sym::ExprPtr e) const {
+    return cpp_expr(lower::simplify_index(e, ranges_), ranges_);
+  }
 
   std::string prefix_;
   lower::VarRanges ranges_;
@@ -81,6 +90,7 @@ class CppPrinter : public lower::OpsHandler {
   std::vector<Repr> vals_;
   std::vector<std::string> before_, body_, after_, fold_, invariant_;
   std::string rlinear_ = "0";
+  std::map<std::string, std::string> streaming_;
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
   size_t invariant_mark_ = 0;
