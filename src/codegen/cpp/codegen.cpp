@@ -10,6 +10,7 @@
 #include "src/codegen/cpp/prelude.h"
 #include "src/codegen/cpp/printer.h"
 #include "src/graph/graph.h"
+#include "src/kernels/cpu/streaming_store.h"
 
 namespace kiln::codegen {
 namespace {
@@ -279,8 +280,7 @@ class ProgramBuilder {
   // float32 buffer of at least kStreamingBytes that the kernel does not read back are
   // non-temporal (where the address is 32-byte aligned; the others are normal stores), and each
   // parallel work item ends with an sfence. With symbolic sizes the size test is made when the
-  // kernel starts.
-  static constexpr int64_t kStreamingBytes = int64_t{16} << 20;
+  // kernel starts. The threshold is the eager kernels' cpu::kStreamingBytes.
 
   std::string plan_streaming(const std::set<std::string>& read,
                              const std::set<std::string>& written) {
@@ -290,7 +290,7 @@ class ProgramBuilder {
       const runtime::BufferDesc& d = program_.buffers[index_of(name)];
       if (read.count(name) || d.dtype != kFloat32 || !options_.vectorize) continue;
       const ExprPtr bytes = sym::mul(product(d.layout.sizes), sym::integer(4));
-      const ExprPtr large = sym::le(sym::integer(kStreamingBytes), bytes);
+      const ExprPtr large = sym::le(sym::integer(cpu::kStreamingBytes), bytes);
       if (large == sym::boolean(false)) continue;
       if (large == sym::boolean(true)) {
         streaming_[name] = "true";
