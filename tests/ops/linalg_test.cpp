@@ -98,6 +98,11 @@ TEST(Linalg, AddmmWithBetaZeroIgnoresNaNInSelf) {
   Tensor self = full({2, 2}, NAN);
   Tensor r = addmm(self, ones({2, 3}), ones({3, 2}), 0, 2);
   for (float v : r.to_vector<float>()) EXPECT_EQ(v, 6.0f);
+  // The gemv paths (Note [Matrix-vector products]) too: one row, one column.
+  for (float v : addmm(full({1, 2}, NAN), ones({1, 3}), ones({3, 2}), 0, 2).to_vector<float>())
+    EXPECT_EQ(v, 6.0f);
+  for (float v : addmm(full({2, 1}, NAN), ones({2, 3}), ones({3, 1}), 0, 2).to_vector<float>())
+    EXPECT_EQ(v, 6.0f);
 }
 
 TEST(Linalg, MmShapeErrorNamesOpAndShapes) {
