@@ -3,9 +3,11 @@
 // sizes and mutation; the cache, the logs and the errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "kiln/compile.h"
@@ -75,8 +77,8 @@ TEST(Inductor, UnsignedArithmeticWrapsLikeEager) {
 
 TEST(Inductor, ReductionsMatchEager) {
   auto fn = [](const Tensor& x) {
-    return std::vector<Tensor>{x.sum({1}), x.mean({0}, true), x.amax({1}), x.argmax(1),
-                               x.var({1}, 1.0), x.std({0}, 0.0, true), x.sum(), x.amin({0, 1})};
+    return std::vector<Tensor>{x.sum({1}),      x.mean({0}, true),     x.amax({1}), x.argmax(1),
+                               x.var({1}, 1.0), x.std({0}, 0.0, true), x.sum(),     x.amin({0, 1})};
   };
   auto f = compile([&](const Tensor& x) { return fn(x); }, inductor());
   for (auto shape : {std::vector<int64_t>{3, 5}, {17, 33}, {64, 1000}, {1, 9}}) {
@@ -92,8 +94,7 @@ TEST(Inductor, ReductionsMatchEager) {
 
 TEST(Inductor, SoftmaxAndLayerNormMatchEager) {
   auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b) {
-    return std::vector<Tensor>{softmax(x, -1), log_softmax(x, 1),
-                               layer_norm(x, {77}, w, b, 1e-5)};
+    return std::vector<Tensor>{softmax(x, -1), log_softmax(x, 1), layer_norm(x, {77}, w, b, 1e-5)};
   };
   auto f = compile([&](const Tensor& x, const Tensor& w, const Tensor& b) { return fn(x, w, b); },
                    inductor());
@@ -104,9 +105,9 @@ TEST(Inductor, SoftmaxAndLayerNormMatchEager) {
 
 TEST(Inductor, ViewsAndBroadcasting) {
   auto fn = [](const Tensor& x, const Tensor& y) {
-    Tensor t = x.transpose(0, 1);                       // (6, 4)
-    Tensor s = t.slice(0, 1, 6, 2);                     // (3, 4)
-    Tensor r = s.reshape({4, 3}) + y.unsqueeze(0);      // y: (3,)
+    Tensor t = x.transpose(0, 1);                   // (6, 4)
+    Tensor s = t.slice(0, 1, 6, 2);                 // (3, 4)
+    Tensor r = s.reshape({4, 3}) + y.unsqueeze(0);  // y: (3,)
     return r.exp().sum({0}) + x.select(1, -1).sum();
   };
   auto f = compile(fn, inductor());
@@ -162,7 +163,10 @@ TEST(Inductor, ACompilerFailureIsACompileErrorNamingTheFile) {
   ::setenv("KILN_CXX", "false", 1);
   auto f = compile([](const Tensor& x) { return x.cos() * 3 - 0.25; }, inductor());
   const std::string msg = error_message([&] { f(randn({3})); });
-  if (old) ::setenv("KILN_CXX", old, 1); else ::unsetenv("KILN_CXX");
+  if (old)
+    ::setenv("KILN_CXX", old, 1);
+  else
+    ::unsetenv("KILN_CXX");
   EXPECT_NE(msg.find(".cpp"), std::string::npos) << msg;
   EXPECT_NE(msg.find("false"), std::string::npos) << msg;
 }
@@ -177,13 +181,20 @@ TEST(Inductor, ClangCompilesTheGeneratedCodeToo) {
   ::setenv("KILN_CXX", "clang++", 1);
   ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
   auto fn = [](const Tensor& x, const Tensor& h) {
-    return std::vector<Tensor>{softmax(x * 2, 1), (h.to(kFloat32) + 1).to(kFloat16), x.var({1}, 1.0)};
+    return std::vector<Tensor>{softmax(x * 2, 1), (h.to(kFloat32) + 1).to(kFloat16),
+                               x.var({1}, 1.0)};
   };
   auto f = compile([&](const Tensor& x, const Tensor& h) { return fn(x, h); }, inductor());
   Tensor x = randn({9, 21}), h = randn({9, 21}).to(kFloat16);
   std::vector<Tensor> got = f(x, h), want = fn(x, h);
-  if (old_cxx) ::setenv("KILN_CXX", saved_cxx.c_str(), 1); else ::unsetenv("KILN_CXX");
-  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  if (old_cxx)
+    ::setenv("KILN_CXX", saved_cxx.c_str(), 1);
+  else
+    ::unsetenv("KILN_CXX");
+  if (old_cache)
+    ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1);
+  else
+    ::unsetenv("KILN_CACHE_DIR");
   for (size_t i = 0; i < got.size(); ++i) expect_equal(got[i], want[i]);
   std::filesystem::remove_all(dir);
 }
@@ -203,7 +214,10 @@ TEST(Inductor, OutputCodeIsLoggedAndTraced) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   trace::set_logs_for_testing(std::nullopt);
   trace::set_directory_for_testing(std::nullopt);
-  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  if (old_cache)
+    ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1);
+  else
+    ::unsetenv("KILN_CACHE_DIR");
   EXPECT_NE(err.find("[kiln output_code]"), std::string::npos);
   EXPECT_NE(err.find("extern \"C\" void kernel0"), std::string::npos) << err;
   std::set<std::string> names;
@@ -232,7 +246,10 @@ TEST(Inductor, ASecondCompileOfTheSameGraphHitsTheGraphCache) {
   auto f2 = compile(fn, inductor());  // a new function object: traced again, same graph
   expect_equal(f2(x), fn(x));
   trace::set_directory_for_testing(std::nullopt);
-  if (old_cache) ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1); else ::unsetenv("KILN_CACHE_DIR");
+  if (old_cache)
+    ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1);
+  else
+    ::unsetenv("KILN_CACHE_DIR");
   int misses = 0, hits = 0;
   for (const std::string& file : trace::trace_files((dir / "trace").string())) {
     for (const trace::Record& r : trace::read_trace(file)) {
@@ -267,12 +284,32 @@ TEST(Inductor, AnOpWithoutAGeneratedFormRunsAsAnExternCall) {
     for (const trace::Record& r : trace::read_trace(file)) {
       if (r.kind != "artifact") continue;
       fallbacks += r.artifact_name() == "inductor_fallback";
-      generated += r.artifact_name() == "inductor_output_code" || r.artifact_name() == "inductor_cache";
+      generated +=
+          r.artifact_name() == "inductor_output_code" || r.artifact_name() == "inductor_cache";
     }
   }
   EXPECT_EQ(fallbacks, 0);
   EXPECT_EQ(generated, 1);
   std::filesystem::remove_all(dir);
+}
+
+// Floor division of floats follows the eager kernel (through fmod, as PyTorch): -3 // inf is -1
+// and 3 // -inf is -1, not floor(-3 / inf) = -0; found by the fuzzer (seed 7, index 488).
+TEST(Inductor, FloorDivisionOfFloatsMatchesEager) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (ScalarType t : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(t));
+    auto fn = [](const Tensor& a, const Tensor& b) { return a.div(b, "floor"); };
+    auto f = compile(fn, inductor());
+    Tensor a = tensor({-3.0, 3.0, -3.0, 3.0, 0.0, -0.0, 7.5, -7.5, 1e-30, 5.0}).to(t);
+    Tensor b = tensor({inf, -inf, -inf, inf, 2.0, 2.0, 2.5, 2.5, -1e30, 0.0}).to(t);
+    Tensor got = f(a, b), want = fn(a, b);
+    const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_EQ(g[i], w[i]) << i;
+      EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << i;
+    }
+  }
 }
 
 }  // namespace

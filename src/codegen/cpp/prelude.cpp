@@ -130,8 +130,18 @@ template <class T> KILN_INLINE T kiln_fmod_int(T a, T b) {
   if ((T)-1 < (T)0 && b == (T)-1) return 0;
   return a % b;
 }
-KILN_INLINE float kiln_floordiv_f(float a, float b) { return __builtin_floorf(a / b); }
-KILN_INLINE double kiln_floordiv_f(double a, double b) { return __builtin_floor(a / b); }
+// Floor division of floats as the eager kernel (and PyTorch) computes it, through fmod, so that
+// e.g. -3 // inf is -1, not floor(-3 / inf) = -0.
+template <class T> KILN_INLINE T kiln_floordiv_f(T a, T b) {
+  if (b == 0) return a / b;
+  const T mod = sizeof(T) == 4 ? __builtin_fmodf(a, b) : __builtin_fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return __builtin_copysign(0.0, a / b);
+  T floordiv = sizeof(T) == 4 ? __builtin_floorf(div) : __builtin_floor(div);
+  if (div - floordiv > (T)0.5) floordiv += 1;
+  return floordiv;
+}
 KILN_INLINE float kiln_remainder_f(float a, float b) {
   float r = __builtin_fmodf(a, b);
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
