@@ -1,5 +1,7 @@
 #include "src/lower/graph_lowering.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <mutex>
@@ -54,29 +56,37 @@ void register_all_lowerings() {
   });
 }
 
-GraphLowering::GraphLowering(const graph::Graph& graph) : graph_(graph) { register_all_lowerings(); }
+GraphLowering::GraphLowering(const graph::Graph& graph) : graph_(graph) {
+  register_all_lowerings();
+}
 
 const TensorBox& GraphLowering::box(const graph::Value* v) const {
   auto it = boxes_.find(v);
-  KILN_CHECK(it != boxes_.end(), ValueError, "lower: value {} used before it was lowered", v->name());
+  KILN_CHECK(it != boxes_.end(), ValueError, "lower: value {} used before it was lowered",
+             v->name());
   return it->second;
 }
 
-std::string GraphLowering::new_name(const char* prefix) { return fmt::format("{}{}", prefix, next_buffer_++); }
+std::string GraphLowering::new_name(const char* prefix) {
+  return fmt::format("{}{}", prefix, next_buffer_++);
+}
 
 const ComputedBuffer* GraphLowering::add_computed(Loops loops) {
-  const auto& ranges = std::visit([](const auto& l) -> const std::vector<ExprPtr>& { return l.ranges; }, loops);
+  const auto& ranges =
+      std::visit([](const auto& l) -> const std::vector<ExprPtr>& { return l.ranges; }, loops);
   const ScalarType dtype = std::visit([](const auto& l) { return l.dtype; }, loops);
-  auto b = std::make_unique<ComputedBuffer>(new_name("buf"), Layout::contiguous(dtype, ranges), std::move(loops));
+  auto b = std::make_unique<ComputedBuffer>(new_name("buf"), Layout::contiguous(dtype, ranges),
+                                            std::move(loops));
   const ComputedBuffer* p = b.get();
   buffers_.push_back(std::move(b));
   return p;
 }
 
 const ExternBuffer* GraphLowering::add_extern(Layout layout, const graph::Node* node,
-                                              std::vector<StridedView> inputs, int output_index, int group) {
-  auto b = std::make_unique<ExternBuffer>(new_name("buf"), std::move(layout), node, std::move(inputs),
-                                          output_index, group);
+                                              std::vector<StridedView> inputs, int output_index,
+                                              int group) {
+  auto b = std::make_unique<ExternBuffer>(new_name("buf"), std::move(layout), node,
+                                          std::move(inputs), output_index, group);
   const ExternBuffer* p = b.get();
   buffers_.push_back(std::move(b));
   return p;
@@ -84,7 +94,8 @@ const ExternBuffer* GraphLowering::add_extern(Layout layout, const graph::Node* 
 
 const InputBuffer* GraphLowering::input_buffer(const graph::Value* v) const {
   auto it = boxes_.find(v);
-  if (it == boxes_.end() || it->second.is_view() || !it->second.storage()->is_realized()) return nullptr;
+  if (it == boxes_.end() || it->second.is_view() || !it->second.storage()->is_realized())
+    return nullptr;
   const Buffer* b = it->second.storage()->buffer();
   return b->kind() == Buffer::Kind::Input ? static_cast<const InputBuffer*>(b) : nullptr;
 }
@@ -99,8 +110,10 @@ StridedView GraphLowering::as_strided(const TensorBox& box) {
   bool linear = true;
   for (size_t d = 0; d < vars.size() && linear; ++d) {
     auto c = linear_coefficient(flat, vars[d]);
-    if (!c) linear = false;
-    else view.strides.push_back(*c);
+    if (!c)
+      linear = false;
+    else
+      view.strides.push_back(*c);
   }
   if (linear) return view;
   // Not expressible with strides: copy into a contiguous buffer.
@@ -140,6 +153,11 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
 // - values read by more than one consumer when recomputing them in each would cost too much:
 //   more than kMaxInlineOps operations or kMaxInlineReads loads in the body, or more than
 //   kMaxInlineUsers consumers (Inductor's realize_opcount/reads thresholds play the same part);
+// - values with an expensive operation (exp, log, erf, ...) that a reduction reads and another
+//   consumer reads too: softmax's exp(x - max) is summed and then divided by the sum. Realized,
+//   both read it instead of computing it twice, and when they fuse into one kernel the buffer is a
+//   kernel-local row (Note [Local buffers] in src/codegen/cpp/codegen.cpp), so it costs no
+//   memory traffic either;
 // - every pending value still to be read, before a node that mutates memory, so no body reads a
 //   location after the mutation that it meant to read before it.
 // Everything else is inlined into its consumers: a pointwise chain becomes one loop body.
@@ -161,8 +179,13 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
       HandlerScope scope(deps);
       s.pointwise().inner_fn(loop_vars('i', s.sizes().size()));
     }
+    const bool reduced =
+        std::any_of(out->users().begin(), out->users().end(), [](const graph::Node* u) {
+          return u->kind() == graph::NodeKind::Call && u->op_def().has_tag(kTagReduction);
+        });
     if (users > static_cast<size_t>(kMaxInlineUsers) || deps.op_count() > kMaxInlineOps ||
-        deps.reads().size() > static_cast<size_t>(kMaxInlineReads)) {
+        deps.reads().size() > static_cast<size_t>(kMaxInlineReads) ||
+        (reduced && deps.expensive_op_count() > 0)) {
       it->second.storage()->realize(*this);
     }
   }
@@ -193,14 +216,16 @@ void GraphLowering::lower_call(const graph::Node& node) {
       const TensorBox& self_box = box(self);
       const InputBuffer* input = input_buffer(self);
       const graph::Node* producer = self->producer();
-      const bool plain_intermediate = input == nullptr && !self_box.is_view() && producer != nullptr &&
-                                      producer->kind() == graph::NodeKind::Call &&
-                                      !producer->op_def().has_tag(kTagView) && self->users().size() == 1;
+      const bool plain_intermediate =
+          input == nullptr && !self_box.is_view() && producer != nullptr &&
+          producer->kind() == graph::NodeKind::Call && !producer->op_def().has_tag(kTagView) &&
+          self->users().size() == 1;
       if (input != nullptr || plain_intermediate) {
         TensorBox result = (*fn)(*this, node).at(0);
         const ScalarType dtype = self->meta().dtype;
         Loader ld = result.make_loader();
-        Pointwise pw{dtype, self_box.sizes(), [ld, dtype](const Index& i) { return cast(ld(i), dtype); }};
+        Pointwise pw{dtype, self_box.sizes(),
+                     [ld, dtype](const Index& i) { return cast(ld(i), dtype); }};
         if (input != nullptr) {
           ComputedBuffer* b = const_cast<ComputedBuffer*>(add_computed(std::move(pw)));
           b->set_store_target(input);
@@ -217,7 +242,8 @@ void GraphLowering::lower_call(const graph::Node& node) {
   if (const LoweringFn* fn = lowering) {
     std::vector<TensorBox> outs = (*fn)(*this, node);
     KILN_CHECK(outs.size() == node.outputs().size(), ValueError,
-               "lower: the lowering of {} made {} outputs for {}", def.name, outs.size(), node.outputs().size());
+               "lower: the lowering of {} made {} outputs for {}", def.name, outs.size(),
+               node.outputs().size());
     for (size_t i = 0; i < outs.size(); ++i) boxes_[node.output(i)] = std::move(outs[i]);
     apply_realization_rules(node);
     return;
@@ -233,7 +259,8 @@ void GraphLowering::lower_call(const graph::Node& node) {
     layout.sizes = to_exprs(m.sizes);
     layout.strides = to_exprs(m.strides);
     layout.offset = sym::integer(0);
-    const ExternBuffer* b = add_extern(std::move(layout), &node, inputs, static_cast<int>(i), group);
+    const ExternBuffer* b =
+        add_extern(std::move(layout), &node, inputs, static_cast<int>(i), group);
     boxes_[node.output(i)] = TensorBox::of(std::make_shared<StorageBox>(b));
   }
 }

@@ -56,7 +56,8 @@ struct Accesses {
 
 Accesses accesses(const SchedNode& node, size_t outer_dims) {
   DependencyHandler deps;
-  node.run_body(deps, node_vars(node, outer_dims), lower::loop_vars('r', node.reduction_ranges.size()));
+  node.run_body(deps, node_vars(node, outer_dims),
+                lower::loop_vars('r', node.reduction_ranges.size()));
   return {deps.reads(), deps.writes()};
 }
 
@@ -73,7 +74,30 @@ bool mentions_inner_vars(ExprPtr e) {
 bool same_iteration(const SchedNode& writer, ExprPtr write, const SchedNode& reader, ExprPtr read) {
   if (read != write) return false;
   if (!mentions_inner_vars(write)) return true;
-  return writer.ranges == reader.ranges && writer.reduction_ranges.empty() && reader.reduction_ranges.empty();
+  return writer.ranges == reader.ranges && writer.reduction_ranges.empty() &&
+         reader.reduction_ranges.empty();
+}
+
+// Or: does `reader`, later in the kernel, reduce over exactly `writer`'s inner loops and read
+// each element where `writer` wrote it (the same index once its reduction variables are named
+// as the writer's inner ones)? Within one outer iteration the writer's loops run to completion
+// before the reader's start, so every element read was written in that iteration: softmax's
+// exp(x - max), written for a row and then summed over it.
+bool reduces_what_was_written(const SchedNode& writer, ExprPtr write, const SchedNode& reader,
+                              ExprPtr read, size_t outer_dims) {
+  if (same_iteration(writer, write, reader, read)) return true;
+  if (!writer.reduction_ranges.empty() || !reader.is_reduction() ||
+      reader.ranges.size() != outer_dims || writer.ranges.size() < outer_dims)
+    return false;
+  const std::vector<ExprPtr> inner(writer.ranges.begin() + static_cast<long>(outer_dims),
+                                   writer.ranges.end());
+  if (inner != reader.reduction_ranges) return false;
+  const ExprPtr renamed = sym::substitute(read, [](ExprPtr v) -> ExprPtr {
+    return v->name()[0] == 'r'
+               ? sym::symbol(fmt::format("j{}", std::string_view(v->name()).substr(1)))
+               : nullptr;
+  });
+  return renamed == write;
 }
 
 }  // namespace
@@ -130,13 +154,17 @@ class Fuser {
     if (!current_) return;
     current_->name = fmt::format("kernel{}", kernel_count_++);
     std::string names;
-    for (const SchedNode& n : current_->nodes) names += (names.empty() ? "" : ", ") + n.buffer->name();
-    out_.fusion_log.push_back(fmt::format("{}: [{}] over ({})", current_->name, names, fmt::join(
-        [&] {
-          std::vector<std::string> s;
-          for (ExprPtr e : current_->outer) s.push_back(sym::to_string(e));
-          return s;
-        }(), ", ")));
+    for (const SchedNode& n : current_->nodes)
+      names += (names.empty() ? "" : ", ") + n.buffer->name();
+    out_.fusion_log.push_back(fmt::format("{}: [{}] over ({})", current_->name, names,
+                                          fmt::join(
+                                              [&] {
+                                                std::vector<std::string> s;
+                                                for (ExprPtr e : current_->outer)
+                                                  s.push_back(sym::to_string(e));
+                                                return s;
+                                              }(),
+                                              ", ")));
     out_.steps.push_back(std::move(*current_));
     current_.reset();
   }
@@ -148,9 +176,12 @@ class Fuser {
     for (const SchedNode& n : k.nodes) has_reduction |= n.is_reduction();
     std::vector<ExprPtr> outer;
     if (node.is_reduction()) {
-      if (node.ranges == k.outer) outer = k.outer;
-      else if (!has_reduction && is_prefix(node.ranges, k.outer)) outer = node.ranges;
-      else return reject(node, "its output loops differ from the kernel's");
+      if (node.ranges == k.outer)
+        outer = k.outer;
+      else if (!has_reduction && is_prefix(node.ranges, k.outer))
+        outer = node.ranges;
+      else
+        return reject(node, "its output loops differ from the kernel's");
     } else if (is_prefix(k.outer, node.ranges)) {
       outer = k.outer;
     } else if (!has_reduction && is_prefix(node.ranges, k.outer)) {
@@ -169,9 +200,10 @@ class Fuser {
       const Accesses theirs = accesses(other, outer.size());
       for (const MemoryAccess& w : theirs.writes) {
         for (const MemoryAccess& r : mine.reads) {
-          if (r.buffer == w.buffer && !same_iteration(other, w.index, node, r.index))
-            return reject(node, fmt::format("it reads {} at another index than {} writes it", r.buffer,
-                                            other.buffer->name()));
+          if (r.buffer == w.buffer &&
+              !reduces_what_was_written(other, w.index, node, r.index, outer.size()))
+            return reject(node, fmt::format("it reads {} at another index than {} writes it",
+                                            r.buffer, other.buffer->name()));
         }
         for (const MemoryAccess& w2 : mine.writes) {
           if (w2.buffer == w.buffer) return reject(node, "both write " + w.buffer);
@@ -191,7 +223,8 @@ class Fuser {
   }
 
   bool reject(const SchedNode& node, const std::string& why) {
-    out_.fusion_log.push_back(fmt::format("{} not fused into the current kernel: {}", node.buffer->name(), why));
+    out_.fusion_log.push_back(
+        fmt::format("{} not fused into the current kernel: {}", node.buffer->name(), why));
     return false;
   }
 

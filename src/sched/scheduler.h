@@ -9,7 +9,8 @@
 // inside). So softmax's max, sum and normalize become one kernel with one outer loop over rows,
 // and a pointwise chain that was realized in pieces still shares one loop. A buffer joins only
 // when every read of a buffer written inside the kernel reads exactly what was written in the
-// same outer iteration (same index expression, or a reduction result at that outer index), and
+// same outer iteration (same index expression, a reduction result at that outer index, or a
+// reduction over exactly the writer's inner loops reading each element where it was written), and
 // the same for writes into a buffer the kernel reads; otherwise a new kernel starts. Size-1 dims
 // are dropped from loop nests first, so keepdim results line up with their consumers.
 #pragma once
@@ -41,14 +42,14 @@ struct SchedNode {
   void run_body(lower::OpsHandler& handler, const std::vector<ExprPtr>& vars,
                 const std::vector<ExprPtr>& rvars) const;
 
-  std::vector<int64_t> kept_dims;          // which dims of the buffer's ranges are loops
+  std::vector<int64_t> kept_dims;  // which dims of the buffer's ranges are loops
   std::vector<int64_t> kept_reduction_dims;
 };
 
 struct Kernel {
-  std::string name;                // the extern "C" symbol
-  std::vector<ExprPtr> outer;      // the shared outer loop ranges
-  std::vector<SchedNode> nodes;    // in execution order
+  std::string name;              // the extern "C" symbol
+  std::vector<ExprPtr> outer;    // the shared outer loop ranges
+  std::vector<SchedNode> nodes;  // in execution order
 };
 
 struct ExternCall {

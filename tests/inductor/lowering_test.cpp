@@ -151,9 +151,39 @@ TEST(Lowering, SoftmaxIsOneKernelWithOneOuterLoop) {
 return (%5)
 )");
   EXPECT_EQ(count_kernels(l), 1) << l.code.loop_ir;
-  // Three nodes (max, sum, normalize) share the row loop; max and sum are vectorized.
-  EXPECT_EQ(occurrences(l.code.source, "kf8 n0_vacc0"), 1u) << l.code.source;
-  EXPECT_EQ(occurrences(l.code.source, "kf8 n1_vacc0"), 1u);
+  // Four nodes share the row loop: max, exp(x - max) into a row on the stack (Note [Local
+  // buffers]), the sum of that row and the normalize reading it; max and sum are vectorized, and
+  // exp is computed once per element.
+  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n0_vacc0"), 1u) << l.code.kernels;
+  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n2_vacc0"), 1u);
+  EXPECT_EQ(occurrences(l.code.kernels, "kiln_exp("), 1u);
+  EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
+  EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1
+  EXPECT_NE(l.code.loop_ir.find("(kernel-local)"), std::string::npos);
+}
+
+// A realized value that another step reads, or that is a graph output, keeps its memory.
+TEST(Lowering, ARowReadOutsideItsKernelIsNotLocal) {
+  Lowered l = lower_text(R"(
+%0 : f32[32, 100] = placeholder("x")
+%1 : f32[32, 1] = amax(%0, [1], True)
+%2 : f32[32, 100] = sub(%0, %1)
+%3 : f32[32, 100] = exp(%2)
+%4 : f32[32, 1] = sum(%3, [1], True, None)
+%5 : f32[32, 100] = div(%3, %4)
+return (%5, %3)
+)");
+  EXPECT_EQ(l.code.loop_ir.find("(kernel-local)"), std::string::npos) << l.code.loop_ir;
+  EXPECT_EQ(occurrences(l.code.kernels, "kiln_exp("), 1u) << l.code.kernels;
+  // The same row reduced over the other dim cannot live in one outer iteration either.
+  Lowered t = lower_text(R"(
+%0 : f32[32, 100] = placeholder("x")
+%1 : f32[32, 100] = exp(%0)
+%2 : f32[100] = sum(%1, [0], False, None)
+%3 : f32[32, 100] = mul(%1, %0)
+return (%2, %3)
+)");
+  EXPECT_EQ(t.code.loop_ir.find("(kernel-local)"), std::string::npos) << t.code.loop_ir;
 }
 
 TEST(Lowering, ReductionOverALeadingDimStillFusesItsConsumer) {

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "kiln/error.h"
@@ -51,14 +54,17 @@ struct PrintedNode {
 PrintedNode print_node(const SchedNode& node, const std::string& prefix, const VarRanges& ranges,
                        const std::vector<ExprPtr>& index_vars, const std::vector<ExprPtr>& rvars,
                        ExprPtr vector_var, const std::string& rlinear,
-                       const std::map<std::string, std::string>& streaming) {
+                       const std::map<std::string, std::string>& streaming,
+                       const LocalBuffers& local) {
   PrintedNode p{CppPrinter(prefix, ranges, nullptr), std::nullopt};
   p.scalar.set_reduction_linear_index(rlinear);
+  p.scalar.set_local_buffers(local);
   node.run_body(p.scalar, index_vars, rvars);
   if (vector_var != nullptr) {
     CppPrinter v(prefix, ranges, vector_var);
     v.set_reduction_linear_index(rlinear);
     v.set_streaming(streaming);
+    v.set_local_buffers(local);
     try {
       node.run_body(v, index_vars, rvars);
       p.vector = std::move(v);
@@ -110,6 +116,7 @@ class ProgramBuilder {
 
   GeneratedCode build(const sched::Schedule& schedule) {
     add_symbols();
+    find_local_buffers(schedule);
     add_buffers();
     std::string kernels;
     for (const sched::Step& step : schedule.steps) {
@@ -160,7 +167,8 @@ class ProgramBuilder {
           d.input = static_cast<const lower::InputBuffer*>(b.get())->input_index();
           break;
         case Buffer::Kind::Computed:
-          if (static_cast<const lower::ComputedBuffer*>(b.get())->store_target() != nullptr) {
+          if (static_cast<const lower::ComputedBuffer*>(b.get())->store_target() != nullptr ||
+              local_.count(b->name())) {
             loop_ir_ += describe(*b);
             continue;
           }
@@ -199,6 +207,7 @@ class ProgramBuilder {
           kind = "ComputedBuffer Pointwise";
         }
         if (c.store_target() != nullptr) kind += " (stores into " + c.store_target()->name() + ")";
+        if (local_.count(b.name())) kind += " (kernel-local)";
         break;
       }
     }
@@ -220,11 +229,11 @@ class ProgramBuilder {
       lower::DependencyHandler deps;
       n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
       for (const auto& a : deps.reads()) {
-        if (seen.insert(a.buffer).second) used.push_back(a.buffer);
+        if (!local_.count(a.buffer) && seen.insert(a.buffer).second) used.push_back(a.buffer);
         read.insert(a.buffer);
       }
       for (const auto& a : deps.writes()) {
-        if (seen.insert(a.buffer).second) used.push_back(a.buffer);
+        if (!local_.count(a.buffer) && seen.insert(a.buffer).second) used.push_back(a.buffer);
         written.insert(a.buffer);
         written_by_step_[a.buffer] = static_cast<int>(program_.steps.size());
       }
@@ -273,6 +282,97 @@ class ProgramBuilder {
     return out;
   }
 
+  // Note [Local buffers]
+  // A computed buffer that one kernel both writes and reads, that no other step reads and that
+  // is not a graph output, lives only for one outer iteration of that kernel: softmax's
+  // exp(x - max) (Note [Realization] in src/lower/graph_lowering.cpp) is written for a row, summed
+  // and divided within the same row. It becomes an array on the kernel's stack, declared inside
+  // the outer loops (so each thread has its own), indexed by the inner loop variables alone (its
+  // index with the outer variables set to 0): the row stays in L1 and the buffer is never
+  // allocated. Conditions, all checked: the kernel has inner loops (not a flat pointwise one),
+  // every access's index is (outer part) + (inner part), the writer's inner part is the row-major
+  // index of its inner loops, and the row has a static size of at most kMaxLocalElements.
+  static constexpr int64_t kMaxLocalElements = 16384;
+
+  void find_local_buffers(const sched::Schedule& schedule) {
+    std::map<std::string, std::set<size_t>> steps_of;  // buffer -> steps that touch it
+    for (size_t i = 0; i < schedule.steps.size(); ++i) {
+      if (const auto* k = std::get_if<Kernel>(&schedule.steps[i])) {
+        for (const SchedNode& n : k->nodes) {
+          lower::DependencyHandler deps;
+          n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
+          for (const auto& a : deps.reads()) steps_of[a.buffer].insert(i);
+          for (const auto& a : deps.writes()) steps_of[a.buffer].insert(i);
+        }
+      } else {
+        for (const lower::ExternBuffer* b : std::get<sched::ExternCall>(schedule.steps[i]).outputs)
+          for (const lower::StridedView& v : b->inputs())
+            steps_of[v.buffer->name()].insert(SIZE_MAX);
+      }
+    }
+    for (const lower::StridedView& v : lowering_.outputs())
+      steps_of[v.buffer->name()].insert(SIZE_MAX);
+    for (const sched::Step& step : schedule.steps) {
+      const auto* k = std::get_if<Kernel>(&step);
+      if (k == nullptr) continue;
+      bool flat = true;
+      for (const SchedNode& n : k->nodes)
+        flat &= !n.is_reduction() && n.ranges.size() == k->outer.size();
+      if (flat && !k->outer.empty()) continue;
+      for (const SchedNode& n : k->nodes) {
+        const std::string& name = n.buffer->name();
+        if (n.is_reduction() || n.buffer->store_target() != nullptr || steps_of[name].size() != 1)
+          continue;
+        if (auto size = local_size(*k, n)) local_[name] = *size;
+      }
+    }
+  }
+
+  // The row size of `writer`'s buffer as a kernel-local array, or nullopt when Note [Local
+  // buffers]' conditions do not hold.
+  std::optional<int64_t> local_size(const Kernel& k, const SchedNode& writer) const {
+    const size_t outer = k.outer.size();
+    const std::string& name = writer.buffer->name();
+    const std::vector<ExprPtr> ivars = vars("i", outer);
+    const auto local_index = [&](ExprPtr e) {
+      return sym::substitute(e, [&](ExprPtr v) {
+        return std::find(ivars.begin(), ivars.end(), v) != ivars.end() ? sym::integer(0) : nullptr;
+      });
+    };
+    const auto separable = [&](ExprPtr e) {
+      for (ExprPtr v : sym::free_symbols(sym::sub(e, local_index(e))))
+        if (std::find(ivars.begin(), ivars.end(), v) == ivars.end()) return false;
+      return true;
+    };
+    // The row: the writer's inner loops, row-major.
+    ExprPtr row = sym::integer(1), linear = sym::integer(0);
+    const std::vector<ExprPtr> all = vars("i", writer.ranges.size());
+    for (size_t d = outer; d < writer.ranges.size(); ++d) {
+      linear = sym::add(sym::mul(linear, writer.ranges[d]), all[d]);
+      row = sym::mul(row, writer.ranges[d]);
+    }
+    if (!row->is_integer() || row->value() > kMaxLocalElements) return std::nullopt;
+    bool written = false, read = false;
+    for (const SchedNode& n : k.nodes) {
+      lower::DependencyHandler deps;
+      n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
+      for (const auto& a : deps.reads()) {
+        if (a.buffer != name) continue;
+        if (!separable(a.index)) return std::nullopt;
+        read = true;
+      }
+      for (const auto& a : deps.writes()) {
+        if (a.buffer != name) continue;
+        if (&n != &writer || !separable(a.index) ||
+            sym::sub(local_index(a.index), linear) != sym::integer(0))
+          return std::nullopt;
+        written = true;
+      }
+    }
+    if (!written || !read) return std::nullopt;
+    return std::max<int64_t>(row->value(), 1);
+  }
+
   // Note [Streaming stores in generated code]
   // As in the eager kernels (Note [Streaming stores] in src/kernels/cpu/streaming_store.h), a
   // store to a line that is not in cache first reads the line, so a kernel whose output is far
@@ -287,8 +387,9 @@ class ProgramBuilder {
     streaming_.clear();
     std::string out;
     for (const std::string& name : written) {
+      if (read.count(name) || !options_.vectorize) continue;
       const runtime::BufferDesc& d = program_.buffers[index_of(name)];
-      if (read.count(name) || d.dtype != kFloat32 || !options_.vectorize) continue;
+      if (d.dtype != kFloat32) continue;
       const ExprPtr bytes = sym::mul(product(d.layout.sizes), sym::integer(4));
       const ExprPtr large = sym::le(sym::integer(cpu::kStreamingBytes), bytes);
       if (large == sym::boolean(false)) continue;
@@ -372,8 +473,8 @@ class ProgramBuilder {
     std::vector<PrintedNode> printed;
     bool vectorized = vv != nullptr;
     for (size_t n = 0; n < k.nodes.size(); ++n) {
-      printed.push_back(
-          print_node(k.nodes[n], fmt::format("n{}_", n), ranges, index, {}, vv, "0", streaming_));
+      printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, index, {}, vv, "0",
+                                   streaming_, {}));
       vectorized &= printed.back().vector.has_value();
     }
     std::vector<std::string> scalar, vector, invariant;
@@ -432,6 +533,14 @@ class ProgramBuilder {
                          cpp_expr(k.outer[d], base));
     }
     const int depth = 1 + static_cast<int>(outer);
+    kernel_local_ = {{}, ivars};
+    for (const SchedNode& node : k.nodes) {
+      auto it = local_.find(node.buffer->name());
+      if (it == local_.end()) continue;
+      kernel_local_.names.insert(it->first);
+      out += indent(depth) + fmt::format("{} {}[{}] __attribute__((aligned(32)));\n",
+                                         memory_type(node.buffer->dtype()), it->first, it->second);
+    }
     for (size_t n = 0; n < k.nodes.size(); ++n) {
       const SchedNode& node = k.nodes[n];
       if (std::find(node.ranges.begin(), node.ranges.end(), sym::integer(0)) != node.ranges.end())
@@ -452,7 +561,7 @@ class ProgramBuilder {
           rlin = sym::add(sym::mul(rlin, node.reduction_ranges[d]), rvars[d]);
         ExprPtr vv = options_.vectorize && !rvars.empty() ? rvars.back() : nullptr;
         PrintedNode p = print_node(node, prefix, ranges, index_vars, rvars, vv,
-                                   cpp_expr(rlin, ranges), streaming_);
+                                   cpp_expr(rlin, ranges), streaming_, kernel_local_);
         append(out, p.scalar.before(), depth + 1);
         if (p.vector) append(out, p.vector->before(), depth + 1);
         // Vector accumulators are folded into the scalar ones after all loops.
@@ -467,7 +576,8 @@ class ProgramBuilder {
         append(out, p.scalar.after(), depth + 1);
       } else {
         ExprPtr vv = options_.vectorize && !jvars.empty() ? jvars.back() : nullptr;
-        PrintedNode p = print_node(node, prefix, ranges, index_vars, {}, vv, "0", streaming_);
+        PrintedNode p =
+            print_node(node, prefix, ranges, index_vars, {}, vv, "0", streaming_, kernel_local_);
         std::vector<ExprPtr> inner_sizes(node.ranges.begin() + static_cast<long>(outer),
                                          node.ranges.end());
         emit_loops(out, jvars, inner_sizes, ranges, p.scalar.body(),
@@ -476,6 +586,7 @@ class ProgramBuilder {
       out += indent(depth) + "}\n";
     }
     out += sfence(depth);
+    kernel_local_ = {};
     for (size_t d = outer; d-- > 0;) out += indent(1 + static_cast<int>(d)) + "}\n";
     return out;
   }
@@ -597,6 +708,8 @@ class ProgramBuilder {
   std::set<std::string> extern_read_;
   std::set<int> pinned_slots_;
   std::map<std::string, std::string> streaming_;  // of the kernel being emitted
+  std::map<std::string, int64_t> local_;          // Note [Local buffers]: name -> row size
+  LocalBuffers kernel_local_;                     // those of the kernel being emitted
   std::string loop_ir_;
 };
 

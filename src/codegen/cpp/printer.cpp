@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kiln/error.h"
@@ -168,8 +169,16 @@ std::string CppPrinter::vec(Val v) const {
   throw NotVectorizable(fmt::format("a {} value", dtype_name(v.dtype)));
 }
 
+sym::ExprPtr CppPrinter::address(std::string_view buffer, sym::ExprPtr index) const {
+  if (!local_.names.count(std::string(buffer))) return index;
+  return sym::substitute(index, [&](sym::ExprPtr v) {
+    const auto& outer = local_.outer_vars;
+    return std::find(outer.begin(), outer.end(), v) != outer.end() ? sym::integer(0) : nullptr;
+  });
+}
+
 Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
-  const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+  const sym::ExprPtr e = lower::simplify_index(address(buffer.name, idx), ranges_);
   const std::string name(buffer.name);
   auto scalar_load = [&](const std::string& at) {
     if (buffer.dtype == kFloat16) return fmt::format("kiln_h2f({}[{}])", name, at);
@@ -197,7 +206,7 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
 }
 
 void CppPrinter::store(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
-  const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+  const sym::ExprPtr e = lower::simplify_index(address(buffer.name, idx), ranges_);
   const std::string at = cpp_expr(e, ranges_), name(buffer.name);
   if (!vector_mode()) {
     std::string v = repr(value).expr;

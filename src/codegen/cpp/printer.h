@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -27,6 +28,13 @@ const char* value_type(ScalarType dtype);
 const char* memory_type(ScalarType dtype);
 // An index expression as C++ (int64 arithmetic).
 std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& ranges);
+
+// Kernel-local buffers (Note [Local buffers] in codegen.cpp): indexed with the kernel's outer
+// loop variables set to 0.
+struct LocalBuffers {
+  std::set<std::string> names;
+  std::vector<sym::ExprPtr> outer_vars;
+};
 
 class CppPrinter : public lower::OpsHandler {
  public:
@@ -66,6 +74,7 @@ class CppPrinter : public lower::OpsHandler {
   void set_streaming(std::map<std::string, std::string> conditions) {
     streaming_ = std::move(conditions);
   }
+  void set_local_buffers(LocalBuffers local) { local_ = std::move(local); }
   // The linear index of the reduction loop (for argmax/argmin), set by the emitter.
   void set_reduction_linear_index(std::string expr) { rlinear_ = std::move(expr); }
 
@@ -91,6 +100,9 @@ class CppPrinter : public lower::OpsHandler {
   std::vector<std::string> before_, body_, after_, fold_, invariant_;
   std::string rlinear_ = "0";
   std::map<std::string, std::string> streaming_;
+  LocalBuffers local_;
+  // `index` as the buffer is addressed: a kernel-local one without its outer part.
+  sym::ExprPtr address(std::string_view buffer, sym::ExprPtr index) const;
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
   size_t invariant_mark_ = 0;
