@@ -153,8 +153,9 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
 // - values read by more than one consumer when recomputing them in each would cost too much:
 //   more than kMaxInlineOps operations or kMaxInlineReads loads in the body, or more than
 //   kMaxInlineUsers consumers (Inductor's realize_opcount/reads thresholds play the same part);
-// - values with an expensive operation (exp, log, erf, ...) that a reduction reads and another
-//   consumer reads too: softmax's exp(x - max) is summed and then divided by the sum. Realized,
+// - values with an expensive operation (exp, log, erf, ...) that a reduction over a static row
+//   of at most kMaxLocalRowElements reads and another consumer reads too: softmax's
+//   exp(x - max) is summed and then divided by the sum. Realized,
 //   both read it instead of computing it twice, and when they fuse into one kernel the buffer is a
 //   kernel-local row (Note [Local buffers] in src/codegen/cpp/codegen.cpp), so it costs no
 //   memory traffic either;
@@ -165,6 +166,37 @@ namespace {
 constexpr int kMaxInlineOps = 30;
 constexpr int kMaxInlineReads = 8;
 constexpr int kMaxInlineUsers = 4;
+}  // namespace
+
+namespace {
+
+// Does `user` reduce `value` over dims whose sizes are static and at most kMaxLocalRowElements
+// in all (a row that can live on a kernel's stack)? Reductions take their dims as args[1] (an
+// empty list: all dims).
+bool reduces_a_small_row(const graph::Node& user, const graph::Value& value) {
+  if (user.kind() != graph::NodeKind::Call || !user.op_def().has_tag(kTagReduction)) return false;
+  if (user.args().size() < 2 || !user.args()[1].is_constant() ||
+      !user.args()[1].as_constant().is_int_list())
+    return false;
+  const auto& sizes = value.meta().sizes;
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  std::vector<bool> reduced(sizes.size(), user.args()[1].as_constant().sym_int_list().empty());
+  for (SymInt d : user.args()[1].as_constant().sym_int_list()) {
+    if (d.is_symbolic() || rank == 0) return false;
+    const int64_t dim = d.raw() < 0 ? d.raw() + rank : d.raw();
+    if (dim < 0 || dim >= rank) return false;
+    reduced[dim] = true;
+  }
+  int64_t row = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (!reduced[d]) continue;
+    if (sizes[d].is_symbolic()) return false;
+    row *= sizes[d].raw();
+    if (row > kMaxLocalRowElements) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void GraphLowering::apply_realization_rules(const graph::Node& node) {
@@ -180,9 +212,8 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
       s.pointwise().inner_fn(loop_vars('i', s.sizes().size()));
     }
     const bool reduced =
-        std::any_of(out->users().begin(), out->users().end(), [](const graph::Node* u) {
-          return u->kind() == graph::NodeKind::Call && u->op_def().has_tag(kTagReduction);
-        });
+        std::any_of(out->users().begin(), out->users().end(),
+                    [&](const graph::Node* u) { return reduces_a_small_row(*u, *out); });
     if (users > static_cast<size_t>(kMaxInlineUsers) || deps.op_count() > kMaxInlineOps ||
         deps.reads().size() > static_cast<size_t>(kMaxInlineReads) ||
         (reduced && deps.expensive_op_count() > 0)) {

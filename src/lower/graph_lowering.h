@@ -13,6 +13,11 @@
 
 namespace kiln::lower {
 
+// The largest row (elements) a kernel keeps on its stack (Note [Local buffers] in
+// src/codegen/cpp/codegen.cpp); the realization rule for shared expensive values (Note
+// [Realization]) applies only to reductions over rows this small.
+inline constexpr int64_t kMaxLocalRowElements = 16384;
+
 // Where a size symbol's value is read at run time.
 struct SymbolSource {
   ExprPtr symbol;
@@ -41,8 +46,8 @@ class GraphLowering {
   const TensorBox& box(const graph::Value* v) const;
   // Realizes `loops` as a new ComputedBuffer.
   const ComputedBuffer* add_computed(Loops loops);
-  const ExternBuffer* add_extern(Layout layout, const graph::Node* node, std::vector<StridedView> inputs,
-                                 int output_index, int group);
+  const ExternBuffer* add_extern(Layout layout, const graph::Node* node,
+                                 std::vector<StridedView> inputs, int output_index, int group);
   int new_extern_group() { return next_extern_group_++; }
   // A box realized to memory and viewed with strides (a copy when the view is not strided).
   StridedView as_strided(const TensorBox& box);
@@ -66,7 +71,8 @@ class GraphLowering {
 };
 
 // Lowering of one call: the node's output boxes (one per output).
-using LoweringFn = std::function<std::vector<TensorBox>(GraphLowering& lowering, const graph::Node& node)>;
+using LoweringFn =
+    std::function<std::vector<TensorBox>(GraphLowering& lowering, const graph::Node& node)>;
 // Registers a lowering for the op named `op`; ops without one run as extern kernels.
 void register_lowering(std::string_view op, LoweringFn fn);
 // nullptr when the op has no lowering.

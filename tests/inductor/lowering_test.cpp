@@ -1,5 +1,6 @@
 // The loop IR, the scheduler's fusion decisions and the generated source, from graphs written as
 // text (src/graph's format), without compiling anything.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -160,6 +161,27 @@ return (%5)
   EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1
   EXPECT_NE(l.code.loop_ir.find("(kernel-local)"), std::string::npos);
+}
+
+// A row of symbolic or large size could not live on the stack, so exp(x - max) is not realized
+// for it: the sum and the normalize each compute it (Note [Realization]).
+TEST(Lowering, SoftmaxOverASymbolicOrLargeRowRecomputesExp) {
+  for (const std::string row : {"s0", "20000"}) {
+    SCOPED_TRACE(row);
+    Lowered l = lower_text(fmt::format(R"(
+%0 : f32[32, {0}] = placeholder("x")
+%1 : f32[32, 1] = amax(%0, [1], True)
+%2 : f32[32, {0}] = sub(%0, %1)
+%3 : f32[32, {0}] = exp(%2)
+%4 : f32[32, 1] = sum(%3, [1], True, None)
+%5 : f32[32, {0}] = div(%3, %4)
+return (%5)
+)",
+                                       row));
+    EXPECT_EQ(count_computed(l), 3) << l.code.loop_ir;
+    EXPECT_EQ(count_kernels(l), 1);
+    EXPECT_EQ(occurrences(l.code.kernels, "kiln_exp("), 2u) << l.code.kernels;
+  }
 }
 
 // A realized value that another step reads, or that is a graph output, keeps its memory.

@@ -291,8 +291,7 @@ class ProgramBuilder {
   // index with the outer variables set to 0): the row stays in L1 and the buffer is never
   // allocated. Conditions, all checked: the kernel has inner loops (not a flat pointwise one),
   // every access's index is (outer part) + (inner part), the writer's inner part is the row-major
-  // index of its inner loops, and the row has a static size of at most kMaxLocalElements.
-  static constexpr int64_t kMaxLocalElements = 16384;
+  // index of its inner loops, and the row has a static size of at most lower::kMaxLocalRowElements.
 
   void find_local_buffers(const sched::Schedule& schedule) {
     std::map<std::string, std::set<size_t>> steps_of;  // buffer -> steps that touch it
@@ -351,7 +350,7 @@ class ProgramBuilder {
       linear = sym::add(sym::mul(linear, writer.ranges[d]), all[d]);
       row = sym::mul(row, writer.ranges[d]);
     }
-    if (!row->is_integer() || row->value() > kMaxLocalElements) return std::nullopt;
+    if (!row->is_integer() || row->value() > lower::kMaxLocalRowElements) return std::nullopt;
     bool written = false, read = false;
     for (const SchedNode& n : k.nodes) {
       lower::DependencyHandler deps;
