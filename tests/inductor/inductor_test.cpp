@@ -293,7 +293,25 @@ TEST(Inductor, AnOpWithoutAGeneratedFormRunsAsAnExternCall) {
   std::filesystem::remove_all(dir);
 }
 
-// Floor division of floats follows the eager kernel (through fmod, as PyTorch): -3 // inf is -1
+// Note [Exact comparisons]: an integer Scalar outside the tensor's dtype is not wrapped into it
+// (uint8 >= -2 is true everywhere, as in eager); found by the fuzzer (seed 11, index 209).
+TEST(Inductor, ComparisonsWithOutOfRangeScalarsMatchEager) {
+  auto fn = [](const Tensor& x) {
+    return std::vector<Tensor>{x >= -2, x<1000, x == 300, x != -1, x> 5000000000LL, x <= -129};
+  };
+  auto f = compile([&](const Tensor& x) { return fn(x); }, inductor());
+  for (ScalarType t : {kUInt8, kInt8, kUInt16, kInt32, kUInt64}) {
+    SCOPED_TRACE(dtype_name(t));
+    Tensor x = randint(0, 100, {4, 9}).to(t);
+    std::vector<Tensor> got = f(x), want = fn(x);
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(i);
+      expect_equal(got[i], want[i]);
+    }
+  }
+}
+
+// Floor division follows the eager kernel (through fmod, as PyTorch): -3 // inf is -1
 // and 3 // -inf is -1, not floor(-3 / inf) = -0; found by the fuzzer (seed 7, index 488).
 TEST(Inductor, FloorDivisionOfFloatsMatchesEager) {
   const double inf = std::numeric_limits<double>::infinity();

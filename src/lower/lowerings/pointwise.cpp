@@ -12,7 +12,8 @@ namespace {
 
 // The loader of operand `i` (tensor or Scalar) as a value of `dtype`, broadcast to `sizes`.
 std::function<Val(const Index&)> operand_loader(GraphLowering& l, const graph::Node& node, size_t i,
-                                                const std::vector<ExprPtr>& sizes, ScalarType dtype) {
+                                                const std::vector<ExprPtr>& sizes,
+                                                ScalarType dtype) {
   const graph::Arg& a = node.args()[i];
   if (a.is_value()) {
     Loader ld = broadcast_loader(l.box(a.as_value()), sizes);
@@ -23,6 +24,35 @@ std::function<Val(const Index&)> operand_loader(GraphLowering& l, const graph::N
 }
 
 std::vector<TensorBox> one(TensorBox b) { return {std::move(b)}; }
+
+// Where an integer Scalar lies against every value of the integer dtype `c`: -1 below them all,
+// +1 above them all, 0 within (or not an integer comparison).
+int outside_range(const Scalar& s, ScalarType c) {
+  if (!s.is_integral() || !is_integral(c)) return 0;
+  const int bits = static_cast<int>(element_size(c)) * 8;
+  const __int128 v = s.kind() == Scalar::Kind::UInt ? static_cast<__int128>(s.to_uint64())
+                                                    : static_cast<__int128>(s.to_int64());
+  const __int128 lo = is_unsigned(c) ? 0 : -(static_cast<__int128>(1) << (bits - 1));
+  const __int128 hi = is_unsigned(c) ? (static_cast<__int128>(1) << bits) - 1
+                                     : (static_cast<__int128>(1) << (bits - 1)) - 1;
+  return v < lo ? -1 : (v > hi ? 1 : 0);
+}
+
+// x <op> v for every x when v is below (side -1) or above (side +1) all of them.
+bool constant_comparison(BinaryOp op, int side) {
+  switch (op) {
+    case BinaryOp::ne:
+      return true;
+    case BinaryOp::lt:
+    case BinaryOp::le:
+      return side > 0;
+    case BinaryOp::gt:
+    case BinaryOp::ge:
+      return side < 0;
+    default:
+      return false;  // eq
+  }
+}
 
 void register_unary(const char* name, UnaryOp op) {
   // erfinv has no generated form (codegen/cpp/printer.cpp): it runs as an extern call, so the
@@ -36,9 +66,10 @@ void register_unary(const char* name, UnaryOp op) {
     const ScalarType c = compute_type(to_bool ? x.dtype() : out.dtype);
     Loader ld = x.make_loader();
     const ScalarType out_dtype = out.dtype;
-    return one(make_pointwise(out_dtype, to_exprs(out.sizes), [ld, op, c, out_dtype](const Index& i) {
-      return cast(unary(op, cast(ld(i), c)), out_dtype);
-    }));
+    return one(
+        make_pointwise(out_dtype, to_exprs(out.sizes), [ld, op, c, out_dtype](const Index& i) {
+          return cast(unary(op, cast(ld(i), c)), out_dtype);
+        }));
   });
 }
 
@@ -54,6 +85,17 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
     ScalarType c = compute_type(out.dtype);
     if (how == Operands::ResultType) c = compute_type(operands_result_type(node, name));
     if (how == Operands::Bool) c = kBool;
+    // Note [Exact comparisons] (src/kernels/cpu/binary_compare.cpp): an integer Scalar outside
+    // the compute dtype's range is not converted (it would wrap); the comparison is a constant.
+    if (how == Operands::ResultType && node.args()[1].is_constant()) {
+      if (const int side = outside_range(node.args()[1].as_constant().scalar(), c); side != 0) {
+        const bool value = constant_comparison(op, side);
+        const ScalarType out_dtype = out.dtype;
+        return one(make_pointwise(out_dtype, sizes, [value, out_dtype](const Index&) {
+          return constant(value ? 1.0 : 0.0, out_dtype);
+        }));
+      }
+    }
     auto a = operand_loader(l, node, 0, sizes, c);
     auto b = operand_loader(l, node, 1, sizes, c);
     std::optional<Scalar> alpha;
@@ -121,9 +163,8 @@ std::vector<TensorBox> lower_copy(GraphLowering& l, const graph::Node& node) {
   const graph::TensorMeta& out = out_meta(node);
   Loader x = arg_box(l, node, 0).make_loader();
   const ScalarType out_dtype = out.dtype;
-  return one(make_pointwise(out_dtype, to_exprs(out.sizes), [=](const Index& i) {
-    return cast(x(i), out_dtype);
-  }));
+  return one(make_pointwise(out_dtype, to_exprs(out.sizes),
+                            [=](const Index& i) { return cast(x(i), out_dtype); }));
 }
 
 // div(self, other, rounding_mode): "" true division, "floor", "trunc".
@@ -132,15 +173,14 @@ std::vector<TensorBox> lower_div(GraphLowering& l, const graph::Node& node) {
   const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
   const ScalarType c = compute_type(out.dtype);
   std::string mode = has_arg(node, 2) ? arg_constant(node, 2).string() : std::string();
-  const BinaryOp op = mode.empty() ? BinaryOp::truediv
+  const BinaryOp op = mode.empty()      ? BinaryOp::truediv
                       : mode == "floor" ? BinaryOp::floordiv
                                         : BinaryOp::truncdiv;
   auto a = operand_loader(l, node, 0, sizes, c);
   auto b = operand_loader(l, node, 1, sizes, c);
   const ScalarType out_dtype = out.dtype;
-  return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
-    return cast(binary(op, a(i), b(i)), out_dtype);
-  }));
+  return one(make_pointwise(
+      out_dtype, sizes, [=](const Index& i) { return cast(binary(op, a(i), b(i)), out_dtype); }));
 }
 
 }  // namespace
@@ -155,22 +195,31 @@ void register_pointwise_lowerings() {
     register_binary(base, op, O::OutputDtype, true);
     register_binary(std::string(base) + ".Scalar", op, O::OutputDtype, true);
   }
-  for (auto [base, op] : {std::pair{"mul", BinaryOp::mul}, {"remainder", BinaryOp::remainder},
-                          {"fmod", BinaryOp::fmod}, {"bitwise_and", BinaryOp::bitwise_and},
-                          {"bitwise_or", BinaryOp::bitwise_or}, {"bitwise_xor", BinaryOp::bitwise_xor}}) {
+  for (auto [base, op] : {std::pair{"mul", BinaryOp::mul},
+                          {"remainder", BinaryOp::remainder},
+                          {"fmod", BinaryOp::fmod},
+                          {"bitwise_and", BinaryOp::bitwise_and},
+                          {"bitwise_or", BinaryOp::bitwise_or},
+                          {"bitwise_xor", BinaryOp::bitwise_xor}}) {
     register_binary(base, op, O::OutputDtype);
     register_binary(std::string(base) + ".Scalar", op, O::OutputDtype);
   }
   register_binary("pow", BinaryOp::pow, O::OutputDtype);
   register_binary("pow.Tensor_Scalar", BinaryOp::pow, O::OutputDtype);
-  for (auto [name, op] : {std::pair{"maximum", BinaryOp::maximum}, {"minimum", BinaryOp::minimum},
-                          {"atan2", BinaryOp::atan2}, {"hypot", BinaryOp::hypot},
+  for (auto [name, op] : {std::pair{"maximum", BinaryOp::maximum},
+                          {"minimum", BinaryOp::minimum},
+                          {"atan2", BinaryOp::atan2},
+                          {"hypot", BinaryOp::hypot},
                           {"bitwise_left_shift", BinaryOp::lshift},
                           {"bitwise_right_shift", BinaryOp::rshift}}) {
     register_binary(name, op, O::OutputDtype);
   }
-  for (auto [base, op] : {std::pair{"eq", BinaryOp::eq}, {"ne", BinaryOp::ne}, {"lt", BinaryOp::lt},
-                          {"le", BinaryOp::le}, {"gt", BinaryOp::gt}, {"ge", BinaryOp::ge}}) {
+  for (auto [base, op] : {std::pair{"eq", BinaryOp::eq},
+                          {"ne", BinaryOp::ne},
+                          {"lt", BinaryOp::lt},
+                          {"le", BinaryOp::le},
+                          {"gt", BinaryOp::gt},
+                          {"ge", BinaryOp::ge}}) {
     register_binary(base, op, O::ResultType);
     register_binary(std::string(base) + ".Scalar", op, O::ResultType);
   }
