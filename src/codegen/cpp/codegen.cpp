@@ -221,23 +221,38 @@ class ProgramBuilder {
     return it->second;
   }
 
+  // The reads and writes of each node of `k` over loop variables i0.. and r0.. (computed once
+  // per kernel: local-buffer planning and emission both need them).
+  struct NodeAccesses {
+    std::vector<lower::MemoryAccess> reads, writes;
+  };
+  const std::vector<NodeAccesses>& accesses(const Kernel& k) {
+    auto [it, fresh] = accesses_.try_emplace(k.name);
+    if (fresh) {
+      for (const SchedNode& n : k.nodes) {
+        lower::DependencyHandler deps;
+        n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
+        it->second.push_back({deps.reads(), deps.writes()});
+      }
+    }
+    return it->second;
+  }
+
   std::string emit_kernel(const Kernel& k) {
     // Which buffers the kernel touches, in first-use order.
     std::vector<std::string> used;
     std::set<std::string> seen, read, written;
-    for (const SchedNode& n : k.nodes) {
-      lower::DependencyHandler deps;
-      n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
-      for (const auto& a : deps.reads()) {
+    for (const NodeAccesses& deps : accesses(k)) {
+      for (const auto& a : deps.reads) {
         if (!local_.count(a.buffer) && seen.insert(a.buffer).second) used.push_back(a.buffer);
         read.insert(a.buffer);
       }
-      for (const auto& a : deps.writes()) {
+      for (const auto& a : deps.writes) {
         if (!local_.count(a.buffer) && seen.insert(a.buffer).second) used.push_back(a.buffer);
         written.insert(a.buffer);
         written_by_step_[a.buffer] = static_cast<int>(program_.steps.size());
       }
-      for (const auto& a : deps.reads())
+      for (const auto& a : deps.reads)
         last_read_[a.buffer] = static_cast<int>(program_.steps.size());
     }
     runtime::KernelStep step;
@@ -297,11 +312,9 @@ class ProgramBuilder {
     std::map<std::string, std::set<size_t>> steps_of;  // buffer -> steps that touch it
     for (size_t i = 0; i < schedule.steps.size(); ++i) {
       if (const auto* k = std::get_if<Kernel>(&schedule.steps[i])) {
-        for (const SchedNode& n : k->nodes) {
-          lower::DependencyHandler deps;
-          n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
-          for (const auto& a : deps.reads()) steps_of[a.buffer].insert(i);
-          for (const auto& a : deps.writes()) steps_of[a.buffer].insert(i);
+        for (const NodeAccesses& deps : accesses(*k)) {
+          for (const auto& a : deps.reads) steps_of[a.buffer].insert(i);
+          for (const auto& a : deps.writes) steps_of[a.buffer].insert(i);
         }
       } else {
         for (const lower::ExternBuffer* b : std::get<sched::ExternCall>(schedule.steps[i]).outputs)
@@ -329,7 +342,7 @@ class ProgramBuilder {
 
   // The row size of `writer`'s buffer as a kernel-local array, or nullopt when Note [Local
   // buffers]' conditions do not hold.
-  std::optional<int64_t> local_size(const Kernel& k, const SchedNode& writer) const {
+  std::optional<int64_t> local_size(const Kernel& k, const SchedNode& writer) {
     const size_t outer = k.outer.size();
     const std::string& name = writer.buffer->name();
     const std::vector<ExprPtr> ivars = vars("i", outer);
@@ -352,17 +365,17 @@ class ProgramBuilder {
     }
     if (!row->is_integer() || row->value() > lower::kMaxLocalRowElements) return std::nullopt;
     bool written = false, read = false;
-    for (const SchedNode& n : k.nodes) {
-      lower::DependencyHandler deps;
-      n.run_body(deps, vars("i", n.ranges.size()), vars("r", n.reduction_ranges.size()));
-      for (const auto& a : deps.reads()) {
+    const std::vector<NodeAccesses>& all_accesses = accesses(k);
+    for (size_t node = 0; node < k.nodes.size(); ++node) {
+      const NodeAccesses& deps = all_accesses[node];
+      for (const auto& a : deps.reads) {
         if (a.buffer != name) continue;
         if (!separable(a.index)) return std::nullopt;
         read = true;
       }
-      for (const auto& a : deps.writes()) {
+      for (const auto& a : deps.writes) {
         if (a.buffer != name) continue;
-        if (&n != &writer || !separable(a.index) ||
+        if (&k.nodes[node] != &writer || !separable(a.index) ||
             sym::sub(local_index(a.index), linear) != sym::integer(0))
           return std::nullopt;
         written = true;
@@ -706,9 +719,10 @@ class ProgramBuilder {
   std::map<std::string, int> written_by_step_, last_read_;
   std::set<std::string> extern_read_;
   std::set<int> pinned_slots_;
-  std::map<std::string, std::string> streaming_;  // of the kernel being emitted
-  std::map<std::string, int64_t> local_;          // Note [Local buffers]: name -> row size
-  LocalBuffers kernel_local_;                     // those of the kernel being emitted
+  std::map<std::string, std::string> streaming_;               // of the kernel being emitted
+  std::map<std::string, std::vector<NodeAccesses>> accesses_;  // by kernel name
+  std::map<std::string, int64_t> local_;  // Note [Local buffers]: name -> row size
+  LocalBuffers kernel_local_;             // those of the kernel being emitted
   std::string loop_ir_;
 };
 
