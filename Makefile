@@ -1,6 +1,6 @@
 # Entry points; each target installs what it needs (Debian packages) and builds from scratch when
 # there is no build yet. CMake does the real work: see CMakePresets.json.
-# Extra configure arguments: make test CMAKE_ARGS="-DKILN_BUILD_BENCH=OFF"
+# Extra configure arguments: make test CMAKE_ARGS="-DKILN_NATIVE=OFF"
 
 CMAKE_ARGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)

@@ -40,6 +40,10 @@ struct CompileOptions {
   bool specialize_zero_one = true;  // sizes 0 and 1 stay constants
   bool duck_shape = true;           // equal input sizes share one symbol
   std::string name;                 // for logs and errors; default "fn at file:line"
+  // AOT autograd (a graph whose inputs require grad, src/aot): which forward values the backward
+  // gets. "min_cut" saves the cheapest set and recomputes the rest; "default" saves every forward
+  // value the backward reads.
+  std::string partitioner = "min_cut";
 };
 
 // Marks dim `dim` of `t` dynamic for the next compile that sees `t` (a symbol from the start).

@@ -11,11 +11,12 @@ enum class DispatchKey : uint8_t {
   CPU,       // backend: real kernels
   Meta,      // backend: shapes and dtypes only, no data
   Subclass,  // tensor subclasses
+  Record,    // fake tensors recording a joint forward/backward graph, below autograd (src/aot)
   Autograd,  // records a backward node, then redispatches below itself
   Vmap,      // batched tensors
   Trace,     // fake tensors recording a graph
 };
-inline constexpr int kNumDispatchKeys = 6;
+inline constexpr int kNumDispatchKeys = 7;
 
 std::string_view dispatch_key_name(DispatchKey k);
 

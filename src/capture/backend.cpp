@@ -73,3 +73,22 @@ CompileCounter& compile_counter() {
 }
 
 }  // namespace kiln::capture
+
+namespace kiln::capture {
+namespace {
+thread_local const CompileOptions* g_current_options = nullptr;
+}  // namespace
+
+const CompileOptions& current_compile_options() {
+  static const CompileOptions defaults;
+  return g_current_options != nullptr ? *g_current_options : defaults;
+}
+
+CompileOptionsScope::CompileOptionsScope(const CompileOptions& options)
+    : saved_(g_current_options) {
+  g_current_options = &options;
+}
+
+CompileOptionsScope::~CompileOptionsScope() { g_current_options = saved_; }
+
+}  // namespace kiln::capture

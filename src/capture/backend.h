@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/compile.h"
 #include "kiln/tensor.h"
 
 namespace kiln::graph {
@@ -27,6 +28,21 @@ void register_backend(const std::string& name, Backend backend);
 // The backend called `name`; ValueError listing the registered names if there is none.
 const Backend& lookup_backend(const std::string& name);
 std::vector<std::string> backend_names();
+
+// The options of the kiln::compile whose backend is running on this thread (what a backend reads
+// beyond the graph: the partitioner); the defaults when no compile is running.
+const CompileOptions& current_compile_options();
+// Sets them for the lifetime of the scope (the tracer, around each backend call).
+class CompileOptionsScope {
+ public:
+  explicit CompileOptionsScope(const CompileOptions& options);
+  ~CompileOptionsScope();
+  CompileOptionsScope(const CompileOptionsScope&) = delete;
+  CompileOptionsScope& operator=(const CompileOptionsScope&) = delete;
+
+ private:
+  const CompileOptions* saved_;
+};
 
 // What the `count` backend has seen since the last reset (like PyTorch's CompileCounter).
 struct CompileCounter {

@@ -265,6 +265,9 @@ CompiledFunction::CompiledFunction(Body body, CompileOptions options, std::sourc
   KILN_CHECK(options.recompile_limit >= 1, ValueError,
              "compile: recompile_limit must be at least 1, got {}", options.recompile_limit);
   lookup_backend(options.backend);  // an unknown backend fails here, not at the first call
+  KILN_CHECK(options.partitioner == "min_cut" || options.partitioner == "default", ValueError,
+             "compile: unknown partitioner '{}'; use \"min_cut\" (the default) or \"default\"",
+             options.partitioner);
   state_->body = std::move(body);
   state_->name = !options.name.empty()
                      ? options.name

@@ -280,7 +280,7 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
     fake_args[op.device_arg] = IValue(Device::Meta);
   {
     dispatch::ExcludeKeysGuard exclude(
-        {DispatchKey::Trace, DispatchKey::Autograd, DispatchKey::Vmap, DispatchKey::Subclass});
+        {DispatchKey::Trace, DispatchKey::Autograd, DispatchKey::Vmap, DispatchKey::Subclass, DispatchKey::Record});
     dispatch::redispatch(op, fake_args, outputs, DispatchKeySet(DispatchKey::Meta));
   }
   // The arguments' values, looked up after the meta function: a data-dependent condition in it
@@ -413,8 +413,11 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   }
   std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
   const auto backend_start = std::chrono::steady_clock::now();
-  seg_->compiled = compile_paused(
-      lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), seg_->graph, inputs);
+  {
+    CompileOptionsScope options(*req_.options);
+    seg_->compiled = compile_paused(
+        lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), seg_->graph, inputs);
+  }
   result_.backend_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
   result_.graphs += 1;

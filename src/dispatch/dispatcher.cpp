@@ -43,6 +43,7 @@ std::string_view dispatch_key_name(DispatchKey k) {
     case DispatchKey::CPU: return "CPU";
     case DispatchKey::Meta: return "Meta";
     case DispatchKey::Subclass: return "Subclass";
+    case DispatchKey::Record: return "Record";
     case DispatchKey::Autograd: return "Autograd";
     case DispatchKey::Vmap: return "Vmap";
     case DispatchKey::Trace: return "Trace";

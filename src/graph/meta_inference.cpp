@@ -34,7 +34,7 @@ Tensor symbolic_fake_tensor(const TensorMeta& meta) {
 }
 
 // A Meta tensor with exactly `meta`'s sizes, strides and offset.
-Tensor fake_tensor(const TensorMeta& meta) {
+Tensor make_fake_tensor(const TensorMeta& meta) {
   if (meta.is_symbolic()) return symbolic_fake_tensor(meta);
   const DimVector sizes = concrete(meta.sizes), strides = concrete(meta.strides);
   int64_t extent = 1;
@@ -52,11 +52,11 @@ std::optional<std::vector<TensorMeta>> run_meta(OpId op, const std::vector<Arg>&
   Stack stack;
   for (const Arg& a : args) {
     if (a.is_value()) {
-      stack.emplace_back(fake_tensor(a.as_value()->meta()));
+      stack.emplace_back(make_fake_tensor(a.as_value()->meta()));
     } else if (a.is_list()) {
       std::vector<Tensor> tensors;
       for (const Value* v : a.as_list())
-        tensors.push_back(v == nullptr ? Tensor() : fake_tensor(v->meta()));
+        tensors.push_back(v == nullptr ? Tensor() : make_fake_tensor(v->meta()));
       stack.emplace_back(std::move(tensors));
     } else if (a.as_constant().is_device()) {
       stack.emplace_back(Device::Meta);  // factories: build on Meta, whatever device was recorded
@@ -66,8 +66,8 @@ std::optional<std::vector<TensorMeta>> run_meta(OpId op, const std::vector<Arg>&
   }
   // Only the backend runs: no autograd recording, no tracing of the verifier's own calls.
   NoGradGuard no_grad;
-  dispatch::ExcludeKeysGuard exclude(
-      {DispatchKey::Trace, DispatchKey::Vmap, DispatchKey::Autograd, DispatchKey::Subclass});
+  dispatch::ExcludeKeysGuard exclude({DispatchKey::Trace, DispatchKey::Vmap, DispatchKey::Autograd,
+                                      DispatchKey::Subclass, DispatchKey::Record});
   Stack out = dispatch::call(op, stack);
   std::vector<TensorMeta> metas;
   for (const IValue& v : out) {
@@ -100,5 +100,7 @@ std::optional<std::vector<TensorMeta>> infer_symbolic_output_metas(OpId op,
   if (OpRegistry::instance().get(op).has_tag(kTagDynamicOutput)) return std::nullopt;
   return run_meta(op, args);
 }
+
+Tensor fake_tensor(const TensorMeta& meta) { return make_fake_tensor(meta); }
 
 }  // namespace kiln::graph

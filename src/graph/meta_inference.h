@@ -24,4 +24,7 @@ std::optional<std::vector<TensorMeta>> infer_output_metas(OpId op, const std::ve
 std::optional<std::vector<TensorMeta>> infer_symbolic_output_metas(OpId op,
                                                                    const std::vector<Arg>& args);
 
+// A Meta tensor with exactly `meta`'s sizes, strides and offset (symbolic ones kept).
+Tensor fake_tensor(const TensorMeta& meta);
+
 }  // namespace kiln::graph

@@ -6,7 +6,12 @@
 
 namespace kiln {
 namespace {
-Tensor wrap(const Scalar& s, const Tensor& like) { return scalar_to_tensor(s, std::nullopt, like.device()); }
+// On CPU whatever `like`'s device: a CPU 0-dim tensor mixes with tensors of any device, and on
+// fake (Meta) tensors the Scalar's value must survive (AOT autograd records it, Note [Joint
+// graph]).
+Tensor wrap(const Scalar& s, const Tensor&) {
+  return scalar_to_tensor(s, std::nullopt, Device::CPU);
+}
 }  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

@@ -20,6 +20,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "src/aot/aot_autograd.h"
 #include "src/capture/backend.h"
 #include "src/codegen/cpp/codegen.h"
 #include "src/graph/graph.h"
@@ -68,8 +69,8 @@ const std::string& pipeline_identity() {
   static const std::string identity = [] {
     Dl_info info{};
     struct stat st {};
-    if (dladdr(reinterpret_cast<void*>(&pipeline_identity), &info) == 0 || info.dli_fname == nullptr ||
-        ::stat(info.dli_fname, &st) != 0) {
+    if (dladdr(reinterpret_cast<void*>(&pipeline_identity), &info) == 0 ||
+        info.dli_fname == nullptr || ::stat(info.dli_fname, &st) != 0) {
       return std::string("unknown build");
     }
     return fmt::format("{} {} {}", info.dli_fname, static_cast<long long>(st.st_size),
@@ -82,33 +83,24 @@ capture::CompiledGraph eager(const graph::Graph& g, std::span<const Tensor> inpu
   return capture::lookup_backend("eager")(g, inputs);
 }
 
-capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<const Tensor> inputs) {
+// Compiles a graph that needs no gradients: generated kernels record no autograd history.
+capture::CompiledGraph compile_inference(const graph::Graph& captured,
+                                         std::span<const Tensor> inputs) {
   const trace::CompileId id = trace::current_compile_id();
-  // Generated kernels record no autograd history: a graph whose inputs require grad runs with
-  // the interpreter, through the autograd engine, until AOT autograd compiles its backward.
-  bool needs_grad = false;
-  for (const graph::Value* p : captured.placeholders()) needs_grad |= p->meta().requires_grad;
-  for (const Tensor& t : inputs) needs_grad |= t.defined() && t.requires_grad();
-  if (needs_grad && GradMode::is_enabled()) {
-    const std::string why = "inductor: running this graph eagerly: its inputs require grad (the "
-                            "generated kernels do not record autograd history)";
-    trace::log_artifact("inductor_fallback", id, [&] { return why; });
-    trace::log_readable(trace::LogCategory::output_code, why, id);
-    return eager(captured, inputs);
-  }
   const auto start = std::chrono::steady_clock::now();
   const CompilerOptions copts = kernel_compiler_options();
   const codegen::CodegenOptions gopts = codegen_options(copts);
   const std::string graph_text = graph::to_string(captured);
   const std::string key = source_hash(
-      fmt::format("graph v1 {}\n{}\nvectorize={} threshold={} chunk={}\n", pipeline_identity(), graph_text,
-                  gopts.vectorize, gopts.parallel_threshold, gopts.chunk),
+      fmt::format("graph v1 {}\n{}\nvectorize={} threshold={} chunk={}\n", pipeline_identity(),
+                  graph_text, gopts.vectorize, gopts.parallel_threshold, gopts.chunk),
       copts);
 
   if (std::optional<Program> cached = load_program(key)) {
     if (std::shared_ptr<const KernelLibrary> lib = load_cached(cached->source_hash)) {
       trace::log_artifact("inductor_cache", id, [&] {
-        return nlohmann::json{{"graph_cache", "hit"}, {"key", key}, {"time_s", seconds_since(start)}};
+        return nlohmann::json{
+            {"graph_cache", "hit"}, {"key", key}, {"time_s", seconds_since(start)}};
       });
       auto exec = std::make_shared<Executor>(std::move(*cached), std::move(lib));
       return [exec](std::span<const Tensor> in) { return exec->run(in); };
@@ -144,7 +136,11 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<
   trace::log_artifact("inductor_output_code", id, [&] { return code.source; });
   trace::log_readable(
       trace::LogCategory::output_code,
-      [&] { return code.loop_ir + "// (the prelude of src/codegen/cpp/prelude.cpp, then)\n" + code.kernels; }, id);
+      [&] {
+        return code.loop_ir + "// (the prelude of src/codegen/cpp/prelude.cpp, then)\n" +
+               code.kernels;
+      },
+      id);
 
   const auto compile_start = std::chrono::steady_clock::now();
   // On the background compile pool: graphs compiled from several threads at once proceed in
@@ -154,13 +150,39 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured, std::span<
   code.program.source_hash = lib->hash();
   store_program(key, code.program);
   trace::log_artifact("inductor_compile_times", id, [&] {
-    return nlohmann::json{{"graph_cache", "miss"}, {"decompose_s", decompose_s}, {"lower_s", lower_s},
-                          {"schedule_s", schedule_s},  {"codegen_s", codegen_s},
-                          {"cxx_compile_s", compile_s}, {"total_s", seconds_since(start)},
+    return nlohmann::json{{"graph_cache", "miss"},
+                          {"decompose_s", decompose_s},
+                          {"lower_s", lower_s},
+                          {"schedule_s", schedule_s},
+                          {"codegen_s", codegen_s},
+                          {"cxx_compile_s", compile_s},
+                          {"total_s", seconds_since(start)},
                           {"library", lib->path().string()}};
   });
   auto exec = std::make_shared<Executor>(std::move(code.program), std::move(lib));
   return [exec](std::span<const Tensor> in) { return exec->run(in); };
+}
+
+// A graph whose inputs require grad goes through AOT autograd (Note [Compiled autograd function]
+// in src/aot/aot_autograd.h): a compiled forward and a compiled backward. One it cannot handle yet
+// runs with the interpreter, through the eager autograd engine, and the reason is logged.
+capture::CompiledGraph inductor_backend(const graph::Graph& captured,
+                                        std::span<const Tensor> inputs) {
+  bool needs_grad = false;
+  for (const Tensor& t : inputs) needs_grad |= t.defined() && t.requires_grad();
+  if (!needs_grad || !GradMode::is_enabled()) return compile_inference(captured, inputs);
+  const trace::CompileId id = trace::current_compile_id();
+  try {
+    return aot::aot_compile(captured, inputs,
+                            aot::parse_partitioner(capture::current_compile_options().partitioner),
+                            compile_inference);
+  } catch (const NotImplementedError& e) {
+    const std::string why = fmt::format("inductor: running this graph eagerly: {}", e.what());
+    trace::log_artifact("inductor_fallback", id, [&] { return why; });
+    trace::log_readable(trace::LogCategory::output_code, why, id);
+    trace::log_readable(trace::LogCategory::aot, why, id);
+    return eager(captured, inputs);
+  }
 }
 
 // Registered at load time, like the eager and count backends.

@@ -1,0 +1,169 @@
+#include "src/aot/aot_autograd.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/autograd.h"
+#include "kiln/error.h"
+#include "kiln/ops/creation.h"
+#include "src/autograd/autograd_meta.h"
+#include "src/trace/logs.h"
+#include "src/trace/trace.h"
+
+namespace kiln::aot {
+namespace {
+
+// What every call of one compiled graph shares.
+struct CompiledFunctionState {
+  capture::CompiledGraph forward;
+  capture::CompiledGraph backward;
+  int num_forward_outputs = 0;
+  std::vector<int> tangent_of_output;
+  std::vector<int> grad_primals;
+  std::vector<graph::TensorMeta> tangent_metas;
+  std::string name;
+};
+
+// Note [Compiled autograd function].
+class CompiledFunctionBackward final : public autograd::Node {
+ public:
+  CompiledFunctionBackward(std::shared_ptr<const CompiledFunctionState> state,
+                           std::vector<Tensor> saved)
+      : state_(std::move(state)), saved_(std::move(saved)) {}
+
+  std::string name() const override { return "CompiledFunctionBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    KILN_CHECK(!GradMode::is_enabled(), NotImplementedError,
+               "{}: double backward (create_graph=true) through a kiln::compile region is not "
+               "supported: its compiled backward records no autograd history. Run the region "
+               "eagerly (backend=\"eager\") to differentiate twice",
+               state_->name);
+    KILN_CHECK(!released_, ValueError,
+               "{}: backward through this compiled region a second time, but its saved tensors "
+               "were freed after the first backward. Pass retain_graph=true to the first "
+               "backward() if you need to run it again",
+               state_->name);
+    std::vector<Tensor> inputs = saved_;
+    for (size_t t = 0; t < state_->tangent_metas.size(); ++t) {
+      const graph::TensorMeta& meta = state_->tangent_metas[t];
+      Tensor g = t < grads.size() ? grads[t] : Tensor();
+      if (!g.defined()) {
+        g = zeros(SymIntArrayRef(meta.sizes), TensorOptions().dtype(meta.dtype));
+      }
+      inputs.push_back(g.is_contiguous() ? g : g.contiguous());
+    }
+    std::vector<Tensor> out = state_->backward(inputs);
+    KILN_CHECK(out.size() == next_edges_.size(), ValueError,
+               "{}: the compiled backward returned {} gradients for {} inputs", state_->name,
+               out.size(), next_edges_.size());
+    return out;
+  }
+
+  void release_variables() override {
+    saved_.clear();
+    released_ = true;
+  }
+
+ private:
+  std::shared_ptr<const CompiledFunctionState> state_;
+  std::vector<Tensor> saved_;
+  bool released_ = false;
+};
+
+std::vector<Tensor> run_forward(const std::shared_ptr<const CompiledFunctionState>& state,
+                                std::span<const Tensor> inputs) {
+  std::vector<Tensor> results;
+  {
+    NoGradGuard no_grad;
+    results = state->forward(inputs);
+  }
+  const size_t n = static_cast<size_t>(state->num_forward_outputs);
+  std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(n), results.end());
+  results.resize(n);
+  if (!GradMode::is_enabled()) return results;
+  auto node = std::make_shared<CompiledFunctionBackward>(state, std::move(saved));
+  for (int i : state->grad_primals)
+    node->mutable_next_edges().push_back(autograd::gradient_edge(inputs[i]));
+  for (size_t j = 0; j < n; ++j) {
+    if (state->tangent_of_output[j] < 0) continue;
+    const uint32_t index = node->add_input_metadata(results[j]);
+    autograd::set_history(results[j], node, index);
+  }
+  return results;
+}
+
+// Outputs that alias an input (an input returned as is, or a view of one) would need the view
+// relationship replayed on the real tensors; such graphs stay on the eager engine for now. So do
+// graphs that return one value twice (one tensor cannot be two outputs of the node).
+void check_outputs_are_fresh(const JointGraph& joint) {
+  std::vector<const graph::Value*> seen;
+  for (int j = 0; j < joint.num_forward_outputs; ++j) {
+    const graph::Value* v = joint.graph.outputs()[j];
+    KILN_CHECK(std::find(seen.begin(), seen.end(), v) == seen.end(), NotImplementedError,
+               "AOT autograd: output {} is also an earlier output; such graphs run through the "
+               "eager autograd engine for now",
+               j);
+    seen.push_back(v);
+    const graph::Value* base = v;
+    while (base->producer()->kind() == graph::NodeKind::Call &&
+           base->producer()->op_def().has_tag(kTagView) && !base->producer()->inputs().empty())
+      base = base->producer()->inputs()[0];
+    KILN_CHECK(base->producer()->kind() != graph::NodeKind::Placeholder, NotImplementedError,
+               "AOT autograd: output {} aliases input {}; graphs that return an input or a view "
+               "of one run through the eager autograd engine for now",
+               j, base->producer()->source());
+  }
+}
+
+}  // namespace
+
+capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
+                                   Partitioner partitioner, const CompileInference& compile) {
+  const trace::CompileId id = trace::current_compile_id();
+  std::vector<bool> requires_grad;
+  for (const Tensor& t : inputs) requires_grad.push_back(t.defined() && t.requires_grad());
+  JointGraph joint = build_joint_graph(captured, requires_grad);
+  check_outputs_are_fresh(joint);
+  Partition part = partition(joint, partitioner);
+
+  const std::string partitioner_name = partitioner == Partitioner::MinCut ? "min_cut" : "default";
+  trace::log_artifact("aot_joint_graph", id, [&] { return graph::to_string(joint.graph); });
+  trace::log_artifact("aot_forward_graph", id, [&] { return graph::to_string(part.forward); });
+  trace::log_artifact("aot_backward_graph", id, [&] { return graph::to_string(part.backward); });
+  const auto decisions = [&] {
+    nlohmann::json saved = nlohmann::json::array();
+    for (const SavedValue& s : part.saved)
+      saved.push_back({{"value", s.name}, {"meta", graph::to_string(s.meta)}, {"bytes", s.bytes}});
+    return nlohmann::json{{"partitioner", partitioner_name},
+                          {"saved", saved},
+                          {"saved_bytes", part.saved_bytes},
+                          {"recomputed_ops", part.recomputed_ops}};
+  };
+  trace::log_artifact("aot_partition", id, decisions);
+  trace::log_readable(
+      trace::LogCategory::aot,
+      [&] {
+        return fmt::format("joint graph:\n{}forward graph:\n{}backward graph:\n{}partition: {}\n",
+                           graph::to_string(joint.graph), graph::to_string(part.forward),
+                           graph::to_string(part.backward), decisions().dump());
+      },
+      id);
+
+  auto state = std::make_shared<CompiledFunctionState>();
+  state->num_forward_outputs = joint.num_forward_outputs;
+  state->tangent_of_output = joint.tangent_of_output;
+  state->grad_primals = joint.grad_primals;
+  for (int t = 0; t < joint.num_tangents; ++t)
+    state->tangent_metas.push_back(joint.graph.placeholders()[joint.num_primals + t]->meta());
+  state->name = fmt::format("compiled region {}", id.to_string());
+  state->forward = compile(part.forward, inputs);
+  state->backward = compile(part.backward, {});
+  return [state = std::shared_ptr<const CompiledFunctionState>(std::move(state))](
+             std::span<const Tensor> in) { return run_forward(state, in); };
+}
+
+}  // namespace kiln::aot
