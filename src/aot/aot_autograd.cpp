@@ -9,6 +9,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "kiln/ops/creation.h"
+#include "src/aot/functionalize.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/trace/logs.h"
 #include "src/trace/trace.h"
@@ -20,7 +21,9 @@ namespace {
 struct CompiledFunctionState {
   capture::CompiledGraph forward;
   capture::CompiledGraph backward;
-  int num_forward_outputs = 0;
+  int num_forward_outputs = 0;  // the graph's outputs, then the mutated inputs' final values
+  int num_user_outputs = 0;
+  std::vector<int> mutated_inputs;
   std::vector<int> tangent_of_output;
   std::vector<int> grad_primals;
   std::vector<graph::TensorMeta> tangent_metas;
@@ -83,12 +86,18 @@ std::vector<Tensor> run_forward(const std::shared_ptr<const CompiledFunctionStat
   }
   const size_t n = static_cast<size_t>(state->num_forward_outputs);
   std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(n), results.end());
-  results.resize(n);
+  // Copy-backs (Note [Functionalization]): what the graph wrote into its inputs.
+  {
+    NoGradGuard no_grad;
+    for (size_t k = 0; k < state->mutated_inputs.size(); ++k)
+      inputs[state->mutated_inputs[k]].copy_(results[state->num_user_outputs + k]);
+  }
+  results.resize(static_cast<size_t>(state->num_user_outputs));
   if (!GradMode::is_enabled()) return results;
   auto node = std::make_shared<CompiledFunctionBackward>(state, std::move(saved));
   for (int i : state->grad_primals)
     node->mutable_next_edges().push_back(autograd::gradient_edge(inputs[i]));
-  for (size_t j = 0; j < n; ++j) {
+  for (size_t j = 0; j < results.size(); ++j) {
     if (state->tangent_of_output[j] < 0) continue;
     const uint32_t index = node->add_input_metadata(results[j]);
     autograd::set_history(results[j], node, index);
@@ -126,7 +135,13 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
   const trace::CompileId id = trace::current_compile_id();
   std::vector<bool> requires_grad;
   for (const Tensor& t : inputs) requires_grad.push_back(t.defined() && t.requires_grad());
-  JointGraph joint = build_joint_graph(captured, requires_grad);
+  FunctionalGraph functional = functionalize(captured);
+  for (int i : functional.mutated_inputs)
+    KILN_CHECK(!requires_grad[i], NotImplementedError,
+               "AOT autograd: the graph mutates input {}, which requires grad; such graphs run "
+               "through the eager autograd engine",
+               captured.placeholders()[i]->producer()->source());
+  JointGraph joint = build_joint_graph(functional.graph, requires_grad, functional.num_outputs);
   check_outputs_are_fresh(joint);
   Partition part = partition(joint, partitioner);
 
@@ -155,6 +170,8 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
 
   auto state = std::make_shared<CompiledFunctionState>();
   state->num_forward_outputs = joint.num_forward_outputs;
+  state->num_user_outputs = functional.num_outputs;
+  state->mutated_inputs = functional.mutated_inputs;
   state->tangent_of_output = joint.tangent_of_output;
   state->grad_primals = joint.grad_primals;
   for (int t = 0; t < joint.num_tangents; ++t)

@@ -144,7 +144,8 @@ class RecordScope {
 
 }  // namespace
 
-JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad) {
+JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad,
+                             int num_differentiable_outputs) {
   const std::span<graph::Value* const> primals = forward.placeholders();
   KILN_CHECK(requires_grad.size() == primals.size(), ValueError,
              "build_joint_graph: {} requires_grad flags for {} inputs", requires_grad.size(),
@@ -156,8 +157,8 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
                p->producer()->source());
   for (const graph::Node* node : forward.calls())
     KILN_CHECK(!node->mutates(), NotImplementedError,
-               "AOT autograd: the graph mutates a tensor ({}); graphs with in-place ops run "
-               "through the eager autograd engine until they are functionalized",
+               "AOT autograd: the graph mutates a tensor ({}); functionalize it first (Note "
+               "[Functionalization])",
                graph::to_string(*node));
 
   JointGraph joint;
@@ -192,7 +193,9 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
   std::vector<Tensor> differentiable, tangents;
   for (size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& out = outputs[j];
-    if (!autograd::requires_grad(out) || !is_floating(out.dtype())) {
+    const bool may_differentiate =
+        num_differentiable_outputs < 0 || static_cast<int>(j) < num_differentiable_outputs;
+    if (!may_differentiate || !autograd::requires_grad(out) || !is_floating(out.dtype())) {
       joint.tangent_of_output.push_back(-1);
       continue;
     }

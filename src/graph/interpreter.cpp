@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "src/graph/graph.h"
+#include "src/graph/schema.h"
 
 #include <optional>
 
@@ -114,6 +115,12 @@ Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols
         stack.emplace_back(symbols.concretize(a.as_constant(), node));
         break;
     }
+  }
+  // Passes (decompositions) may leave trailing defaults out; the op gets them, as from its
+  // wrapper, so that code reading every argument (derivative formulas) finds them.
+  if (const Schema& schema = schema_of(node.op_def()); stack.size() < schema.args.size()) {
+    for (size_t i = stack.size(); i < schema.args.size() && schema.args[i].default_text; ++i)
+      stack.push_back(default_value(schema.args[i], node.op_def().name));
   }
   return stack;
 }

@@ -1,5 +1,7 @@
 #include "src/graph/schema.h"
 
+#include <cstdlib>
+
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -132,6 +134,27 @@ const Schema& schema_of(const OpDef& op) {
   std::unique_ptr<Schema>& slot = cache[&op];
   if (!slot) slot = std::make_unique<Schema>(parse_schema(op.schema));
   return *slot;
+}
+
+IValue default_value(const SchemaArg& arg, std::string_view op) {
+  KILN_CHECK(arg.default_text.has_value(), ValueError, "{}: argument '{}' has no default", op,
+             arg.name);
+  const std::string& t = *arg.default_text;
+  if (t == "None") return IValue();
+  if (t == "True" || t == "true") return IValue(true);
+  if (t == "False" || t == "false") return IValue(false);
+  if (t == "[]") return IValue(DimVector{});
+  if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"'))
+    return IValue(std::string(t.substr(1, t.size() - 2)));
+  char* end = nullptr;
+  if (t.find_first_of(".eEn") == std::string::npos) {
+    const long long v = std::strtoll(t.c_str(), &end, 10);
+    if (end != nullptr && *end == '\0') return IValue(static_cast<int64_t>(v));
+  }
+  const double d = std::strtod(t.c_str(), &end);
+  KILN_CHECK(end != nullptr && *end == '\0', ValueError,
+             "{}: cannot read the default '{}' of argument '{}'", op, t, arg.name);
+  return IValue(d);
 }
 
 }  // namespace kiln::graph

@@ -42,5 +42,8 @@ struct Schema {
 Schema parse_schema(std::string_view text);
 // The cached schema of an op of the op table.
 const Schema& schema_of(const OpDef& op);
+// An argument's default ("None", "1", "1e-05", "False", "'mean'", "[]") as the constant the tracer
+// would have recorded; ValueError naming `op` when the text cannot be read.
+IValue default_value(const SchemaArg& arg, std::string_view op);
 
 }  // namespace kiln::graph

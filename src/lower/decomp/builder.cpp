@@ -2,36 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-
 #include "src/graph/meta_inference.h"
 #include "src/graph/schema.h"
 
 namespace kiln::lower {
-namespace {
-
-// A schema default ("None", "1", "1e-05", "False", "'mean'", "[]") as the constant the tracer
-// would have recorded.
-IValue parse_default(const graph::SchemaArg& s, std::string_view op) {
-  const std::string& t = *s.default_text;
-  if (t == "None") return IValue();
-  if (t == "True" || t == "true") return IValue(true);
-  if (t == "False" || t == "false") return IValue(false);
-  if (t == "[]") return IValue(DimVector{});
-  if (t.size() >= 2 && (t.front() == '\'' || t.front() == '"'))
-    return IValue(std::string(t.substr(1, t.size() - 2)));
-  char* end = nullptr;
-  if (t.find_first_of(".eEn") == std::string::npos) {
-    const long long v = std::strtoll(t.c_str(), &end, 10);
-    if (end != nullptr && *end == '\0') return IValue(static_cast<int64_t>(v));
-  }
-  const double d = std::strtod(t.c_str(), &end);
-  KILN_CHECK(end != nullptr && *end == '\0', ValueError,
-             "decompose: {}: cannot read the default '{}' of argument '{}'", op, t, s.name);
-  return IValue(d);
-}
-
-}  // namespace
 
 ScalarType opmath_dtype(ScalarType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
 
@@ -63,7 +37,7 @@ IValue DecompBuilder::constant(size_t i) const {
   KILN_CHECK(i < schema.args.size() && schema.args[i].default_text.has_value(), ValueError,
              "decompose: `{}`: argument {} is missing and has no default; schema: {}",
              graph::to_string(node_), i, node_.op_def().schema);
-  return parse_default(schema.args[i], op_name());
+  return graph::default_value(schema.args[i], op_name());
 }
 
 graph::Arg DecompBuilder::arg(size_t i) const {

@@ -1,0 +1,156 @@
+#include "src/aot/functionalize.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "kiln/error.h"
+#include "src/dispatch/dispatcher.h"
+#include "src/graph/meta_inference.h"
+#include "src/lower/decompositions.h"
+
+namespace kiln::aot {
+namespace {
+
+using graph::Arg;
+using graph::Node;
+using graph::Value;
+
+bool mutates_through_schema(const OpDef& op) {
+  return !op.has_tag(kTagInplace) && op.schema.find('!') != std::string::npos;
+}
+
+// Decomposes the ops that write an argument through their schema (Note [Functionalization]),
+// leaving every other op as it is.
+void decompose_schema_mutations(graph::Graph& g) {
+  bool any = false;
+  for (const Node* node : g.calls()) any |= mutates_through_schema(node->op_def());
+  if (!any) return;
+  std::vector<std::string> names;
+  for (const std::string& name : lower::decomposed_op_names())
+    if (!mutates_through_schema(OpRegistry::instance().get(OpRegistry::instance().id(name))))
+      names.push_back(name);
+  std::vector<std::string_view> keep(names.begin(), names.end());
+  lower::decompose(g, keep);
+  for (const Node* node : g.calls())
+    KILN_CHECK(!mutates_through_schema(node->op_def()), NotImplementedError,
+               "functionalize: {} writes an argument and has no decomposition",
+               graph::to_string(*node));
+}
+
+OpId op(std::string_view name) { return OpRegistry::instance().id(name); }
+
+// `v` as `meta`'s dtype (a copy only when the dtype differs).
+Value* cast_to(graph::Graph& g, Value* v, const graph::TensorMeta& meta) {
+  if (v->meta().dtype == meta.dtype) return v;
+  graph::TensorMeta m = graph::TensorMeta::contiguous(meta.dtype, v->meta().sizes);
+  return g.add_call1(op("_to_copy"), {Arg::value(v), Arg::constant(IValue(meta.dtype))}, m);
+}
+
+// The functional value an in-place node computes, inserted before it.
+Value* functional_value(graph::Graph& g, Node& node) {
+  const OpDef& def = node.op_def();
+  const graph::TensorMeta& out = node.output()->meta();
+  graph::Graph::InsertPoint at(g, &node);
+  if (def.name == "copy_") {
+    Value* src = node.args()[1].as_value();
+    Value* cast = cast_to(g, src, out);
+    if (cast->meta().sizes != out.sizes) {
+      // Broadcast (a view: stride 0 in the new dims), then materialized by clone.
+      graph::TensorMeta view = cast->meta();
+      view.sizes = out.sizes;
+      view.strides = SymDimVector(out.sizes.size(), SymInt(0));
+      const size_t lead = out.sizes.size() - cast->meta().sizes.size();
+      for (size_t d = 0; d < cast->meta().sizes.size(); ++d)
+        if (cast->meta().sizes[d] == out.sizes[lead + d])
+          view.strides[lead + d] = cast->meta().strides[d];
+      cast = g.add_call1(op("expand"), {Arg::value(cast), Arg::constant(IValue(out.sizes))}, view);
+    }
+    return g.add_call1(op("clone"), {Arg::value(cast)},
+                       graph::TensorMeta::contiguous(out.dtype, out.sizes));
+  }
+  if (def.name == "fill_") {
+    return g.add_call1(op("full"),
+                       {Arg::constant(IValue(out.sizes)), node.args()[1],
+                        Arg::constant(IValue(out.dtype)), Arg::constant(IValue(Device::CPU))},
+                       graph::TensorMeta::contiguous(out.dtype, out.sizes));
+  }
+  std::string name = def.name;
+  const size_t dot = name.find('.');
+  const std::string base = name.substr(0, dot),
+                    overload = dot == std::string::npos ? "" : name.substr(dot);
+  KILN_CHECK(!base.empty() && base.back() == '_', NotImplementedError,
+             "functionalize: in-place op {} has no functional form", def.name);
+  const OpDef* functional = OpRegistry::instance().find(base.substr(0, base.size() - 1) + overload);
+  KILN_CHECK(functional != nullptr && def.name != "index_put_", NotImplementedError,
+             "functionalize: in-place op {} has no functional form yet; the graph runs through "
+             "the eager autograd engine",
+             def.name);
+  std::optional<std::vector<graph::TensorMeta>> metas =
+      graph::infer_output_metas(functional->id, node.args());
+  KILN_CHECK(metas && metas->size() == 1, NotImplementedError,
+             "functionalize: cannot compute the output of {}", functional->name);
+  Value* result = g.add_call1(functional->id, node.args(), (*metas)[0]);
+  result->producer()->set_grad_mode(node.grad_mode());
+  return cast_to(g, result, out);
+}
+
+}  // namespace
+
+FunctionalGraph functionalize(const graph::Graph& input) {
+  FunctionalGraph result;
+  graph::Graph& g = result.graph;
+  g = input.clone();
+  decompose_schema_mutations(g);
+  result.num_outputs = static_cast<int>(g.outputs().size());
+
+  std::unordered_map<const Value*, int> placeholder_index;
+  for (size_t i = 0; i < g.placeholders().size(); ++i)
+    placeholder_index[g.placeholders()[i]] = static_cast<int>(i);
+  // Per mutated input, its latest value.
+  std::vector<std::pair<int, Value*>> latest;
+
+  for (Node* node : g.calls()) {
+    if (!node->op_def().has_tag(kTagInplace)) continue;
+    Value* target = node->args()[0].as_value();
+    const Node* producer = target->producer();
+    KILN_CHECK(producer->kind() != graph::NodeKind::Call || !producer->op_def().has_tag(kTagView),
+               NotImplementedError,
+               "functionalize: {} mutates a view; mutations through views run through the eager "
+               "autograd engine for now",
+               graph::to_string(*node));
+    for (const Node* user : target->users())
+      KILN_CHECK(user->kind() != graph::NodeKind::Call || !user->op_def().has_tag(kTagView),
+                 NotImplementedError,
+                 "functionalize: {} mutates a tensor that a view ({}) aliases; such graphs run "
+                 "through the eager autograd engine for now",
+                 graph::to_string(*node), graph::to_string(*user));
+    Value* functional = functional_value(g, *node);
+    Value* old = node->output();
+    g.replace_all_uses(old, functional);
+    g.erase_node(node);
+    // Find the input this chain of mutations started from.
+    const Value* root = target;
+    for (const auto& [index, value] : latest)
+      if (value == target) root = g.placeholders()[index];
+    if (auto it = placeholder_index.find(root); it != placeholder_index.end()) {
+      bool found = false;
+      for (auto& [index, value] : latest)
+        if (index == it->second) value = functional, found = true;
+      if (!found) latest.emplace_back(it->second, functional);
+    }
+  }
+  std::vector<Value*> outputs(g.outputs().begin(), g.outputs().end());
+  for (const auto& [index, value] : latest) {
+    outputs.push_back(value);
+    result.mutated_inputs.push_back(index);
+  }
+  g.set_outputs(std::move(outputs));
+  for (const Node* node : g.calls())
+    KILN_CHECK(!node->mutates(), NotImplementedError, "functionalize: {} still mutates",
+               graph::to_string(*node));
+  return result;
+}
+
+}  // namespace kiln::aot
