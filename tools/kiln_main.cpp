@@ -43,9 +43,10 @@ int main(int argc, char** argv) {
   demo->add_option("--test-limit", train.test_limit, "Evaluate on the first N test images")
       ->capture_default_str();
   bool quiet = false;
-  demo->add_option("--compile", train.compile_backend,
-                   "Run the forward pass and loss through kiln::compile with this backend "
-                   "(eager)");
+  demo->add_flag(
+      "--compile{inductor}", train.compile_backend,
+      "Compile the forward pass, loss and backward with kiln::compile (backend "
+      "inductor; --compile=eager interprets the captured graph), and compare step times");
   demo->add_flag("--quiet", quiet, "No progress bars");
   CLI::App* tour = app.add_subcommand("tour", "A short tour of the eager tensor API");
 

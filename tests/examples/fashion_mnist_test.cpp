@@ -42,6 +42,32 @@ TEST(FashionMnistExample, LearnsAndSavesACheckpoint) {
   std::filesystem::remove(options.checkpoint);
 }
 
+// `kiln demo --compile`: forward, loss and backward compiled (AOT autograd, BatchNorm's running
+// statistics functionalized). Same seed, same data order: the same accuracy as eager within noise
+// (the compiled kernels sum in another order, so the runs drift apart slowly).
+TEST(FashionMnistExample, CompiledTrainingMatchesEagerAccuracy) {
+  FashionMnistOptions options;
+  options.epochs = 2;
+  options.train_limit = 1024;  // 16 full batches: one compile, no tail batch
+  options.test_limit = 500;
+  options.batch_size = 64;
+  options.checkpoint = "";
+  options.progress = false;
+  options.compare_step_times = 2;
+  std::ostringstream eager_log, compiled_log;
+  FashionMnistResult eager = train_fashion_mnist(options, eager_log);
+  options.compile_backend = "inductor";
+  FashionMnistResult compiled = train_fashion_mnist(options, compiled_log);
+  EXPECT_EQ(compiled.compiles, 1) << compiled_log.str();
+  EXPECT_LT(compiled.final_train_loss, compiled.first_train_loss) << compiled_log.str();
+  EXPECT_NEAR(compiled.first_train_loss, eager.first_train_loss, 0.05) << compiled_log.str();
+  EXPECT_NEAR(compiled.test_accuracy, eager.test_accuracy, 0.05) << compiled_log.str();
+  EXPECT_GT(compiled.eager_step_ms, 0);
+  EXPECT_GT(compiled.compiled_step_ms, 0);
+  EXPECT_NE(compiled_log.str().find("forward+backward step, batch 64: eager"), std::string::npos)
+      << compiled_log.str();
+}
+
 TEST(FashionMnistExample, BadOptionsAreErrors) {
   FashionMnistOptions options;
   options.scheduler = "sometimes";
