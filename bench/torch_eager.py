@@ -88,6 +88,23 @@ def train_step_cnn_fmnist_b128():
                       reps=11)
 
 
+def compiled_train_step_transformer():
+    """2 encoder layers (d 256, 4 heads, ff 1024, no dropout), (16, 128, 256), MSE, AdamW."""
+    torch.manual_seed(0)
+    layer = dict(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.TransformerEncoderLayer(**layer),
+                                torch.nn.TransformerEncoderLayer(**layer))
+    x, y = torch.randn(16, 128, 256), torch.randn(16, 128, 256)
+    opt = torch.optim.AdamW(model.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+
+    return median_seconds(step, reps=5, warmup=3) * 1e3
+
+
 def compiled_gelu_chain_16m():
     n = 1 << 24
     a, b, c, d = (torch.randn(n) for _ in range(4))
@@ -128,6 +145,10 @@ BENCHMARKS = {
     "layer_norm_f32_4096x1024": (layer_norm_f32_4096x1024, True),
     "train_step_mlp_b64": (train_step_mlp_b64, False),
     "train_step_cnn_fmnist_b128": (train_step_cnn_fmnist_b128, False),
+    # Compiled training steps (bench/train.cpp): PyTorch runs the same steps eagerly.
+    "compiled_train_step_mlp_b64": (train_step_mlp_b64, False),
+    "compiled_train_step_cnn_fmnist_b128": (train_step_cnn_fmnist_b128, False),
+    "compiled_train_step_transformer": (compiled_train_step_transformer, False),
     "compiled_gelu_chain_16M": (compiled_gelu_chain_16m, True),
     "compiled_softmax_4096x1024": (softmax_f32_4096x1024, True),
     "compiled_layer_norm_4096x1024": (compiled_layer_norm_4096x1024, True),
