@@ -215,4 +215,30 @@ auto compile(F fn, CompileOptions options = {},
   return capture::Compiled<Signature>(std::move(fn), std::move(options), where);
 }
 
+namespace optim {
+class Optimizer;
+}
+
+// Note [Compiled optimizer step]
+// An optimizer's step() compiled: per parameter group, one captured graph updates every
+// parameter and its state in place (each parameter's update is one fused kernel, not one kernel
+// per op). The learning rate, SGD's momentum and Adam's bias corrections enter as 0-dim tensors,
+// so a scheduler changing them (OneCycleLR changes both lr and momentum every step) never
+// recompiles; the other hyperparameters are guarded and a change recompiles. The first step, which
+// creates the optimizer's state (momentum buffers, moments), and steps where a group's
+// parameters disagree on their step counts, run the optimizer's own eager step.
+// SGD, Adam and AdamW; constructing one for another optimizer raises NotImplementedError.
+class CompiledOptimizerStep {
+ public:
+  explicit CompiledOptimizerStep(optim::Optimizer& optimizer, CompileOptions options = {});
+  void step();
+  // Traces so far (over every group): what a recompile would add to.
+  int compiles() const;
+  int eager_steps() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
 }  // namespace kiln
