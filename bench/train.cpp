@@ -3,7 +3,7 @@
 //   train_step_mlp_b64:          Linear(784, 512) - ReLU - Linear(512, 10), batch 64, SGD
 //   train_step_cnn_fmnist_b128:  the demo's CNN (examples/fashion_mnist.cpp), batch 128, SGD
 // Compiled (issue 6): the forward and loss run through kiln::compile, whose backward is compiled
-// too (AOT autograd); backward() and the optimizer step are called as in eager. `kiln` is the
+// too (AOT autograd), and the optimizer step is a CompiledOptimizerStep. `kiln` is the
 // compiled step, refs `kiln_eager` (the same step eager, same process) and `torch_eager`:
 //   compiled_train_step_mlp_b64           the MLP above, SGD(momentum 0.9)
 //   compiled_train_step_cnn_fmnist_b128   the demo CNN, SGD(momentum 0.9)
@@ -61,11 +61,16 @@ double step_ms(const Model& m, bool compiled, const std::string& backend, int re
                                        optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
   }
   auto f = compile(m.loss, {.backend = backend, .name = "compiled_train_step_" + m.name});
+  CompiledOptimizerStep compiled_step(*opt, {.backend = backend});
   auto step = [&] {
     opt->zero_grad();
     Tensor loss = compiled ? f(*model, m.x, m.y) : m.loss(*model, m.x, m.y);
     loss.backward();
-    opt->step();
+    if (compiled) {
+      compiled_step.step();
+    } else {
+      opt->step();
+    }
   };
   return median_seconds(step, reps, /*warmup=*/3) * 1e3;
 }

@@ -47,7 +47,8 @@ struct FashionMnistResult {
   double first_train_loss = 0;  // mean loss of the first epoch
   double seconds = 0;           // wall time of the training epochs
   double images_per_second = 0;
-  int compiles = 0;                                // kiln::compile traces (with compile_backend)
+  int compiles = 0;            // kiln::compile traces (with compile_backend)
+  int optimizer_compiles = 0;  // the compiled optimizer step's traces (inductor)
   double eager_step_ms = 0, compiled_step_ms = 0;  // compare_step_times medians
 };
 
