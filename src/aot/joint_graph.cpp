@@ -7,6 +7,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "src/autograd/autograd_meta.h"
+#include "src/autograd/derivatives.h"
 #include "src/core/shape.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/meta_inference.h"
@@ -219,6 +220,7 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
   std::vector<Tensor> grads;
   if (!differentiable.empty() && !wrt.empty()) {
     RecordScope record(recorder);
+    autograd::FunctionalFormulasGuard functional;
     grads = kiln::grad(differentiable, wrt, tangents, /*retain_graph=*/false,
                        /*create_graph=*/false, /*allow_unused=*/true);
   }
@@ -230,6 +232,14 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
     joint.grad_primals.push_back(wrt_index[k]);
   }
   g.set_outputs(std::move(results));
+  // The partitioner follows values, not memory: a write the graph makes through an alias would be
+  // lost (Note [Functional backward formulas]). None should remain; if one does, the graph runs
+  // through the eager engine rather than with a wrong gradient.
+  for (const graph::Node* node : g.calls())
+    KILN_CHECK(!node->mutates(), NotImplementedError,
+               "AOT autograd: the recorded backward writes into a tensor ({}); the graph runs "
+               "through the eager autograd engine",
+               graph::to_string(*node));
   graph::eliminate_dead_code(g);
   return joint;
 }

@@ -27,6 +27,25 @@
 
 namespace kiln::autograd {
 
+// Note [Functional backward formulas]
+// A few formulas build a gradient by writing into a fresh buffer through a view (zeros, then
+// view(zeros).copy_(g)): one allocation and one copy in eager. A graph recorded from them (AOT
+// autograd's joint graph, src/aot/joint_graph.cpp) would then read the buffer after a write made
+// through another value, which its partitioner cannot follow. While this switch is on (the
+// recorder turns it on), those formulas take their functional form instead (scatter_add into
+// zeros, as for double backward).
+bool functional_formulas();
+class FunctionalFormulasGuard {
+ public:
+  FunctionalFormulasGuard();
+  ~FunctionalFormulasGuard();
+  FunctionalFormulasGuard(const FunctionalFormulasGuard&) = delete;
+  FunctionalFormulasGuard& operator=(const FunctionalFormulasGuard&) = delete;
+
+ private:
+  bool saved_;
+};
+
 class GradContext;
 using BackwardFormula = void (*)(GradContext& ctx);
 

@@ -84,6 +84,81 @@ TEST(AotAutograd, MinCutSavesFewerBytesThanDefaultInTheTrace) {
   EXPECT_EQ(saved_bytes("default"), 8000);  // x and cos(x)
 }
 
+// The check on the benchmark models (small sizes): min-cut saves strictly fewer bytes
+// than the default partitioner, and both give eager's gradients.
+struct PartitionRun {
+  int64_t saved_bytes = -1;
+  std::vector<Tensor> grads;
+};
+
+template <typename MakeModel, typename Loss>
+PartitionRun run_with(const std::string& partitioner, MakeModel make, Loss loss, const Tensor& x,
+                      const Tensor& y) {
+  PartitionRun run;
+  std::shared_ptr<nn::Module> model = make();
+  const auto records = artifacts("aot_partition", [&] {
+    auto f = compile(loss, options(partitioner));
+    f(*model, x, y).backward();
+  });
+  if (records.size() == 1) {
+    const nlohmann::json j = nlohmann::json::parse(*records[0].payload);
+    run.saved_bytes = j.at("saved_bytes").get<int64_t>();
+  }
+  for (const Tensor& p : model->parameters()) run.grads.push_back(p.grad().clone());
+  return run;
+}
+
+template <typename MakeModel, typename Loss>
+void check_partitioners(MakeModel make, Loss loss, const Tensor& x, const Tensor& y) {
+  PartitionRun min_cut = run_with("min_cut", make, loss, x, y);
+  PartitionRun by_default = run_with("default", make, loss, x, y);
+  std::shared_ptr<nn::Module> eager = make();
+  loss(*eager, x, y).backward();
+  const std::vector<Tensor> params = eager->parameters();
+  ASSERT_GT(min_cut.saved_bytes, 0);
+  EXPECT_LT(min_cut.saved_bytes, by_default.saved_bytes);
+  ASSERT_EQ(min_cut.grads.size(), params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (const PartitionRun* run : {&min_cut, &by_default}) {
+      const auto a = run->grads[i].to_vector<double>(), e = params[i].grad().to_vector<double>();
+      for (size_t k = 0; k < a.size(); ++k)
+        ASSERT_NEAR(a[k], e[k], 1e-4 + 1e-3 * std::abs(e[k]))
+            << "parameter " << i << " [" << k << "]";
+    }
+  }
+}
+
+TEST(AotAutograd, MinCutSavesLessOnTheBenchmarkModelsWithEagersGradients) {
+  {
+    SCOPED_TRACE("cnn");
+    auto make = [] {
+      manual_seed(0);
+      return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+          std::make_shared<nn::Conv2d>(1, 4, 3, nn::ConvOptions<2>{.padding = int64_t{1}}),
+          std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
+          std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
+          std::make_shared<nn::Linear>(4 * 4 * 4, 10)});
+    };
+    auto loss = [](nn::Module& m, const Tensor& x, const Tensor& y) {
+      return nn::functional::cross_entropy(m(x), y);
+    };
+    check_partitioners(make, loss, randn({6, 1, 8, 8}), randint(0, 10, {6}));
+  }
+  {
+    SCOPED_TRACE("transformer");
+    auto make = [] {
+      manual_seed(0);
+      nn::TransformerEncoderLayerOptions o{
+          .dim_feedforward = 64, .dropout = 0.0, .batch_first = true};
+      return std::make_shared<nn::TransformerEncoderLayer>(32, 4, o);
+    };
+    auto loss = [](nn::Module& m, const Tensor& x, const Tensor& y) {
+      return nn::functional::mse_loss(m(x), y);
+    };
+    check_partitioners(make, loss, randn({2, 8, 32}), randn({2, 8, 32}));
+  }
+}
+
 TEST(AotAutograd, MlpParameterGradientsMatchEager) {
   nn::Sequential eager_model({std::make_shared<nn::Linear>(20, 16), std::make_shared<nn::GELU>(),
                               std::make_shared<nn::Linear>(16, 5)});

@@ -22,7 +22,9 @@ using ViewFn = std::function<Tensor(const Tensor&)>;
 //    derivative in the gradient is a gather, the view itself.
 Tensor embed_view_grad(const Tensor& g, IntArrayRef input_sizes, const ViewFn& view,
                        bool repeats_elements) {
-  if (!repeats_elements && (!GradMode::is_enabled() || !g.requires_grad())) {
+  // Note [Functional backward formulas]: no write through a view while a graph is recorded.
+  if (!repeats_elements && !functional_formulas() &&
+      (!GradMode::is_enabled() || !g.requires_grad())) {
     Tensor out = zeros(input_sizes, g.dtype());
     view(out).copy_(g);
     return out;
@@ -177,7 +179,8 @@ void as_strided_backward(GradContext& ctx) {
   const int64_t base = std::min(in.offset, out.offset);
   const int64_t n = std::max(in.last(), out.last()) - base + 1;
   Tensor storage = zeros({n}, g.dtype());
-  if (!out.overlaps() && (!GradMode::is_enabled() || !g.requires_grad())) {
+  if (!out.overlaps() && !functional_formulas() &&
+      (!GradMode::is_enabled() || !g.requires_grad())) {
     storage.as_strided(out.sizes, out.strides, out.offset - base).copy_(g);
   } else {  // see Note [Backward of a selecting view]
     const Tensor positions =
