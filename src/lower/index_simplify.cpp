@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace kiln::lower {
@@ -96,20 +97,34 @@ ExprPtr rebuild(ExprPtr e, std::vector<ExprPtr> args) {
     return r;
   };
   switch (e->kind()) {
-    case ExprKind::Add: return fold(sym::add);
-    case ExprKind::Mul: return fold(sym::mul);
-    case ExprKind::FloorDiv: return sym::floordiv(args[0], args[1]);
-    case ExprKind::Mod: return sym::mod(args[0], args[1]);
-    case ExprKind::Min: return fold(sym::min);
-    case ExprKind::Max: return fold(sym::max);
-    case ExprKind::Eq: return sym::eq(args[0], args[1]);
-    case ExprKind::Ne: return sym::ne(args[0], args[1]);
-    case ExprKind::Lt: return sym::lt(args[0], args[1]);
-    case ExprKind::Le: return sym::le(args[0], args[1]);
-    case ExprKind::And: return fold(sym::logical_and);
-    case ExprKind::Or: return fold(sym::logical_or);
-    case ExprKind::Not: return sym::logical_not(args[0]);
-    default: return e;
+    case ExprKind::Add:
+      return fold(sym::add);
+    case ExprKind::Mul:
+      return fold(sym::mul);
+    case ExprKind::FloorDiv:
+      return sym::floordiv(args[0], args[1]);
+    case ExprKind::Mod:
+      return sym::mod(args[0], args[1]);
+    case ExprKind::Min:
+      return fold(sym::min);
+    case ExprKind::Max:
+      return fold(sym::max);
+    case ExprKind::Eq:
+      return sym::eq(args[0], args[1]);
+    case ExprKind::Ne:
+      return sym::ne(args[0], args[1]);
+    case ExprKind::Lt:
+      return sym::lt(args[0], args[1]);
+    case ExprKind::Le:
+      return sym::le(args[0], args[1]);
+    case ExprKind::And:
+      return fold(sym::logical_and);
+    case ExprKind::Or:
+      return fold(sym::logical_or);
+    case ExprKind::Not:
+      return sym::logical_not(args[0]);
+    default:
+      return e;
   }
 }
 
@@ -121,8 +136,10 @@ ExprPtr merge_div_mod(ExprPtr sum) {
     if (t->kind() != ExprKind::Mul) return {nullptr, nullptr};
     ExprPtr mod = nullptr, rest = sym::integer(1);
     for (ExprPtr f : t->args()) {
-      if (f->kind() == ExprKind::Mod && mod == nullptr) mod = f;
-      else rest = sym::mul(rest, f);
+      if (f->kind() == ExprKind::Mod && mod == nullptr)
+        mod = f;
+      else
+        rest = sym::mul(rest, f);
     }
     return {mod ? rest : nullptr, mod};
   };
@@ -150,6 +167,59 @@ ExprPtr merge_div_mod(ExprPtr sum) {
   return sum;
 }
 
+// A term's integer coefficient (3 in 3*x, 1 in x) and the term divided by `c` (which must divide
+// the coefficient).
+int64_t coefficient(ExprPtr t) {
+  if (t->is_integer()) return t->value();
+  if (t->kind() != ExprKind::Mul) return 1;
+  int64_t c = 1;
+  for (ExprPtr f : t->args())
+    if (f->is_integer()) c *= f->value();
+  return c;
+}
+
+ExprPtr divide_term(ExprPtr t, int64_t c) {
+  if (t->is_integer()) return sym::integer(t->value() / c);
+  ExprPtr r = sym::integer(coefficient(t) / c);
+  for (ExprPtr f : t->args())
+    if (!f->is_integer()) r = sym::mul(r, f);
+  return r;
+}
+
+// Note [Dividing a sum by a multiple of its stride]
+// A view of a view (a reshape of a transposed tensor) indexes with (a + c*x) // (c*m) and
+// (a + c*x) % (c*m), where 0 <= a < c: the small part never carries into the quotient. Then
+//   (a + c*x) // (c*m) == x // m   and   (a + c*x) % (c*m) == a + c*(x % m),
+// which merge_div_mod folds back into a flat index. The sum is split at the largest c (a term's
+// coefficient dividing the divisor) for which the terms with smaller coefficients stay below c.
+std::optional<std::pair<ExprPtr, ExprPtr>> split_sum(ExprPtr sum, int64_t divisor,
+                                                     const VarRanges& ranges, int64_t& c_out) {
+  if (sum->kind() != ExprKind::Add || divisor <= 1) return std::nullopt;
+  std::vector<int64_t> candidates;
+  for (ExprPtr t : sum->args()) {
+    const int64_t c = coefficient(t);
+    if (c > 1 && divisor % c == 0) candidates.push_back(c);
+  }
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (int64_t c : candidates) {
+    ExprPtr small = sym::integer(0), big = sym::integer(0);
+    bool ok = true;
+    for (ExprPtr t : sum->args()) {
+      const int64_t tc = coefficient(t);
+      if (tc % c == 0) {
+        big = sym::add(big, divide_term(t, c));
+      } else {
+        small = sym::add(small, t);
+        ok &= tc > 0;
+      }
+    }
+    if (!ok || !below(small, sym::integer(c), ranges) || !nonneg_range(big, ranges)) continue;
+    c_out = c;
+    return std::make_pair(small, big);
+  }
+  return std::nullopt;
+}
+
 bool contains(ExprPtr e, ExprPtr v) {
   if (e == v) return true;
   for (ExprPtr a : e->args()) {
@@ -172,12 +242,30 @@ ExprPtr simplify_index(ExprPtr e, const VarRanges& ranges) {
   }
   ExprPtr r = changed ? rebuild(e, args) : e;
   switch (r->kind()) {
-    case ExprKind::FloorDiv:
+    case ExprKind::FloorDiv: {
       if (below(r->args()[0], r->args()[1], ranges)) return sym::integer(0);
+      int64_t c = 0;
+      // Note [Dividing a sum by a multiple of its stride]
+      if (r->args()[1]->is_integer()) {
+        const int64_t d = r->args()[1]->value();
+        if (auto split = split_sum(r->args()[0], d, ranges, c))
+          return simplify_index(sym::floordiv(split->second, sym::integer(d / c)), ranges);
+      }
       break;
-    case ExprKind::Mod:
+    }
+    case ExprKind::Mod: {
       if (below(r->args()[0], r->args()[1], ranges)) return r->args()[0];
+      int64_t c = 0;
+      if (r->args()[1]->is_integer()) {
+        const int64_t d = r->args()[1]->value();
+        if (auto split = split_sum(r->args()[0], d, ranges, c))
+          return simplify_index(
+              sym::add(split->first,
+                       sym::mul(sym::integer(c), sym::mod(split->second, sym::integer(d / c)))),
+              ranges);
+      }
       break;
+    }
     case ExprKind::Add: {
       ExprPtr m = merge_div_mod(r);
       if (m != r) return simplify_index(m, ranges);
@@ -189,7 +277,9 @@ ExprPtr simplify_index(ExprPtr e, const VarRanges& ranges) {
   return r;
 }
 
-bool is_nonnegative(ExprPtr e, const VarRanges& ranges) { return nonneg_range(e, ranges).has_value(); }
+bool is_nonnegative(ExprPtr e, const VarRanges& ranges) {
+  return nonneg_range(e, ranges).has_value();
+}
 
 std::vector<ExprPtr> loop_vars(char prefix, size_t n) {
   std::vector<ExprPtr> vars;

@@ -311,6 +311,27 @@ TEST(IndexSimplify, ReshapeRoundTripsToTheFlatIndex) {
   EXPECT_FALSE(lower::linear_coefficient(sym::floordiv(v[1], sym::integer(2)), v[1]).has_value());
 }
 
+// Note [Dividing a sum by a multiple of its stride]: a reshape of a transposed (2048, 1024) view,
+// as a bias gradient reads it, is the flat index again.
+TEST(IndexSimplify, DivisionBySomeMultipleOfTheStrideDropsTheSmallPart) {
+  const auto v = lower::loop_vars('i', 2);
+  lower::VarRanges r{{v[0], sym::integer(1024)}, {v[1], sym::integer(2048)}};
+  sym::ExprPtr flat = sym::add(v[0], sym::mul(sym::integer(1024), v[1]));
+  sym::ExprPtr index = sym::add(
+      sym::add(v[0], sym::mul(sym::integer(131072), sym::floordiv(flat, sym::integer(131072)))),
+      sym::mul(sym::integer(1024), sym::mod(v[1], sym::integer(128))));
+  EXPECT_EQ(lower::simplify_index(index, r), flat)
+      << sym::to_string(lower::simplify_index(index, r));
+  EXPECT_EQ(lower::simplify_index(sym::floordiv(flat, sym::integer(131072)), r),
+            sym::floordiv(v[1], sym::integer(128)));
+  EXPECT_EQ(lower::simplify_index(sym::mod(flat, sym::integer(131072)), r),
+            sym::add(v[0], sym::mul(sym::integer(1024), sym::mod(v[1], sym::integer(128)))));
+  // The small part may reach the stride: no rewrite (i0 < 2048 carries into the quotient).
+  lower::VarRanges wide{{v[0], sym::integer(2048)}, {v[1], sym::integer(2048)}};
+  sym::ExprPtr q = sym::floordiv(flat, sym::integer(131072));
+  EXPECT_EQ(lower::simplify_index(q, wide), q);
+}
+
 }  // namespace
 }  // namespace kiln
 

@@ -1,5 +1,6 @@
 // Derivatives of the view ops: the gradient of a view is the output gradient put back where the
 // view's elements came from in the input.
+#include <algorithm>
 #include <functional>
 
 #include "src/autograd/formulas/grad_utils.h"
@@ -93,6 +94,31 @@ void slice_backward(GradContext& ctx) {
   const std::optional<int64_t> end =
       ctx.arg(3).is_none() ? std::nullopt : std::optional(ctx.int_arg(3));
   const int64_t step = ctx.int_arg(4);
+  if (functional_formulas() && step == 1) {
+    // Note [Functional backward formulas]: zeros around the gradient, as one cat (which the
+    // code generator writes as one loop), not a scatter.
+    const IntArrayRef sizes0 = ctx.sizes(0);
+    const DimVector in(sizes0.begin(), sizes0.end());
+    const int64_t d = dim < 0 ? dim + static_cast<int64_t>(in.size()) : dim;
+    const int64_t size = in[d];
+    auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
+      int64_t x = v.value_or(fallback);
+      if (x < 0) x += size;
+      return std::clamp<int64_t>(x, 0, size);
+    };
+    const int64_t lo = clamp(start, 0), hi = std::max(lo, clamp(end, size));
+    std::vector<Tensor> pieces;
+    auto zeros_of = [&](int64_t n) {
+      DimVector sizes = in;
+      sizes[d] = n;
+      return zeros(sizes, ctx.grad().dtype());
+    };
+    if (lo > 0) pieces.push_back(zeros_of(lo));
+    pieces.push_back(ctx.grad());
+    if (hi < size) pieces.push_back(zeros_of(size - hi));
+    ctx.set_grad(0, pieces.size() == 1 ? ctx.grad() : cat(pieces, d));
+    return;
+  }
   ctx.set_grad(0, embed_view_grad(
                       ctx.grad(), ctx.sizes(0),
                       [&](const Tensor& t) { return t.slice(dim, start, end, step); }, false));
