@@ -338,6 +338,18 @@ TEST(IndexSimplify, DivisionBySomeMultipleOfTheStrideDropsTheSmallPart) {
 namespace kiln {
 namespace {
 
+// Note [Merging loops] for reduction loops: batch-norm statistics over (N, H, W) of an NCHW
+// tensor walk H*W contiguous elements as one loop.
+TEST(Lowering, ContiguousReductionLoopsMerge) {
+  Lowered l = lower_text(R"(
+%0 : f32[4, 3, 5, 7] = placeholder("a")
+%1 : f32[3] = sum(%0, [0, 2, 3], False, None)
+return (%1)
+)");
+  EXPECT_NE(l.code.source.find("q1 < 35LL"), std::string::npos) << l.code.source;
+  EXPECT_EQ(l.code.source.find("r2 < 7LL"), std::string::npos) << l.code.source;
+}
+
 TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
   Lowered l = lower_text(R"(
 %0 : f32[4, 3, 5, 7] = placeholder("a")

@@ -441,11 +441,20 @@ class ProgramBuilder {
       for (const auto& a : deps.reads()) accesses.push_back(a.index);
       for (const auto& a : deps.writes()) accesses.push_back(a.index);
     }
+    return merge_groups(accesses, ivars, k.outer);
+  }
+
+  // The groups of adjacent loops (outermost first) among `loop_vars` that every access in
+  // `accesses` walks contiguously (Note [Merging loops]).
+  static std::vector<std::vector<size_t>> merge_groups(const std::vector<ExprPtr>& accesses,
+                                                       const std::vector<ExprPtr>& loop_vars,
+                                                       const std::vector<ExprPtr>& sizes) {
+    const std::vector<ExprPtr>& ivars = loop_vars;
     auto mergeable = [&](size_t d) {
       for (sym::ExprPtr e : accesses) {
         auto outer = lower::linear_coefficient(e, ivars[d]);
         auto inner = lower::linear_coefficient(e, ivars[d + 1]);
-        if (!outer || !inner || *outer != sym::mul(*inner, k.outer[d + 1])) return false;
+        if (!outer || !inner || *outer != sym::mul(*inner, sizes[d + 1])) return false;
       }
       return true;
     };
@@ -567,23 +576,49 @@ class ProgramBuilder {
       const std::string prefix = fmt::format("n{}_", n);
       out += indent(depth) + "{\n";
       if (node.is_reduction()) {
+        // Note [Merging loops], for the reduction loops: a batch norm's statistics over (N, H, W)
+        // read H*W contiguous elements per (channel, image), one vector loop instead of H short
+        // rows with a scalar tail each.
+        std::vector<ExprPtr> loop_vars = rvars, loop_sizes = node.reduction_ranges;
+        std::vector<ExprPtr> rindex = rvars;
+        {
+          lower::DependencyHandler deps;
+          node.run_body(deps, index_vars, rvars);
+          std::vector<ExprPtr> accesses;
+          for (const auto& a : deps.reads()) accesses.push_back(a.index);
+          for (const auto& a : deps.writes()) accesses.push_back(a.index);
+          const auto groups = merge_groups(accesses, rvars, node.reduction_ranges);
+          if (groups.size() < rvars.size()) {
+            loop_vars = vars("q", groups.size());
+            loop_sizes.assign(groups.size(), sym::integer(1));
+            for (size_t g = 0; g < groups.size(); ++g) {
+              ExprPtr inner = sym::integer(1);
+              for (size_t j = groups[g].size(); j-- > 0;) {
+                const size_t d = groups[g][j];
+                ExprPtr q = sym::floordiv(loop_vars[g], inner);
+                rindex[d] = j == 0 ? q : sym::mod(q, node.reduction_ranges[d]);
+                inner = sym::mul(inner, node.reduction_ranges[d]);
+              }
+              loop_sizes[g] = inner;
+              ranges[loop_vars[g]] = inner;
+            }
+          }
+        }
         // Row-major linear index over the reduction loops (argmax/argmin report it).
         ExprPtr rlin = sym::integer(0);
-        for (size_t d = 0; d < rvars.size(); ++d)
-          rlin = sym::add(sym::mul(rlin, node.reduction_ranges[d]), rvars[d]);
-        ExprPtr vv = options_.vectorize && !rvars.empty() ? rvars.back() : nullptr;
-        PrintedNode p = print_node(node, prefix, ranges, index_vars, rvars, vv,
+        for (size_t d = 0; d < loop_vars.size(); ++d)
+          rlin = sym::add(sym::mul(rlin, loop_sizes[d]), loop_vars[d]);
+        ExprPtr vv = options_.vectorize && !loop_vars.empty() ? loop_vars.back() : nullptr;
+        PrintedNode p = print_node(node, prefix, ranges, index_vars, rindex, vv,
                                    cpp_expr(rlin, ranges), streaming_, kernel_local_);
         append(out, p.scalar.before(), depth + 1);
         if (p.vector) append(out, p.vector->before(), depth + 1);
         // Vector accumulators are folded into the scalar ones after all loops.
         if (p.vector) {
-          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), &*p.vector,
-                     depth + 1);
+          emit_loops(out, loop_vars, loop_sizes, ranges, p.scalar.body(), &*p.vector, depth + 1);
           append(out, p.vector->fold(), depth + 1);
         } else {
-          emit_loops(out, rvars, node.reduction_ranges, ranges, p.scalar.body(), nullptr,
-                     depth + 1);
+          emit_loops(out, loop_vars, loop_sizes, ranges, p.scalar.body(), nullptr, depth + 1);
         }
         append(out, p.scalar.after(), depth + 1);
       } else {
