@@ -588,7 +588,10 @@ class ProgramBuilder {
           for (const auto& a : deps.reads()) accesses.push_back(a.index);
           for (const auto& a : deps.writes()) accesses.push_back(a.index);
           const auto groups = merge_groups(accesses, rvars, node.reduction_ranges);
-          if (groups.size() < rvars.size()) {
+          // An empty reduction runs no loop; merging would divide by its zero size.
+          bool empty = false;
+          for (ExprPtr size : node.reduction_ranges) empty |= size == sym::integer(0);
+          if (groups.size() < rvars.size() && !empty) {
             loop_vars = vars("q", groups.size());
             loop_sizes.assign(groups.size(), sym::integer(1));
             for (size_t g = 0; g < groups.size(); ++g) {
