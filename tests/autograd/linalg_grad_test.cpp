@@ -146,6 +146,26 @@ TEST(LinalgGrad, LinearOnBatchedInputMatchesTheMatrixFormulas) {
   expect_near(x.grad(), g2.mm(w.detach()).reshape({2, 3, 4}), 1e-12);
   expect_near(w.grad(), g2.t().mm(x2), 1e-12);
   expect_near(b.grad(), g2.sum({0}), 1e-12);
+  // Note [Gradient layout of a transposed operand]: the weight's gradient arrives row-major.
+  EXPECT_TRUE(w.grad().is_contiguous());
+}
+
+TEST(LinalgGrad, ATransposedMat2GetsAGradientOfItsOwnLayout) {
+  const Tensor m1 = randn({3, 4}, kFloat64).requires_grad_();
+  const Tensor base = randn({5, 4}, kFloat64).requires_grad_();
+  const Tensor g = randn({3, 5}, kFloat64);
+  const Tensor view = base.t();  // [4, 5], column-major
+  const Tensor grad_view = kiln::grad({mm(m1, view)}, {view}, {g})[0];
+  expect_near(grad_view, m1.detach().t().mm(g), 1e-12);
+  EXPECT_EQ(grad_view.strides().vec(), view.strides().vec());  // the view's own layout
+  mm(m1, base.t()).backward(g);
+  expect_near(base.grad(), g.t().mm(m1.detach()), 1e-12);
+  EXPECT_TRUE(base.grad().is_contiguous());
+  // A row-major mat2 keeps the plain formula.
+  const Tensor m2 = randn({4, 5}, kFloat64).requires_grad_();
+  mm(m1, m2).backward(g);
+  expect_near(m2.grad(), m1.detach().t().mm(g), 1e-12);
+  EXPECT_TRUE(m2.grad().is_contiguous());
 }
 
 TEST(LinalgGrad, AddmmScalesItsGradientsByBetaAndAlpha) {

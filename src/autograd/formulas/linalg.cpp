@@ -14,10 +14,28 @@ Tensor scaled(const Tensor& t, const Scalar& s) { return is_one(s) ? t : t * s; 
 
 // ---- matrix products ----
 
+// Note [Gradient layout of a transposed operand]
+// In `linear`, mat2 is weight.t(): a column-major view. Its gradient mat1^T g, computed row-major
+// and transposed back by the view's backward, would reach the weight as a column-major [out, in]
+// tensor, which accumulating into .grad() copies into row-major (a strided copy as large as the
+// weight, every step). Computed as (g^T mat1)^T instead, it has mat2's own layout, and the weight's
+// gradient arrives row-major: the same product, no copy.
+Tensor mat2_grad(const Tensor& mat1, const Tensor& mat2, const Tensor& g) {
+  bool column_major = mat2.dim() == 2;
+  for (int d = 0; d < 2 && column_major; ++d)
+    column_major = !mat2.sym_sizes()[d].is_symbolic() && !mat2.sym_strides()[d].is_symbolic();
+  if (column_major) {
+    const int64_t rows = mat2.sym_sizes()[0].raw(), cols = mat2.sym_sizes()[1].raw();
+    column_major = rows > 1 && cols > 1 && mat2.sym_strides()[0].raw() == 1 &&
+                   mat2.sym_strides()[1].raw() == rows;
+  }
+  return column_major ? g.t().mm(mat1).t() : mat1.t().mm(g);
+}
+
 void mm_backward(GradContext& ctx) {
   const Tensor g = ctx.grad();
   if (ctx.needs_grad(0)) ctx.set_grad(0, g.mm(ctx.input(1).t()));
-  if (ctx.needs_grad(1)) ctx.set_grad(1, ctx.input(0).t().mm(g));
+  if (ctx.needs_grad(1)) ctx.set_grad(1, mat2_grad(ctx.input(0), ctx.input(1), g));
 }
 
 void bmm_backward(GradContext& ctx) {
@@ -32,7 +50,7 @@ void addmm_backward(GradContext& ctx) {
   const Scalar beta = ctx.scalar(3), alpha = ctx.scalar(4);
   if (ctx.needs_grad(0)) ctx.set_grad(0, scaled(g, beta));
   if (ctx.needs_grad(1)) ctx.set_grad(1, scaled(g.mm(ctx.input(2).t()), alpha));
-  if (ctx.needs_grad(2)) ctx.set_grad(2, scaled(ctx.input(1).t().mm(g), alpha));
+  if (ctx.needs_grad(2)) ctx.set_grad(2, scaled(mat2_grad(ctx.input(1), ctx.input(2), g), alpha));
 }
 
 // ---- convolution ----
