@@ -43,6 +43,22 @@ Tensor gelu_chain(const Tensor& a, const Tensor& b, const Tensor& c, const Tenso
   return gelu(a * b + c) * d;
 }
 
+// Note [Reductions across lanes]: column reductions (a bias gradient, batch-norm statistics)
+// with a tail of fewer than 8 columns, NaN in a column, and a fused prologue.
+TEST(Inductor, ColumnReductionsAcrossLanesMatchEager) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    return std::vector<Tensor>{x.sum({0}), (x * y).sum({0}), x.amax({0}), x.amin({0, 1}),
+                               (x + 1).sum({1, 2})};
+  };
+  auto f = compile(fn, inductor());
+  for (int64_t cols : {8, 13, 3}) {
+    Tensor x = randn({37, 5, cols}), y = randn({37, 5, cols});
+    x.narrow(2, cols - 1, 1).narrow(0, 4, 1).fill_(NAN);  // NaN in the last column
+    const std::vector<Tensor> got = f(x, y), want = fn(x, y);
+    for (size_t i = 0; i < want.size(); ++i) expect_equal(got[i], want[i]);
+  }
+}
+
 TEST(Inductor, GeluChainMatchesEager) {
   auto f = compile(gelu_chain, inductor());
   for (int64_t n : {1, 7, 8, 1000, 4099}) {

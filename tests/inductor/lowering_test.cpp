@@ -350,6 +350,19 @@ return (%1)
   EXPECT_EQ(l.code.source.find("r2 < 7LL"), std::string::npos) << l.code.source;
 }
 
+// Note [Reductions across lanes]: a sum over the rows of (rows, cols) runs 8 output columns per
+// vector, with unit-stride loads and no gather.
+TEST(Lowering, ColumnSumsAccumulateAcrossLanes) {
+  Lowered l = lower_text(R"(
+%0 : f32[64, 100] = placeholder("a")
+%1 : f32[100] = sum(%0, [0], False, None)
+return (%1)
+)");
+  EXPECT_NE(l.code.kernels.find("kiln_block"), std::string::npos) << l.code.kernels;
+  EXPECT_EQ(l.code.kernels.find("kiln_gather"), std::string::npos) << l.code.kernels;
+  EXPECT_EQ(l.code.kernels.find("kiln_hsum"), std::string::npos) << l.code.kernels;
+}
+
 TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
   Lowered l = lower_text(R"(
 %0 : f32[4, 3, 5, 7] = placeholder("a")

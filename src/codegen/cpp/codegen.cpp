@@ -289,6 +289,8 @@ class ProgramBuilder {
     for (const SchedNode& n : k.nodes) flat &= !n.is_reduction() && n.ranges.size() == outer;
     if (flat && outer > 0) {
       out += emit_flat_pointwise(k, ivars);
+    } else if (std::optional<std::string> lanes = emit_lane_reduction(k, ivars, ranges)) {
+      out += *lanes;
     } else {
       out += emit_nested(k, ivars, ranges);
     }
@@ -532,6 +534,84 @@ class ProgramBuilder {
     out += sfence(depth + 1);
     out += indent(depth) + "}\n";
     for (size_t d = 0; d + 1 < outer; ++d) out += indent(static_cast<int>(outer - 1 - d)) + "}\n";
+    return out;
+  }
+
+  // Note [Reductions across lanes]
+  // A reduction over outer dims of its input, keeping a contiguous inner one (a bias gradient:
+  // the sum over rows of a (rows, cols) tensor), reads with a large stride along the reduction
+  // and unit stride along the output. Vectorized over the reduction it would gather; instead
+  // each of 8 lanes accumulates one output element while the reduction loops run outside them:
+  // unit-stride vector loads, no horizontal fold, one vector store per 8 outputs. Used for a
+  // kernel of one float32 sum/max/min whose reads all move by 0 or 1 along the last output dim
+  // and by more than 1 along the innermost reduction dim; a scalar loop handles the last
+  // (size % 8) outputs.
+  std::optional<std::string> emit_lane_reduction(const Kernel& k, const std::vector<ExprPtr>& ivars,
+                                                 const VarRanges& base) {
+    if (!options_.vectorize || k.nodes.size() != 1 || ivars.empty()) return std::nullopt;
+    const SchedNode& node = k.nodes[0];
+    if (!node.is_reduction() || node.ranges.size() != ivars.size() ||
+        node.reduction_ranges.empty() || local_.count(node.buffer->name()))
+      return std::nullopt;
+    for (ExprPtr r : node.reduction_ranges)
+      if (r == sym::integer(0)) return std::nullopt;
+    const std::vector<ExprPtr> rvars = vars("r", node.reduction_ranges.size());
+    VarRanges ranges = base;
+    for (size_t d = 0; d < rvars.size(); ++d) ranges[rvars[d]] = node.reduction_ranges[d];
+    ExprPtr lane = ivars.back();
+    {
+      lower::DependencyHandler deps;
+      node.run_body(deps, ivars, rvars);
+      bool strided_reduction = false;
+      for (const auto& a : deps.reads()) {
+        auto along_lane = lower::linear_coefficient(a.index, lane);
+        if (!along_lane || (*along_lane != sym::integer(0) && *along_lane != sym::integer(1)))
+          return std::nullopt;
+        auto along_r = lower::linear_coefficient(a.index, rvars.back());
+        strided_reduction |= along_r && *along_r != sym::integer(0) && *along_r != sym::integer(1);
+      }
+      if (!strided_reduction) return std::nullopt;
+    }
+    CppPrinter scalar("n0_", ranges, nullptr);
+    scalar.set_reduction_linear_index("0");
+    node.run_body(scalar, ivars, rvars);
+    CppPrinter lanes("n0_", ranges, lane);
+    lanes.set_lane_reduction(true);
+    lanes.set_reduction_linear_index("0");
+    try {
+      node.run_body(lanes, ivars, rvars);
+    } catch (const NotVectorizable&) {
+      return std::nullopt;
+    }
+    const size_t outer = ivars.size();
+    const std::string n = cpp_expr(k.outer.back(), base);
+    std::string out = parallel_pragma(outer, product(k.outer), base);
+    for (size_t d = 0; d + 1 < outer; ++d)
+      out += indent(1 + static_cast<int>(d)) +
+             fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", ivars[d]->name(),
+                         cpp_expr(k.outer[d], base));
+    int depth = static_cast<int>(outer);
+    out += indent(depth) +
+           fmt::format(
+               "for (int64_t kiln_block = 0; kiln_block < (({} + 7) / 8); ++kiln_block) {{\n", n);
+    out += indent(depth + 1) + "const int64_t kiln_start = kiln_block * 8;\n";
+    out += indent(depth + 1) + fmt::format("if (kiln_start + 8 <= {}) {{\n", n);
+    out += indent(depth + 2) + fmt::format("const int64_t {} = kiln_start;\n", lane->name());
+    append(out, lanes.before(), depth + 2);
+    std::vector<std::string> body = lanes.invariant();
+    body.insert(body.end(), lanes.body().begin(), lanes.body().end());
+    emit_loops(out, rvars, node.reduction_ranges, ranges, body, nullptr, depth + 2);
+    append(out, lanes.after(), depth + 2);
+    out += indent(depth + 1) + "} else {\n";
+    out += indent(depth + 2) +
+           fmt::format("for (int64_t {0} = kiln_start; {0} < {1}; ++{0}) {{\n", lane->name(), n);
+    append(out, scalar.before(), depth + 3);
+    emit_loops(out, rvars, node.reduction_ranges, ranges, scalar.body(), nullptr, depth + 3);
+    append(out, scalar.after(), depth + 3);
+    out += indent(depth + 2) + "}\n";
+    out += indent(depth + 1) + "}\n";
+    out += indent(depth) + "}\n";
+    for (size_t d = outer - 1; d-- > 0;) out += indent(1 + static_cast<int>(d)) + "}\n";
     return out;
   }
 

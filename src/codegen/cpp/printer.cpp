@@ -610,6 +610,35 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
   const ScalarType t = value.dtype;
   const char* T = value_type(t);
   const ScalarType result = lower::reduction_result_dtype(type, t);
+  if (vector_mode() && lane_reduction_) {
+    // Note [Reductions across lanes]: the accumulator is the result; no horizontal fold.
+    if (t != kFloat32) throw NotVectorizable("a lane reduction of a non-float32 value");
+    const std::string vacc = fmt::format("{}vacc{}", prefix_, k), x = vec(value);
+    switch (type) {
+      case ReductionType::sum:
+        before_.push_back(fmt::format("kf8 {} = kiln_splat(0.0f);", vacc));
+        body_.push_back(fmt::format("{} = {} + {};", vacc, vacc, x));
+        break;
+      case ReductionType::max:
+      case ReductionType::min: {
+        const bool mx = type == ReductionType::max;
+        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc,
+                                      mx ? lowest(kFloat32) : highest(kFloat32)));
+        before_.push_back(fmt::format("ki8 {}_nan = {{}};", vacc));
+        body_.push_back(
+            fmt::format("{} = kiln_{}_ignore_nan({}, {});", vacc, mx ? "max" : "min", vacc, x));
+        body_.push_back(fmt::format("{0}_nan |= kiln_isnan({1});", vacc, x));
+        after_.push_back(fmt::format(
+            "{0} = kiln_select({0}_nan, kiln_splat(__builtin_nanf(\"\")), {0});", vacc));
+        break;
+      }
+      default:
+        throw NotVectorizable(std::string(lower::name_of(type)));
+    }
+    const Val v{static_cast<int32_t>(vals_.size()), kFloat32};
+    vals_.push_back({vacc, true});
+    return v;
+  }
   if (vector_mode()) {
     if (t != kFloat32 && t != kFloat16 && t != kBFloat16)
       throw NotVectorizable("a non-float reduction");
@@ -704,6 +733,16 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
 }
 
 void CppPrinter::store_reduction(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
+  if (vector_mode() && lane_reduction_) {
+    const sym::ExprPtr e = lower::simplify_index(idx, ranges_);
+    auto coef = lower::linear_coefficient(e, vector_var_);
+    if (buffer.dtype != kFloat32 || !coef || *coef != sym::integer(1) ||
+        body_.size() != body_mark_ || invariant_.size() != invariant_mark_)
+      throw NotVectorizable("a lane reduction whose result is not stored as is, contiguously");
+    after_.push_back(fmt::format("kiln_storeu({} + {}, {});", std::string(buffer.name),
+                                 cpp_expr(e, ranges_), vec(value)));
+    return;
+  }
   if (vector_mode()) {
     body_.resize(body_mark_);  // the scalar printer of the same body emits the store
     invariant_.resize(invariant_mark_);

@@ -77,6 +77,9 @@ class CppPrinter : public lower::OpsHandler {
   void set_local_buffers(LocalBuffers local) { local_ = std::move(local); }
   // The linear index of the reduction loop (for argmax/argmin), set by the emitter.
   void set_reduction_linear_index(std::string expr) { rlinear_ = std::move(expr); }
+  // Note [Reductions across lanes]: the vector variable is an output dim, not a reduced one;
+  // each lane accumulates its own output element and the result is stored as a vector.
+  void set_lane_reduction(bool on) { lane_reduction_ = on; }
 
  private:
   struct Repr {
@@ -103,6 +106,7 @@ class CppPrinter : public lower::OpsHandler {
   LocalBuffers local_;
   // `index` as the buffer is addressed: a kernel-local one without its outer part.
   sym::ExprPtr address(std::string_view buffer, sym::ExprPtr index) const;
+  bool lane_reduction_ = false;
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
   size_t invariant_mark_ = 0;
