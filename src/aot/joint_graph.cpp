@@ -221,8 +221,19 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
   if (!differentiable.empty() && !wrt.empty()) {
     RecordScope record(recorder);
     autograd::FunctionalFormulasGuard functional;
-    grads = kiln::grad(differentiable, wrt, tangents, /*retain_graph=*/false,
-                       /*create_graph=*/false, /*allow_unused=*/true);
+    try {
+      grads = kiln::grad(differentiable, wrt, tangents, /*retain_graph=*/false,
+                         /*create_graph=*/false, /*allow_unused=*/true);
+    } catch (const NotImplementedError&) {
+      throw;
+    } catch (const Error& e) {
+      // A formula that reads data (cumprod's check for zeros) cannot run on fake tensors; the
+      // forward traced fine, so this is the recorder's limit, not the user's error.
+      throw NotImplementedError(fmt::format(
+          "AOT autograd: a backward formula cannot run on fake tensors ({}); the graph runs "
+          "through the eager autograd engine",
+          e.what()));
+    }
   }
   std::vector<graph::Value*> results;
   for (const Tensor& out : outputs) results.push_back(recorder.value_of(out, "the graph's output"));

@@ -26,6 +26,10 @@ struct RunOptions {
   // Programs compiled together as one function (run_batch): with a code-generating backend one
   // compiler run serves several programs. A group that fails is rechecked program by program.
   int programs_per_compile = 8;
+  // Also compare gradients: floating inputs require grad, and the gradients of a fixed weighted
+  // sum of the floating outputs, through the compiled backward (AOT autograd), must match eager
+  // autograd's. Programs that eager autograd cannot differentiate are skipped.
+  bool grad = false;
   GeneratorOptions generator;
 };
 
@@ -56,6 +60,7 @@ struct BatchResult {
   int64_t steps = 0;
   std::vector<std::string> failures;  // one failure_report each
   double seconds = 0;
+  int64_t gradient_checks = 0;  // RunOptions::grad: programs whose gradients were compared
 };
 
 // Generates and checks programs start, ..., start + count - 1 of `seed`. With `log`, prints

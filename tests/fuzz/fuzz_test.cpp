@@ -5,7 +5,7 @@
 // Environment: KILN_FUZZ_BACKEND (default kDefaultFuzzBackend), KILN_FUZZ_COUNT (programs in
 // the batch, default 500), KILN_FUZZ_SEED (default 20261201), KILN_FUZZ_PROGRAMS_PER_COMPILE
 // (programs compiled together as one function, default 8), KILN_FUZZ_SPECIAL=0 (no NaN/inf
-// inputs).
+// inputs), KILN_FUZZ_GRAD_COUNT (programs of the gradient batch, default 120).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -47,6 +47,24 @@ TEST(FuzzBatch, CompiledMatchesEagerOnAFixedSeedBatch) {
             << options.backend << ", seed " << seed << ": " << r.failures.size() << " failures in "
             << r.seconds << " s\n";
   EXPECT_EQ(r.programs, count);
+  for (const std::string& f : r.failures) ADD_FAILURE() << f;
+}
+
+// Gradients through the compiled backward (AOT autograd) against eager autograd's, on a smaller
+// fixed batch (each program compiles alone, forward and backward), without NaN/inf inputs.
+TEST(FuzzBatch, CompiledGradientsMatchEagerOnAFixedSeedBatch) {
+  RunOptions options;
+  options.backend = backend_from_environment();
+  options.grad = true;
+  options.generator.special_values = false;
+  const int64_t count = env_int("KILN_FUZZ_GRAD_COUNT", 120);
+  const BatchResult r = run_batch(kBatchSeed + 1, 0, count, options);
+  std::cout << "fuzz gradients: " << r.programs << " programs, " << r.gradient_checks
+            << " with gradients compared: " << r.failures.size() << " failures in " << r.seconds
+            << " s\n";
+  EXPECT_EQ(r.programs, count);
+  // Most programs have a floating input and output: the check must not skip itself into green.
+  EXPECT_GT(r.gradient_checks, count / 3);
   for (const std::string& f : r.failures) ADD_FAILURE() << f;
 }
 

@@ -3,6 +3,7 @@
 //   kiln-fuzz --seed 1 --count 2000                  programs 0..1999 of seed 1
 //   kiln-fuzz --seed 1 --index 17 --verbose          rerun one program, printing it
 //   kiln-fuzz --seed 1 --count 500 --coverage        what the programs exercise (no compiling)
+//   kiln-fuzz --seed 1 --count 300 --grad --no-special   gradients too (AOT autograd)
 //
 // Exit status 1 when any program's compiled result differs from eager.
 #include <fmt/format.h>
@@ -32,6 +33,8 @@ int main(int argc, char** argv) {
                  "kiln::compile backend (default: $KILN_FUZZ_BACKEND, else " +
                      std::string(kDefaultFuzzBackend) + ")");
   app.add_flag("--dynamic", options.dynamic, "Compile with every dim symbolic");
+  app.add_flag("--grad", options.grad,
+               "Also compare gradients through the compiled backward with eager autograd's");
   app.add_option("--programs-per-compile", options.programs_per_compile,
                  "Programs compiled together as one function (a failing group is rechecked "
                  "program by program)")
@@ -70,9 +73,11 @@ int main(int argc, char** argv) {
     }
     const BatchResult r = run_batch(seed, start, count, options, &std::cout, verbose);
     fmt::print(
-        "kiln-fuzz: {} programs ({} steps), backend {}, seed {}: {} failures, {:.2f} s "
+        "kiln-fuzz: {} programs ({} steps{}), backend {}, seed {}: {} failures, {:.2f} s "
         "({:.1f} ms per program)\n",
-        r.programs, r.steps, options.backend, seed, r.failures.size(), r.seconds,
+        r.programs, r.steps,
+        options.grad ? fmt::format(", {} with gradients compared", r.gradient_checks) : "",
+        options.backend, seed, r.failures.size(), r.seconds,
         r.programs > 0 ? 1e3 * r.seconds / static_cast<double>(r.programs) : 0.0);
     return r.failures.empty() ? 0 : 1;
   } catch (const std::exception& e) {

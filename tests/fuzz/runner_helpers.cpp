@@ -57,6 +57,7 @@ std::string extra_flags(const RunOptions& options) {
   const GeneratorOptions defaults;
   std::string flags;
   if (options.dynamic) flags += " --dynamic";
+  if (options.grad) flags += " --grad";
   if (!options.generator.special_values) flags += " --no-special";
   if (options.generator.max_steps != defaults.max_steps)
     flags += fmt::format(" --max-steps {}", options.generator.max_steps);
@@ -102,6 +103,100 @@ std::string compare_value(const Tensor& compiled, const Tensor& eager, const Val
           info.tol, info.scale);
   }
   return "";
+}
+
+bool differentiable(ScalarType t) { return t == kFloat32 || t == kFloat64; }
+
+int64_t g_gradient_checks = 0;  // programs whose gradients check_gradients compared
+
+// The fuzzer's loss: sum over the floating outputs that carry a gradient of out * w, with w a
+// fixed pattern of the output's shape (so every element's gradient differs).
+Tensor weighted_loss(const std::vector<Tensor>& outputs) {
+  Tensor loss = zeros({}, kFloat64);
+  for (const Tensor& out : outputs) {
+    if (!out.defined() || !out.requires_grad() || !differentiable(out.dtype())) continue;
+    const Tensor w = (arange(out.numel()) % 7).to(kFloat64).view(out.sizes().vec()) * 0.25 - 0.75;
+    loss = loss + (out.to(kFloat64) * w).sum();
+  }
+  return loss;
+}
+
+std::vector<Tensor> grad_inputs(const Program& program, std::vector<Tensor>& inputs) {
+  std::vector<Tensor> wrt;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!differentiable(inputs[i].dtype())) continue;
+    inputs[i] = inputs[i].contiguous().clone().requires_grad_();
+    wrt.push_back(inputs[i]);
+  }
+  return wrt;
+}
+
+// Gradients through the compiled backward against eager autograd's (RunOptions::grad).
+void check_gradients(const std::vector<Program>& programs, const RunOptions& options,
+                     std::vector<std::string>& mismatches) {
+  for (size_t p = 0; p < programs.size(); ++p) {
+    if (!mismatches[p].empty()) continue;
+    const Program& program = programs[p];
+    std::vector<Tensor> eager_in = make_inputs(program);
+    std::vector<Tensor> wrt = grad_inputs(program, eager_in);
+    if (wrt.empty()) continue;
+    std::vector<Tensor> expected;
+    try {
+      Tensor loss = weighted_loss(interpret(program, eager_in));
+      if (!loss.requires_grad()) continue;
+      expected = kiln::grad({loss}, wrt, {}, std::nullopt, false, /*allow_unused=*/true);
+    } catch (const std::exception&) {
+      continue;  // eager autograd cannot differentiate this program: nothing to compare
+    }
+    g_gradient_checks += 1;
+    std::vector<Tensor> compiled_in = make_inputs(program);
+    std::vector<Tensor> compiled_wrt = grad_inputs(program, compiled_in);
+    std::vector<capture::ArgValue> args(compiled_in.begin(), compiled_in.end());
+    CompileOptions o;
+    o.backend = options.backend;
+    if (options.dynamic) o.dynamic = true;
+    o.name = fmt::format("fuzz gradients seed={} index={}", program.seed, program.index);
+    std::vector<Tensor> actual;
+    try {
+      capture::CompiledFunction fn(
+          [&program](const std::vector<capture::ArgValue>& boxed) {
+            std::vector<Tensor> inputs;
+            for (const capture::ArgValue& a : boxed) inputs.push_back(std::get<Tensor>(a));
+            return interpret(program, inputs);
+          },
+          o, std::source_location::current());
+      Tensor loss = weighted_loss(fn.call(args));
+      actual = kiln::grad({loss}, compiled_wrt, {}, std::nullopt, false, /*allow_unused=*/true);
+    } catch (const std::exception& e) {
+      mismatches[p] = fmt::format("compiled gradient ({}) raised: {}", options.backend, e.what());
+      continue;
+    }
+    for (size_t i = 0; i < expected.size() && mismatches[p].empty(); ++i) {
+      // An input the loss does not reach gets no gradient from eager autograd; the compiled
+      // backward computes one for every input of the region, zeros here (Note [Compiled
+      // autograd function]).
+      if (!expected[i].defined() && actual[i].defined() &&
+          actual[i].abs().sum().item<double>() == 0)
+        continue;
+      if (expected[i].defined() != actual[i].defined()) {
+        mismatches[p] = fmt::format("gradient {}: defined eager {}, compiled {}", i,
+                                    expected[i].defined(), actual[i].defined());
+        continue;
+      }
+      if (!expected[i].defined()) continue;
+      // Wrong gradients, not rounding: the error is measured against the gradient's largest
+      // magnitude (at least 1: gradients that cancel to about zero differ by the rounding of
+      // their terms), with 1e-3 whatever the input's dtype (its gradient may have passed through
+      // float32 ops).
+      double scale = 1;
+      for (double v : expected[i].to_vector<double>())
+        if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+      const ValueInfo info{
+          .dtype = expected[i].dtype(), .exact = false, .scale = scale, .tol = 1e-3};
+      const std::string diff = compare_value(actual[i], expected[i], info);
+      if (!diff.empty()) mismatches[p] = fmt::format("gradient of input {}: {}", i, diff);
+    }
+  }
 }
 
 std::vector<std::string> check_programs(const std::vector<Program>& programs,
@@ -178,6 +273,7 @@ std::vector<std::string> check_programs(const std::vector<Program>& programs,
                                     program.inputs[i].id, diff);
     }
   }
+  if (options.grad) check_gradients(programs, options, mismatches);
   return mismatches;
 }
 
@@ -236,6 +332,7 @@ BatchResult run_batch(uint64_t seed, int64_t start, int64_t count, const RunOpti
                       std::ostream* log, bool verbose) {
   BatchResult result;
   const auto begin = std::chrono::steady_clock::now();
+  const int64_t gradient_checks_before = g_gradient_checks;
   const int64_t group = std::max(options.programs_per_compile, 1);
   for (int64_t first = start; first < start + count; first += group) {
     std::vector<Program> programs;
@@ -275,6 +372,7 @@ BatchResult run_batch(uint64_t seed, int64_t start, int64_t count, const RunOpti
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  result.gradient_checks = g_gradient_checks - gradient_checks_before;
   return result;
 }
 
