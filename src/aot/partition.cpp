@@ -54,10 +54,9 @@ bool recomputable(const Node& node) {
     for (const Value* v : node.outputs()) out = std::max(out, numel(v->meta()));
     return in <= 4 * std::max<int64_t>(out, 1);
   }
-  static const std::unordered_set<std::string_view> kCheapShapeOps = {
-      "cat",   "clone",    "contiguous",     "expand", "expand_as",        "_to_copy",
-      "to",    "to.dtype", "copy",           "where",  "where.ScalarSelf", "where.ScalarOther",
-      "stack", "pad",      "constant_pad_nd"};
+  // Copies and rearrangements that read each element once (pointwise ops and views are tagged).
+  static const std::unordered_set<std::string_view> kCheapShapeOps = {"cat", "clone", "_to_copy",
+                                                                      "stack", "pad"};
   return kCheapShapeOps.contains(op.name);
 }
 
