@@ -472,26 +472,37 @@ class ProgramBuilder {
     return groups;
   }
 
+  // The loops over `groups` of the original dims (sizes `sizes`) as the variables `merged`:
+  // fills `index` (each original dim as (v // inner) % size of its group's variable) and
+  // `ranges`, and returns the merged loops' sizes.
+  static std::vector<ExprPtr> merged_loops(const std::vector<std::vector<size_t>>& groups,
+                                           const std::vector<ExprPtr>& merged,
+                                           const std::vector<ExprPtr>& sizes,
+                                           std::vector<ExprPtr>& index, VarRanges& ranges) {
+    std::vector<ExprPtr> merged_sizes(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      ExprPtr inner = sym::integer(1);
+      for (size_t j = groups[g].size(); j-- > 0;) {
+        const size_t d = groups[g][j];
+        ExprPtr q = sym::floordiv(merged[g], inner);
+        index[d] = j == 0 ? q : sym::mod(q, sizes[d]);
+        inner = sym::mul(inner, sizes[d]);
+      }
+      merged_sizes[g] = inner;
+      ranges[merged[g]] = inner;
+    }
+    return merged_sizes;
+  }
+
   // Every node is pointwise over exactly the outer loops: after merging loops, the innermost loop
   // is cut into chunks that are the parallel work items, each a vector loop and a scalar tail.
   std::string emit_flat_pointwise(const Kernel& k, const std::vector<ExprPtr>& original_vars) {
     const std::vector<std::vector<size_t>> groups = merge_groups(k, original_vars);
     const size_t outer = groups.size();
     const std::vector<ExprPtr> ivars = vars("i", outer);
-    std::vector<ExprPtr> sizes(outer);
     std::vector<ExprPtr> index(original_vars.size());
     VarRanges ranges;
-    for (size_t g = 0; g < outer; ++g) {
-      ExprPtr inner = sym::integer(1);
-      for (size_t j = groups[g].size(); j-- > 0;) {
-        const size_t d = groups[g][j];
-        ExprPtr q = sym::floordiv(ivars[g], inner);
-        index[d] = j == 0 ? q : sym::mod(q, k.outer[d]);
-        inner = sym::mul(inner, k.outer[d]);
-      }
-      sizes[g] = inner;
-      ranges[ivars[g]] = inner;
-    }
+    const std::vector<ExprPtr> sizes = merged_loops(groups, ivars, k.outer, index, ranges);
     ExprPtr vv = options_.vectorize ? ivars.back() : nullptr;
     std::vector<PrintedNode> printed;
     bool vectorized = vv != nullptr;
@@ -673,18 +684,7 @@ class ProgramBuilder {
           for (ExprPtr size : node.reduction_ranges) empty |= size == sym::integer(0);
           if (groups.size() < rvars.size() && !empty) {
             loop_vars = vars("q", groups.size());
-            loop_sizes.assign(groups.size(), sym::integer(1));
-            for (size_t g = 0; g < groups.size(); ++g) {
-              ExprPtr inner = sym::integer(1);
-              for (size_t j = groups[g].size(); j-- > 0;) {
-                const size_t d = groups[g][j];
-                ExprPtr q = sym::floordiv(loop_vars[g], inner);
-                rindex[d] = j == 0 ? q : sym::mod(q, node.reduction_ranges[d]);
-                inner = sym::mul(inner, node.reduction_ranges[d]);
-              }
-              loop_sizes[g] = inner;
-              ranges[loop_vars[g]] = inner;
-            }
+            loop_sizes = merged_loops(groups, loop_vars, node.reduction_ranges, rindex, ranges);
           }
         }
         // Row-major linear index over the reduction loops (argmax/argmin report it).

@@ -597,6 +597,21 @@ std::string highest(ScalarType t) {
 
 }  // namespace
 
+// A vector max/min accumulator: the lanes skip NaN (one vmaxps on the loop-carried chain) and a
+// mask remembers one; nan_lanes() puts the NaN back after the loops.
+void CppPrinter::vector_min_max(bool max, const std::string& vacc, const std::string& x) {
+  before_.push_back(
+      fmt::format("kf8 {} = kiln_splat({});", vacc, max ? lowest(kFloat32) : highest(kFloat32)));
+  before_.push_back(fmt::format("ki8 {}_nan = {{}};", vacc));
+  body_.push_back(
+      fmt::format("{} = kiln_{}_ignore_nan({}, {});", vacc, max ? "max" : "min", vacc, x));
+  body_.push_back(fmt::format("{0}_nan |= kiln_isnan({1});", vacc, x));
+}
+
+std::string CppPrinter::nan_lanes(const std::string& vacc) {
+  return fmt::format("{0} = kiln_select({0}_nan, kiln_splat(__builtin_nanf(\"\")), {0});", vacc);
+}
+
 Val CppPrinter::reduction(ReductionType type, Val value) {
   struct Mark {
     CppPrinter& p;
@@ -620,18 +635,10 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
         body_.push_back(fmt::format("{} = {} + {};", vacc, vacc, x));
         break;
       case ReductionType::max:
-      case ReductionType::min: {
-        const bool mx = type == ReductionType::max;
-        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc,
-                                      mx ? lowest(kFloat32) : highest(kFloat32)));
-        before_.push_back(fmt::format("ki8 {}_nan = {{}};", vacc));
-        body_.push_back(
-            fmt::format("{} = kiln_{}_ignore_nan({}, {});", vacc, mx ? "max" : "min", vacc, x));
-        body_.push_back(fmt::format("{0}_nan |= kiln_isnan({1});", vacc, x));
-        after_.push_back(fmt::format(
-            "{0} = kiln_select({0}_nan, kiln_splat(__builtin_nanf(\"\")), {0});", vacc));
+      case ReductionType::min:
+        vector_min_max(type == ReductionType::max, vacc, x);
+        after_.push_back(nan_lanes(vacc));
         break;
-      }
       default:
         throw NotVectorizable(std::string(lower::name_of(type)));
     }
@@ -656,16 +663,9 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
         break;
       case ReductionType::max:
       case ReductionType::min: {
-        // The lanes skip NaN (one vmaxps on the loop-carried chain) and a mask remembers one.
         const bool mx = type == ReductionType::max;
-        before_.push_back(fmt::format("kf8 {} = kiln_splat({});", vacc,
-                                      mx ? lowest(kFloat32) : highest(kFloat32)));
-        before_.push_back(fmt::format("ki8 {}_nan = {{}};", vacc));
-        body_.push_back(
-            fmt::format("{} = kiln_{}_ignore_nan({}, {});", vacc, mx ? "max" : "min", vacc, x));
-        body_.push_back(fmt::format("{0}_nan |= kiln_isnan({1});", vacc, x));
-        fold_.push_back(fmt::format(
-            "{0} = kiln_select({0}_nan, kiln_splat(__builtin_nanf(\"\")), {0});", vacc));
+        vector_min_max(mx, vacc, x);
+        fold_.push_back(nan_lanes(vacc));
         fold_.push_back(fmt::format("{} = kiln_{}({}, kiln_h{}({}));", acc,
                                     mx ? "maximum" : "minimum", acc, mx ? "max" : "min", vacc));
         break;

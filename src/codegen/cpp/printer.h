@@ -92,6 +92,8 @@ class CppPrinter : public lower::OpsHandler {
   // The operand as a vector expression (splats a scalar).
   std::string vec(lower::Val v) const;
   bool vector_mode() const { return vector_var_ != nullptr; }
+  void vector_min_max(bool max, const std::string& vacc, const std::string& x);
+  static std::string nan_lanes(const std::string& vacc);
   std::string index(sym::ExprPtr e) const {
     return cpp_expr(lower::simplify_index(e, ranges_), ranges_);
   }
