@@ -117,8 +117,14 @@ Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols
     }
   }
   // Passes (decompositions) may leave trailing defaults out; the op gets them, as from its
-  // wrapper, so that code reading every argument (derivative formulas) finds them.
-  if (const Schema& schema = schema_of(node.op_def()); stack.size() < schema.args.size()) {
+  // wrapper, so that code reading every argument (derivative formulas) finds them. The argument
+  // count is cached per op on this thread: schema_of takes a lock, and this runs for every node.
+  thread_local std::vector<int> arg_counts;
+  const OpId op = node.op();
+  if (arg_counts.size() <= op) arg_counts.resize(op + 1, -1);
+  if (arg_counts[op] < 0) arg_counts[op] = static_cast<int>(schema_of(node.op_def()).args.size());
+  if (stack.size() < static_cast<size_t>(arg_counts[op])) {
+    const Schema& schema = schema_of(node.op_def());
     for (size_t i = stack.size(); i < schema.args.size() && schema.args[i].default_text; ++i)
       stack.push_back(default_value(schema.args[i], node.op_def().name));
   }
