@@ -2,9 +2,9 @@
 // eager runs the same models (torch_eager.py) as the reference.
 //   train_step_mlp_b64:          Linear(784, 512) - ReLU - Linear(512, 10), batch 64, SGD
 //   train_step_cnn_fmnist_b128:  the demo's CNN (examples/fashion_mnist.cpp), batch 128, SGD
-// Compiled (issue 6): the forward and loss run through kiln::compile, whose backward is compiled
-// too (AOT autograd), and the optimizer step is a CompiledOptimizerStep. `kiln` is the
-// compiled step, refs `kiln_eager` (the same step eager, same process) and `torch_eager`:
+// Compiled (issue 6): the whole step runs through one kiln::compile: forward and loss compiled
+// with their backward (AOT autograd), backward() a graph break, the optimizer update compiled.
+// `kiln` is the compiled step, refs `kiln_eager` (the same step eager, same process) and `torch_eager`:
 //   compiled_train_step_mlp_b64           the MLP above, SGD(momentum 0.9)
 //   compiled_train_step_cnn_fmnist_b128   the demo CNN, SGD(momentum 0.9)
 //   compiled_train_step_transformer       2 encoder layers (d 256, 4 heads, ff 1024, no dropout,
@@ -60,17 +60,23 @@ double step_ms(const Model& m, bool compiled, const std::string& backend, int re
     opt = std::make_unique<optim::SGD>(model->parameters(),
                                        optim::SGDOptions{.lr = 0.01, .momentum = 0.9});
   }
-  auto f = compile(m.loss, {.backend = backend, .name = "compiled_train_step_" + m.name});
-  CompiledOptimizerStep compiled_step(*opt, {.backend = backend});
+  // The whole step in one compiled function (Note [Backward in a compiled function], Note
+  // [Optimizer steps under a trace]).
+  auto train_step = compile(
+      [&](nn::Module& mod, const Tensor& x, const Tensor& y) {
+        opt->zero_grad();
+        m.loss(mod, x, y).backward();
+        opt->step();
+      },
+      {.backend = backend, .name = "compiled_train_step_" + m.name});
   auto step = [&] {
-    opt->zero_grad();
-    Tensor loss = compiled ? f(*model, m.x, m.y) : m.loss(*model, m.x, m.y);
-    loss.backward();
     if (compiled) {
-      compiled_step.step();
-    } else {
-      opt->step();
+      train_step(*model, m.x, m.y);
+      return;
     }
+    opt->zero_grad();
+    m.loss(*model, m.x, m.y).backward();
+    opt->step();
   };
   return median_seconds(step, reps, /*warmup=*/3) * 1e3;
 }

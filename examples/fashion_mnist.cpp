@@ -136,21 +136,24 @@ FashionMnistResult train_fashion_mnist(const FashionMnistOptions& o, std::ostrea
       "lr {} ({} schedule)\n",
       model.name(), train_set->size(), test_set->size(), o.epochs, o.batch_size, o.lr, o.scheduler);
 
-  // The compiled forward+loss (compile_backend): the model's parameters and BatchNorm buffers are
-  // graph inputs. With the inductor backend the backward is compiled too (AOT autograd: the loss's
-  // grad_fn runs a compiled backward graph); the optimizer step stays eager.
-  auto forward_loss = compile(
-      [](nn::Module& m, const Tensor& images, const Tensor& labels) {
+  // --compile: the whole training step is one compiled function (compile_backend). zero_grad()
+  // and the scheduler-driven hyperparameters are effects; forward and loss are the first graph
+  // (with inductor, compiled with its backward through AOT autograd, BatchNorm's running
+  // statistics functionalized); backward() is a graph break that runs the compiled backward
+  // through the autograd engine (Note [Backward in a compiled function]); the optimizer step is
+  // the second graph, one fused update per parameter with lr and momentum as tensors, so
+  // OneCycleLR never recompiles (Note [Optimizer steps under a trace]).
+  auto train_step = compile(
+      [&optimizer](nn::Module& m, const Tensor& images, const Tensor& labels) {
+        optimizer.zero_grad();
         Tensor logits = m(images);
-        return std::make_pair(logits, cross_entropy(logits, labels));
+        Tensor loss = cross_entropy(logits, labels);
+        loss.backward();
+        optimizer.step();
+        return std::make_pair(logits, loss);
       },
       {.backend = o.compile_backend.empty() ? "eager" : o.compile_backend,
-       .name = "fashion_mnist_forward_loss"});
-
-  // With inductor the optimizer step is compiled too (Note [Compiled optimizer step]): the
-  // scheduler's changing learning rate and momentum are tensors, so it compiles once.
-  std::optional<CompiledOptimizerStep> compiled_step;
-  if (o.compile_backend == "inductor") compiled_step.emplace(optimizer);
+       .name = "fashion_mnist_train_step"});
 
   FashionMnistResult result;
   const auto start = Clock::now();
@@ -161,19 +164,15 @@ FashionMnistResult train_fashion_mnist(const FashionMnistOptions& o, std::ostrea
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, step = 0;
     for (data::Batch& batch : loader) {
-      optimizer.zero_grad();
       Tensor logits, loss;
       if (o.compile_backend.empty()) {
+        optimizer.zero_grad();
         logits = model.forward(batch.data);
         loss = cross_entropy(logits, batch.target);
-      } else {
-        std::tie(logits, loss) = forward_loss(model, batch.data, batch.target);
-      }
-      loss.backward();
-      if (compiled_step) {
-        compiled_step->step();
-      } else {
+        loss.backward();
         optimizer.step();
+      } else {
+        std::tie(logits, loss) = train_step(model, batch.data, batch.target);
       }
       if (scheduler) scheduler->step();
 
@@ -194,18 +193,15 @@ FashionMnistResult train_fashion_mnist(const FashionMnistOptions& o, std::ostrea
   }
   result.seconds = seconds_since(start);
   if (!o.compile_backend.empty()) {
-    const capture::CompileStats stats = forward_loss.stats();
+    const capture::CompileStats stats = train_step.stats();
     result.compiles = stats.compiles;
-    // Only the code-generating backend compiles the backward (AOT autograd); "eager" runs the
-    // captured graph through the autograd engine.
-    out << fmt::format("compiled {} (backend {}): {} compiles, {} graphs, {} cache hits\n",
-                       o.compile_backend == "inductor" ? "forward+loss+backward" : "forward+loss",
-                       o.compile_backend, stats.compiles, stats.graphs, stats.cache_hits);
-    if (compiled_step) {
-      result.optimizer_compiles = compiled_step->compiles();
-      out << fmt::format("compiled optimizer step: {} compiles, {} eager steps\n",
-                         compiled_step->compiles(), compiled_step->eager_steps());
-    }
+    // Only the code-generating backend compiles the backward (AOT autograd) and the optimizer
+    // update; "eager" interprets the captured graphs, the backward through the autograd engine.
+    out << fmt::format(
+        "compiled training step (backend {}{}): {} compiles, {} graphs, {} cache hits\n",
+        o.compile_backend,
+        o.compile_backend == "inductor" ? ": forward, loss, backward and optimizer step" : "",
+        stats.compiles, stats.graphs, stats.cache_hits);
   }
   result.images_per_second = images_seen / std::max(result.seconds, 1e-9);
   result.test_accuracy = evaluate(model, *test_set, 1000);
@@ -228,30 +224,22 @@ FashionMnistResult train_fashion_mnist(const FashionMnistOptions& o, std::ostrea
     // `compare_step_times` steps each, after a warm-up step (after the checkpoint: these steps
     // change the model).
     data::Batch batch = *loader.begin();
-    auto step_ms = [&](auto&& forward, auto&& update) {
+    auto step_ms = [&](auto&& step) {
       std::vector<double> times;
       for (int64_t i = 0; i <= o.compare_step_times; ++i) {
-        optimizer.zero_grad();
         const auto t0 = Clock::now();
-        forward().backward();
-        update();
+        step();
         if (i > 0) times.push_back(1e3 * seconds_since(t0));
       }
       std::sort(times.begin(), times.end());
       return times[times.size() / 2];
     };
-    result.eager_step_ms =
-        step_ms([&] { return cross_entropy(model.forward(batch.data), batch.target); },
-                [&] { optimizer.step(); });
-    result.compiled_step_ms =
-        step_ms([&] { return forward_loss(model, batch.data, batch.target).second; },
-                [&] {
-                  if (compiled_step) {
-                    compiled_step->step();
-                  } else {
-                    optimizer.step();
-                  }
-                });
+    result.eager_step_ms = step_ms([&] {
+      optimizer.zero_grad();
+      cross_entropy(model.forward(batch.data), batch.target).backward();
+      optimizer.step();
+    });
+    result.compiled_step_ms = step_ms([&] { train_step(model, batch.data, batch.target); });
     optimizer.zero_grad();
     out << fmt::format(
         "training step, batch {}: eager {:.1f} ms, compiled ({}) {:.1f} ms ({:.2f}x; "

@@ -34,8 +34,9 @@ struct FashionMnistOptions {
   int64_t train_limit = 0;  // use only the first n training images (0: all)
   int64_t test_limit = 0;   // evaluate on the first n test images (0: all)
   bool progress = true;     // a progress bar per epoch
-  // Non-empty: the forward pass and loss run through kiln::compile with this backend ("inductor":
-  // forward and backward compiled; "eager": the captured graph interpreted).
+  // Non-empty: each training step (zero_grad, forward, loss, backward, optimizer step) runs
+  // through kiln::compile with this backend ("inductor": forward, backward and the optimizer
+  // update compiled; "eager": the captured graphs interpreted).
   std::string compile_backend;
   // With compile_backend: after training, time this many eager and compiled steps (0: don't).
   int64_t compare_step_times = 10;
@@ -47,8 +48,7 @@ struct FashionMnistResult {
   double first_train_loss = 0;  // mean loss of the first epoch
   double seconds = 0;           // wall time of the training epochs
   double images_per_second = 0;
-  int compiles = 0;            // kiln::compile traces (with compile_backend)
-  int optimizer_compiles = 0;  // the compiled optimizer step's traces (inductor)
+  int compiles = 0;  // traces of the compiled training step (with compile_backend)
   double eager_step_ms = 0, compiled_step_ms = 0;  // compare_step_times medians
 };
 

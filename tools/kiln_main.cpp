@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   bool quiet = false;
   demo->add_flag(
       "--compile{inductor}", train.compile_backend,
-      "Compile the forward pass, loss and backward with kiln::compile (backend "
-      "inductor; --compile=eager interprets the captured graph), and compare step times");
+      "Compile each training step (forward, loss, backward, optimizer step) with kiln::compile "
+      "(backend inductor; --compile=eager interprets the captured graphs), and compare step "
+      "times");
   demo->add_flag("--quiet", quiet, "No progress bars");
   CLI::App* tour = app.add_subcommand("tour", "A short tour of the eager tensor API");
 

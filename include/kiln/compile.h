@@ -220,21 +220,23 @@ class Optimizer;
 }
 
 // Note [Compiled optimizer step]
-// An optimizer's step() compiled: per parameter group, one captured graph updates every
-// parameter and its state in place (each parameter's update is one fused kernel, not one kernel
-// per op). The learning rate, SGD's momentum and Adam's bias corrections enter as 0-dim tensors,
-// so a scheduler changing them (OneCycleLR changes both lr and momentum every step) never
-// recompiles; the other hyperparameters are guarded and a change recompiles. The first step, which
-// creates the optimizer's state (momentum buffers, moments), and steps where a group's
-// parameters disagree on their step counts, run the optimizer's own eager step.
-// SGD, Adam and AdamW; constructing one for another optimizer raises NotImplementedError.
+// An optimizer's step() compiled on its own: kiln::compile of `optimizer.step()`, for training
+// loops that keep backward() outside. A step() inside any compiled function records one graph
+// that updates every parameter and its state in place (Note [Optimizer steps under a trace],
+// src/optim/traced_step.cpp): the learning rate, SGD's momentum and Adam's beta1 and bias
+// corrections enter as 0-dim tensors, so a scheduler changing them (OneCycleLR changes lr and
+// momentum every step) never recompiles; the other hyperparameters are guarded and a change
+// recompiles. The first step, which creates the optimizer's state (momentum buffers, moments),
+// runs the optimizer's eager step; the second compiles the update. SGD, Adam and AdamW;
+// constructing one for another optimizer raises NotImplementedError. The optimizer must outlive
+// this object.
 class CompiledOptimizerStep {
  public:
   explicit CompiledOptimizerStep(optim::Optimizer& optimizer, CompileOptions options = {});
   void step();
-  // Traces so far (over every group): what a recompile would add to.
+  // Traces so far: 1 for the eager first step, 1 for the compiled update, 1 more per
+  // recompile.
   int compiles() const;
-  int eager_steps() const;
 
  private:
   struct State;

@@ -96,9 +96,11 @@ class Tensor {
   // Which output of grad_fn() this tensor is.
   uint32_t output_nr() const;
   // Backpropagates from this tensor. `gradient` may be omitted for one-element tensors.
-  // retain_graph defaults to create_graph; `inputs` limits accumulation to those leaves.
+  // retain_graph defaults to create_graph; `inputs` limits accumulation to those leaves. Inside
+  // kiln::compile it is a graph break (Note [Backward in a compiled function]); `loc` names it.
   void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+                bool create_graph = false, const std::vector<Tensor>& inputs = {},
+                std::source_location loc = std::source_location::current()) const;
   // A tensor sharing this one's storage, cut from the autograd graph (never requires grad).
   Tensor detach() const;
   // Cuts this tensor itself from the graph (it becomes a leaf that does not require grad).

@@ -4,6 +4,7 @@
 #include "src/autograd/engine.h"
 #include "src/core/shape.h"
 #include "src/core/tensor_factory.h"
+#include "src/core/tracing_hooks.h"
 
 namespace kiln {
 
@@ -118,7 +119,17 @@ void Tensor::remove_hook(size_t id) const {
 }
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
-                      const std::vector<Tensor>& inputs) const {
+                      const std::vector<Tensor>& inputs, std::source_location loc) const {
+  // Note [Backward in a compiled function]: a fake tensor's backward() is a graph break.
+  if (defined() && device() == Device::Meta) {
+    if (TracingHooks* hooks = current_tracing_hooks()) {
+      KILN_CHECK(inputs.empty(), NotImplementedError,
+                 "backward: `inputs` is not supported inside a compiled function yet; call "
+                 "backward() without it, or call it outside the compiled function");
+      hooks->backward(*this, gradient, retain_graph, create_graph, loc);
+      return;
+    }
+  }
   autograd::backward({*this},
                      gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{},
                      retain_graph, create_graph, inputs);

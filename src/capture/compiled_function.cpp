@@ -210,10 +210,13 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
   std::vector<Segment*> path;
   Segment* segment = entry.root.get();
   while (true) {
+    run_effects(*segment);
     std::vector<Tensor> inputs = gather_inputs(*segment, args, outputs);
     outputs.push_back(segment->compiled(inputs));
     check_runtime_asserts(*segment, outputs, entry.symbols, values);
     path.push_back(segment);
+    if (segment->brk && segment->brk->kind == BreakPoint::Kind::Backward)
+      run_backward(*segment->brk, outputs);
     if (!segment->brk) {
       std::vector<Tensor> results;
       for (const OutputRef& ref : segment->results)
@@ -246,8 +249,15 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
       stats.compiles += 1;
       stats.graphs += result.graphs;
       stats.graph_breaks += result.breaks;
-      const std::string reason = fmt::format("graph break at {} took a new branch ({})",
-                                             segment->brk->where, segment->brk->reason);
+      // Why the segments already there did not fit: a new break value, or failed guards.
+      std::string why = "a value not seen before";
+      if (auto it = segment->children.find(key); it != segment->children.end()) {
+        std::vector<int64_t> scratch = values;
+        check_guards(it->second.front()->guards, entry.symbols, args, scratch, &why);
+      }
+      const std::string reason =
+          fmt::format("graph break at {} took a new branch ({}): {}", segment->brk->where,
+                      segment->brk->reason, why);
       stats.recompile_reasons.push_back(reason);
       log_compile(result, result.root->guards, entry.symbols, watch.seconds(), 0, {reason});
       path.back()->children[result.branch_key].push_back(std::move(result.root));

@@ -90,7 +90,7 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
 
 size_t GuardSet::size() const {
   size_t n = scalars.size() + undefined_tensors.size() + training.size() + ranges.size() +
-             shape_guards.size() + (grad_mode ? 1 : 0);
+             shape_guards.size() + values.size() + (grad_mode ? 1 : 0);
   for (const TensorGuard& t : tensors) n += 4 + t.sizes.size();
   return n;
 }
@@ -115,6 +115,8 @@ const Tensor& resolve(const InputRef& ref, const std::vector<ArgValue>& args) {
       return *ref.slot;
     case InputRef::Kind::Constant:
       return ref.constant;
+    case InputRef::Kind::Grad:
+      return ref.constant.grad();
     case InputRef::Kind::Prior:
       break;
   }
@@ -143,6 +145,8 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
     if (module->is_training() != training)
       return fail(fmt::format("a module's training mode changed from {} to {}", training,
                               module->is_training()));
+  for (const ValueGuard& g : guards.values)
+    if (!g.holds()) return fail(fmt::format("{} no longer holds", g.what));
   for (const TensorGuard& g : guards.tensors)
     if (!check_tensor(g, table, resolve(g.where, args), values, why)) return false;
   for (const SymbolRange& r : guards.ranges) {
@@ -209,6 +213,7 @@ std::string describe(const GuardSet& guards, const SymbolTable& table) {
                        table.sources[r.symbol], range_str(r.lower, r.upper));
   for (const ShapeGuardRef& g : guards.shape_guards)
     out += fmt::format("{}  # {}\n", sym::to_string(g.condition), g.origin);
+  for (const ValueGuard& g : guards.values) out += g.what + "\n";
   return out;
 }
 

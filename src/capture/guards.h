@@ -10,6 +10,7 @@
 // changed (the recompile reason).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,13 +23,15 @@ namespace kiln::capture {
 
 // Where a graph input comes from when the graph runs.
 struct InputRef {
-  enum class Kind : uint8_t { Arg, Slot, Constant, Prior };
+  // Grad: the gradient a parameter holds when the graph runs (Note [Backward in a compiled
+  // function]); it is looked up on every call, since zero_grad() and backward() replace it.
+  enum class Kind : uint8_t { Arg, Slot, Constant, Prior, Grad };
   Kind kind = Kind::Arg;
   int index = -1;                // Arg: argument position; Prior: output index of that segment
   int segment = -1;              // Prior: depth of the segment along the trace path
   const Tensor* slot = nullptr;  // Slot: the module's parameter/buffer slot
-  Tensor constant;               // Constant: a tensor the function captured (not an argument)
-  std::string source;            // "arg0", "model.fc1.weight", "constant0", "segment0[2]"
+  Tensor constant;               // Constant: a tensor the function captured; Grad: the parameter
+  std::string source;  // "arg0", "model.fc1.weight", "constant0", "segment0[2]", "....weight.grad"
 };
 
 struct TensorGuard {
@@ -61,6 +64,13 @@ struct ShapeGuardRef {
   std::string origin;
 };
 
+// A guard on state the tracer sees only through code (TracingHooks::guard): an optimizer's
+// hyperparameters, whether a parameter has a gradient.
+struct ValueGuard {
+  std::string what;  // "SGD group 0 weight_decay == 0"
+  std::function<bool()> holds;
+};
+
 struct GuardSet {
   std::vector<TensorGuard> tensors;
   std::vector<ScalarGuard> scalars;
@@ -69,6 +79,7 @@ struct GuardSet {
   std::optional<bool> grad_mode;
   std::vector<SymbolRange> ranges;
   std::vector<ShapeGuardRef> shape_guards;
+  std::vector<ValueGuard> values;
   size_t size() const;  // number of checks (for logs)
 };
 

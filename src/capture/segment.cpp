@@ -29,6 +29,18 @@ std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgV
   return inputs;
 }
 
+void run_effects(const Segment& segment) {
+  for (const Effect& effect : segment.effects) effect.run();
+}
+
+void run_backward(const BreakPoint& brk,
+                  const std::vector<std::vector<Tensor>>& outputs_by_depth) {
+  const Tensor& root = outputs_by_depth[brk.tensor.segment][brk.tensor.index];
+  const Tensor gradient =
+      brk.gradient ? outputs_by_depth[brk.gradient->segment][brk.gradient->index] : Tensor();
+  root.backward(gradient, brk.retain_graph);
+}
+
 namespace {
 std::optional<int64_t> evaluate_with(sym::ExprPtr e, const std::vector<UnbackedBinding>& bindings,
                                      const std::vector<std::vector<Tensor>>& outputs_by_depth,
@@ -66,7 +78,9 @@ void check_runtime_asserts(const Segment& segment,
 std::string branch_key(const BreakPoint& brk,
                        const std::vector<std::vector<Tensor>>& outputs_by_depth,
                        const SymbolTable& symbols, const std::vector<int64_t>& symbol_values) {
-  if (brk.kind == BreakPoint::Kind::Eager) return "";
+  if (brk.kind == BreakPoint::Kind::Eager || brk.kind == BreakPoint::Kind::Backward ||
+      brk.kind == BreakPoint::Kind::Effect)
+    return "";
   if (brk.kind == BreakPoint::Kind::Item)
     return value_key_of(outputs_by_depth[brk.tensor.segment][brk.tensor.index]);
   auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {

@@ -11,6 +11,7 @@
 // while they were traced.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,10 +39,15 @@ struct UnbackedBinding {
 
 struct BreakPoint {
   // Item: a value read from a tensor; Bool: a data-dependent condition; Eager: an op marked not
-  // traceable runs eagerly in its own one-node segment (one child, key "").
-  enum class Kind : uint8_t { Item, Bool, Eager };
+  // traceable runs eagerly in its own one-node segment (one child, key ""); Backward: backward()
+  // runs through the eager engine (Note [Backward in a compiled function]; key ""); Effect: an
+  // effect follows ops of the same segment, so they end first (Note [Effects]; key "").
+  enum class Kind : uint8_t { Item, Bool, Eager, Backward, Effect };
   Kind kind = Kind::Item;
-  OutputRef tensor;                       // Item: the tensor whose value the code read
+  OutputRef tensor;                       // Item: the tensor whose value the code read; Backward:
+                                          // the root
+  std::optional<OutputRef> gradient;      // Backward: the root's gradient, when one was given
+  std::optional<bool> retain_graph;       // Backward
   sym::ExprPtr condition = nullptr;       // Bool: a condition over unbacked (and backed) symbols
   std::vector<UnbackedBinding> bindings;  // Bool: how to bind its unbacked symbols
   std::string reason;                     // "item() on a tensor computed in the graph"
@@ -55,8 +61,23 @@ struct RuntimeCheck {
   std::vector<UnbackedBinding> bindings;
 };
 
+// Note [Effects]
+// Some of what a traced function does is C++ state, not tensor ops: zero_grad() drops gradients,
+// an optimizer copies a scheduler's momentum into a tensor, an optimizer with no traced form
+// steps eagerly. Library code declares such work through TracingHooks::effect: the tracer runs it
+// once (tracing paused) and records it in the current segment, and every call that runs the
+// segment runs its effects first, in order, before the segment's graph. So that "before the
+// graph" is also where the code did it, an effect that follows recorded ops ends the segment
+// there (a break of kind Effect). A branch retraced for a new key replays the prefix without
+// running its effects again: they already ran for this call.
+struct Effect {
+  std::string what;  // "SGD.zero_grad()", for logs
+  std::function<void()> run;
+};
+
 struct Segment {
   graph::Graph graph;
+  std::vector<Effect> effects;  // run before the graph (Note [Effects])
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
   bool eager_only = false;  // a not-traceable op's segment: always the eager backend

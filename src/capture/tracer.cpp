@@ -39,6 +39,12 @@ class Tracer final : public TracingHooks {
   void handle_op(const OpDef& op, Stack& args, Stack& outputs);
   void record_op(const OpDef& op, Stack& args, Stack& outputs);
   Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) override;
+  void backward(const Tensor& root, const Tensor& gradient, std::optional<bool> retain_graph,
+                bool create_graph, const std::source_location& loc) override;
+  void effect(std::string what, std::function<void()> effect) override;
+  void guard(std::string what, std::function<bool()> holds) override;
+  void run_untraced(const std::function<void()>& fn) override;
+  const Tensor& grad_of(const Tensor& param) override;
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
 
  private:
@@ -59,6 +65,10 @@ class Tracer final : public TracingHooks {
   void start_segment(const std::string& key);
   [[noreturn]] void graph_break_error(const std::string& reason, const std::source_location& loc);
   std::vector<int64_t> symbol_hints() const;
+  // The parameter whose gradient `real` is, with the parameter's source, if any (Note [Backward
+  // in a compiled function]).
+  std::optional<std::pair<Tensor, std::string>> grad_owner_of(const Tensor& real);
+  bool segment_has_ops() const;
 
   const TraceRequest& req_;
   sym::ShapeEnv env_;
@@ -77,6 +87,10 @@ class Tracer final : public TracingHooks {
   std::unordered_map<const TensorImpl*, std::pair<std::string, const Tensor*>> slots_;
   std::unordered_map<sym::ExprPtr, std::pair<Tensor, int>> unbacked_defs_;  // u -> (fake, dim)
   std::vector<Tensor> keep_;  // every mapped fake stays alive, so impl pointers stay unique
+  // Parameters passed to grad_of, with their sources; and the real gradients lifted as Grad
+  // inputs, kept alive so that their impl pointers stay unique while the trace runs.
+  std::vector<std::pair<Tensor, std::string>> grad_owners_;
+  std::vector<Tensor> keep_reals_;
   size_t shape_guard_mark_ = 0;
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
@@ -211,6 +225,11 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     ref = InputRef{
         .kind = InputRef::Kind::Slot, .slot = slot->second.second, .source = slot->second.first};
     guard.identity = t.impl();
+  } else if (auto owner = grad_owner_of(t)) {
+    ref = InputRef{.kind = InputRef::Kind::Grad,
+                   .constant = owner->first,
+                   .source = owner->second + ".grad"};
+    keep_reals_.push_back(t);
   } else {
     ref = InputRef{.kind = InputRef::Kind::Constant,
                    .constant = t,
@@ -218,10 +237,28 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   }
   guard.where = ref;
   Tensor twin = make_fake(t, ref.source, nullptr, guard);  // parameters are static
-  if (ref.kind == InputRef::Kind::Slot) guards().tensors.push_back(std::move(guard));
+  if (ref.kind == InputRef::Kind::Slot || ref.kind == InputRef::Kind::Grad)
+    guards().tensors.push_back(std::move(guard));
   twins_[t.impl()] = twin;
   inputs_[twin.impl()] = ref;
   return lift(ref, twin);
+}
+
+std::optional<std::pair<Tensor, std::string>> Tracer::grad_owner_of(const Tensor& real) {
+  auto is_grad_of = [&](const Tensor& param) {
+    return param.defined() && param.grad().defined() && param.grad().impl() == real.impl();
+  };
+  for (const auto& [impl, slot] : slots_)
+    if (is_grad_of(*slot.second)) return std::make_pair(*slot.second, slot.first);
+  for (const auto& [param, source] : grad_owners_)
+    if (is_grad_of(param)) return std::make_pair(param, source);
+  return std::nullopt;
+}
+
+bool Tracer::segment_has_ops() const {
+  for (const graph::Node* node : seg_->graph.nodes())
+    if (node->kind() == graph::NodeKind::Call) return true;
+  return false;
 }
 
 // An op marked not traceable (kTagNotTraceable) ends the current graph and runs eagerly in a
@@ -553,6 +590,78 @@ CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
   return backend(graph, inputs);
 }
 
+// Note [Backward in a compiled function]
+// backward() called on a fake tensor inside kiln::compile is a graph break, as it is for Dynamo
+// without compiled autograd: the segment so far ends with the root (and its gradient) among its
+// outputs, the segment's graph (whose inputs require grad, so the backend compiles it through AOT
+// autograd) runs, and the real root's backward() runs through the eager engine, which calls the
+// compiled backward and accumulates into the parameters' .grad. Tracing goes on in a new segment
+// (key ""). Code after the break that reads a gradient (an optimizer step, gradient clipping)
+// reads a Grad input: the parameter's .grad looked up on every call, with its dtype and sizes
+// guarded, because zero_grad() and backward() replace the gradient tensor from call to call. A
+// gradient is recognized as such when it is the .grad of a module parameter the function
+// received, or of a tensor passed to TracingHooks::grad_of (what the optimizers' traced steps
+// do). On a cache hit the runtime does the same: run the segment, run the root's backward(), go
+// on with the child.
+void Tracer::backward(const Tensor& root, const Tensor& gradient, std::optional<bool> retain_graph,
+                      bool create_graph, const std::source_location& loc) {
+  const std::string reason = "backward() runs the eager autograd engine";
+  if (req_.options->fullgraph) graph_break_error(reason, loc);
+  KILN_CHECK(!create_graph, NotImplementedError,
+             "{}: backward(create_graph=true) at {} inside a compiled function is not supported; "
+             "call it outside the compiled function",
+             req_.function_name, location_str(loc));
+  std::vector<Tensor> needed{root};
+  if (gradient.defined()) needed.push_back(gradient);
+  finish_segment(BreakPoint{.kind = BreakPoint::Kind::Backward,
+                            .retain_graph = retain_graph,
+                            .reason = reason,
+                            .where = location_str(loc)},
+                 needed);
+  seg_->brk->tensor = prior_.at(fake_of(root).impl());
+  if (gradient.defined()) seg_->brk->gradient = prior_.at(fake_of(gradient).impl());
+  if (!replaying()) {  // a replayed prefix already ran its backward for this call
+    PauseScope pause;
+    run_backward(*seg_->brk, outputs_by_depth_);
+  }
+  result_.breaks += 1;
+  result_.break_reasons.push_back(fmt::format("{}: {}", location_str(loc), reason));
+  start_segment("");
+}
+
+// Note [Effects] (segment.h).
+void Tracer::effect(std::string what, std::function<void()> fn) {
+  if (segment_has_ops()) {
+    const std::string reason = fmt::format("{} changes state outside the graph", what);
+    finish_segment(BreakPoint{.kind = BreakPoint::Kind::Effect, .reason = reason}, {});
+    result_.breaks += 1;
+    result_.break_reasons.push_back(reason);
+    start_segment("");
+  }
+  if (!replaying()) {
+    PauseScope pause;
+    fn();
+  }
+  seg_->effects.push_back(Effect{std::move(what), std::move(fn)});
+}
+
+void Tracer::guard(std::string what, std::function<bool()> holds) {
+  guards().values.push_back(ValueGuard{std::move(what), std::move(holds)});
+}
+
+void Tracer::run_untraced(const std::function<void()>& fn) {
+  PauseScope pause;
+  fn();
+}
+
+const Tensor& Tracer::grad_of(const Tensor& param) {
+  value_of(param);  // lifts the parameter, which names its gradient's source
+  const auto it = inputs_.find(fake_of(param).impl());
+  std::string source = it != inputs_.end() ? it->second.source : std::string("param");
+  grad_owners_.emplace_back(param, std::move(source));
+  return param.grad();
+}
+
 TraceResult Tracer::run() {
   auto first = std::make_unique<Segment>();
   seg_ = first.get();
@@ -574,8 +683,23 @@ TraceResult Tracer::run() {
       KILN_CHECK(fake_results[i].defined(), ValueError,
                  "{}: result {} of the compiled function is an undefined tensor",
                  req_.function_name, i);
-    finish_segment(std::nullopt, fake_results);
-    for (const Tensor& r : fake_results) seg_->results.push_back(prior_.at(fake_of(r).impl()));
+    // A result an earlier segment computed, and this one did not touch, comes from that
+    // segment's outputs as it is (with its grad_fn), not through this segment's graph.
+    std::vector<std::optional<OutputRef>> earlier;
+    std::vector<Tensor> computed_here;
+    for (const Tensor& r : fake_results) {
+      const TensorImpl* impl = fake_of(r).impl();
+      const auto prior = prior_.find(impl);
+      if (!values_.contains(impl) && prior != prior_.end()) {
+        earlier.emplace_back(prior->second);
+      } else {
+        earlier.emplace_back(std::nullopt);
+        computed_here.push_back(r);
+      }
+    }
+    finish_segment(std::nullopt, computed_here);
+    for (size_t i = 0; i < fake_results.size(); ++i)
+      seg_->results.push_back(earlier[i] ? *earlier[i] : prior_.at(fake_of(fake_results[i]).impl()));
   }
   for (const OutputRef& ref : seg_->results)
     result_.results.push_back(outputs_by_depth_[ref.segment][ref.index]);

@@ -61,6 +61,10 @@ std::vector<Tensor> gather_inputs(const Segment& segment, const std::vector<ArgV
 void check_runtime_asserts(const Segment& segment,
                            const std::vector<std::vector<Tensor>>& outputs_by_depth,
                            const SymbolTable& symbols, const std::vector<int64_t>& symbol_values);
+// Runs a segment's effects (Note [Effects]).
+void run_effects(const Segment& segment);
+// Runs the backward() of a Backward break (Note [Backward in a compiled function]).
+void run_backward(const BreakPoint& brk, const std::vector<std::vector<Tensor>>& outputs_by_depth);
 // The value that picks a break's next segment ("true", "3", "1.5"...).
 std::string branch_key(const BreakPoint& brk,
                        const std::vector<std::vector<Tensor>>& outputs_by_depth,

@@ -1,9 +1,14 @@
-// Hooks through which core tensor methods that read data (item(), tolist()) reach the tracer
-// when they are called on a fake tensor (src/capture; Note [Fake tensors]). Core never includes
-// capture headers: the tracer installs itself here for the duration of a trace.
+// Hooks through which core tensor methods and library code reach the tracer while a kiln::compile
+// trace runs on this thread (src/capture; Note [Fake tensors]): item()/tolist() on a fake tensor,
+// backward() on a fake tensor, and the optimizers' traced steps (Note [Optimizer steps under a
+// trace], src/optim/traced_step.cpp). Core never includes capture headers: the tracer installs
+// itself here for the duration of a trace.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <source_location>
+#include <string>
 
 #include "kiln/tensor.h"
 
@@ -14,6 +19,23 @@ struct TracingHooks {
   // The real value of fake tensor `t` (a graph break: the graph so far runs). `what` names the
   // method for messages ("item()").
   virtual Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) = 0;
+  // backward() on fake tensor `root` (Note [Backward in a compiled function], src/capture).
+  virtual void backward(const Tensor& root, const Tensor& gradient,
+                        std::optional<bool> retain_graph, bool create_graph,
+                        const std::source_location& loc) = 0;
+  // Note [Effects] (src/capture/segment.h): runs `effect` now with tracing paused, and again on
+  // every later call that reaches this point, before the graph that follows it. For C++ state the
+  // graph cannot hold: gradients set to None, hyperparameters copied into tensors, an optimizer
+  // step with no traced form.
+  virtual void effect(std::string what, std::function<void()> effect) = 0;
+  // A guard on state outside the traced function's arguments (an optimizer's hyperparameters):
+  // the cache entry is reused only while `holds()` is true; `what` is the recompile reason's text.
+  virtual void guard(std::string what, std::function<bool()> holds) = 0;
+  // Runs `fn` once, now, with tracing paused: setup whose results later ops read as constants.
+  virtual void run_untraced(const std::function<void()>& fn) = 0;
+  // `param.grad()` as something the graph reads at run time (the gradient object changes from
+  // call to call), not as a constant captured when traced.
+  virtual const Tensor& grad_of(const Tensor& param) = 0;
 };
 
 // This thread's hooks (null when no trace is running).

@@ -7,6 +7,7 @@
 
 #include "kiln/autograd.h"
 #include "src/core/shape.h"
+#include "src/core/tracing_hooks.h"
 
 namespace kiln::nn {
 namespace {
@@ -243,6 +244,11 @@ void Module::to(ScalarType dtype) {
 }
 
 void Module::zero_grad(bool set_to_none) {
+  // Inside kiln::compile: an effect, run again on every call (Note [Effects]).
+  if (TracingHooks* hooks = current_tracing_hooks()) {
+    hooks->effect(name() + ".zero_grad()", [this, set_to_none] { zero_grad(set_to_none); });
+    return;
+  }
   for (const Tensor& p : parameters()) {
     Tensor& grad = p.mutable_grad();
     if (!grad.defined()) continue;

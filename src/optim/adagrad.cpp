@@ -3,6 +3,7 @@
 #include "kiln/autograd.h"
 #include "kiln/ops/creation.h"
 #include "src/optim/descent.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -55,6 +56,7 @@ void Adagrad::init_state(const ParamGroup& group, const Tensor& param) {
 }
 
 void Adagrad::step() {
+  if (step_under_trace(*this)) return;  // Note [Optimizer steps under a trace]
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
     const AdagradOptions o = group_options(group);

@@ -7,6 +7,7 @@
 #include "kiln/ops/creation.h"
 #include "src/optim/adam_update.h"
 #include "src/optim/descent.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -67,6 +68,7 @@ void Adam::check_group(const ParamGroup& group, size_t index) const {
 }
 
 void Adam::step() {
+  if (step_under_trace(*this)) return;  // Note [Optimizer steps under a trace]
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
     const AdamHyperparameters h =

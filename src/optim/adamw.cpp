@@ -2,6 +2,7 @@
 
 #include "kiln/autograd.h"
 #include "src/optim/adam_update.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -25,6 +26,7 @@ void AdamW::check_group(const ParamGroup& group, size_t index) const {
 }
 
 void AdamW::step() {
+  if (step_under_trace(*this)) return;  // Note [Optimizer steps under a trace]
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
     const AdamHyperparameters h =

@@ -5,6 +5,7 @@
 #include "kiln/error.h"
 #include "kiln/optim/lr_scheduler_base.h"
 #include "src/optim/lr_scheduler_state.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -43,7 +44,11 @@ void LRScheduler::initial_step() {
   is_initial_ = false;
 }
 
-void LRScheduler::step() { update_lr(); }
+void LRScheduler::step() {
+  // Inside kiln::compile the scheduler steps as an effect (Note [Optimizer steps under a trace]).
+  if (defer_to_effect("scheduler.step()", [this] { step(); })) return;
+  update_lr();
+}
 
 void LRScheduler::update_lr(std::optional<int64_t> epoch) {
   const int64_t previous = last_epoch_;

@@ -8,6 +8,7 @@
 #include "kiln/error.h"
 #include "kiln/optim/lr_scheduler_composite.h"
 #include "src/optim/lr_scheduler_state.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 namespace {
@@ -60,6 +61,7 @@ SequentialLR::SequentialLR(Optimizer& optimizer, Schedulers schedulers,
 }
 
 void SequentialLR::step() {
+  if (defer_to_effect("scheduler.step()", [this] { step(); })) return;
   const int64_t epoch = last_epoch_ + 1;
   const size_t index =
       std::upper_bound(milestones_.begin(), milestones_.end(), epoch) - milestones_.begin();
@@ -128,6 +130,7 @@ ChainedScheduler::ChainedScheduler(Schedulers schedulers)
 }
 
 void ChainedScheduler::step() {
+  if (defer_to_effect("scheduler.step()", [this] { step(); })) return;
   for (auto& scheduler : schedulers_) scheduler->step();
   last_epoch_ += 1;
   last_lr_ = group_lrs();

@@ -8,6 +8,7 @@
 #include "kiln/error.h"
 #include "kiln/optim/lr_scheduler_decay.h"
 #include "src/optim/lr_scheduler_state.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 namespace {
@@ -403,6 +404,7 @@ std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
 }
 
 void CosineAnnealingWarmRestarts::step() {
+  if (defer_to_effect("scheduler.step()", [this] { step(); })) return;
   if (last_epoch_ < 0) {
     step(0.0);
     return;

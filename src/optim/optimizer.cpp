@@ -6,6 +6,8 @@
 #include "kiln/autograd.h"
 #include "kiln/ops/creation.h"
 #include "src/core/shape.h"
+#include "src/core/tracing_hooks.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -85,6 +87,8 @@ void Optimizer::check_option(bool ok, const ParamGroup& group, size_t index,
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
+  if (defer_to_effect(name() + ".zero_grad()", [this, set_to_none] { zero_grad(set_to_none); }))
+    return;
   for (ParamGroup& g : groups_) {
     for (const Tensor& p : g.params) {
       Tensor& grad = p.mutable_grad();
@@ -101,6 +105,12 @@ void Optimizer::zero_grad(bool set_to_none) {
 }
 
 void Optimizer::set_lr(size_t group, double lr) {
+  // A rate set while tracing would be baked into the graph; schedulers step as effects instead
+  // (Note [Optimizer steps under a trace]).
+  KILN_CHECK(current_tracing_hooks() == nullptr, NotImplementedError,
+             "{}.set_lr: setting a learning rate inside a compiled function is not supported; "
+             "call it (or the scheduler's step()) outside the compiled function",
+             name());
   ParamGroup& g = groups_.at(group);
   g.lr = lr;
   if (g.lr_tensor.defined()) {

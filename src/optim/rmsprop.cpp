@@ -3,6 +3,7 @@
 #include "kiln/autograd.h"
 #include "kiln/ops/creation.h"
 #include "src/optim/descent.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -47,6 +48,7 @@ void RMSprop::check_group(const ParamGroup& group, size_t index) const {
 }
 
 void RMSprop::step() {
+  if (step_under_trace(*this)) return;  // Note [Optimizer steps under a trace]
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
     const RMSpropOptions o = group_options(group);

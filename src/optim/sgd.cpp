@@ -2,6 +2,7 @@
 
 #include "kiln/autograd.h"
 #include "src/optim/descent.h"
+#include "src/optim/traced_step.h"
 
 namespace kiln::optim {
 
@@ -46,6 +47,7 @@ void SGD::check_group(const ParamGroup& group, size_t index) const {
 }
 
 void SGD::step() {
+  if (step_under_trace(*this)) return;  // Note [Optimizer steps under a trace]
   NoGradGuard no_grad;
   for (const ParamGroup& group : groups_) {
     const SGDOptions o = group_options(group);

@@ -170,7 +170,16 @@ capture::CompiledGraph inductor_backend(const graph::Graph& captured,
                                         std::span<const Tensor> inputs) {
   bool needs_grad = false;
   for (const Tensor& t : inputs) needs_grad |= t.defined() && t.requires_grad();
-  if (!needs_grad || !GradMode::is_enabled()) return compile_inference(captured, inputs);
+  // A graph whose every op runs under no_grad (an optimizer step) records nothing for autograd,
+  // whatever its inputs: it compiles for inference, and updates its inputs in place.
+  bool records_grad = false;
+  for (const graph::Node* node : captured.nodes()) {
+    if (node->kind() != graph::NodeKind::Call) continue;
+    const auto mode = node->grad_mode();
+    records_grad |= mode == graph::Node::GradMode::Enabled ||
+                    (mode == graph::Node::GradMode::Inherit && GradMode::is_enabled());
+  }
+  if (!needs_grad || !records_grad) return compile_inference(captured, inputs);
   const trace::CompileId id = trace::current_compile_id();
   try {
     return aot::aot_compile(captured, inputs,
