@@ -43,7 +43,8 @@ int64_t numel(const graph::TensorMeta& meta) {
 // costs more than the bytes save), never random ops (a dropout mask drawn again would differ:
 // masks are saved), and never reductions that shrink their input more than 4x (the input is
 // what recomputing would need, so saving the output is the cheaper cut anyway, and the reduction
-// is not cheap).
+// is not cheap). These rules are about forward ops: an op that only the backward formulas
+// introduced (not needed by any forward output) is computed in the backward whatever it is.
 bool recomputable(const Node& node) {
   const OpDef& op = node.op_def();
   if (op.has_tag(kTagRandom) || node.has_side_effects()) return false;
@@ -185,7 +186,13 @@ std::vector<const Value*> min_cut_saved(const JointGraph& joint, const Classes& 
     const Value* v = candidates[k];
     const Node* producer = v->producer();
     const bool is_primal = producer->kind() == graph::NodeKind::Placeholder;
-    if (is_primal || !recomputable(*producer)) flow.add_edge(kSource, in(v), MaxFlow::kInfinite);
+    // Only a forward op can be recomputed: an op the backward formulas added (attention's
+    // recomputed scores) is not in the forward at all, and computing it in the backward is no
+    // repetition. Pinning it to the source would make the forward compute it, and save it.
+    const bool pinned = is_primal || (!recomputable(*producer) &&
+                                      (c.forward.contains(v) ||
+                                       producer->op_def().has_tag(kTagRandom)));
+    if (pinned) flow.add_edge(kSource, in(v), MaxFlow::kInfinite);
     const int64_t bytes = std::max<int64_t>(value_bytes(v->meta()), 1);
     const int d = std::clamp(dist.at(v), 1, 100);
     const int64_t weight =

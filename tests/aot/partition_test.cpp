@@ -121,6 +121,31 @@ TEST(Partition, MatrixProductsAreSavedNotRecomputed) {
   EXPECT_TRUE(saved_product_or_tanh);
 }
 
+// Attention's backward formula computes q k^T and the softmax again (the forward op is one fused
+// call that keeps neither). Those products are backward work: min-cut leaves them in the
+// backward, and the forward runs attention once and saves its inputs, not the scores.
+TEST(Partition, ProductsOnlyTheBackwardNeedsStayInTheBackward) {
+  graph::Graph fwd = parse(
+      "%0 : f32[2, 16, 8] = placeholder(\"q\")\n"
+      "%1 : f32[2, 16, 8] = placeholder(\"k\")\n"
+      "%2 : f32[2, 16, 8] = placeholder(\"v\")\n"
+      "%3 : f32[2, 16, 8] = scaled_dot_product_attention(%0, %1, %2, None, 0.0, False, None)\n"
+      "return (%3)\n");
+  JointGraph joint = build_joint_graph(fwd, {true, true, true});
+  Partition p = partition(joint, Partitioner::MinCut);
+  for (const graph::Node* n : p.forward.calls()) {
+    const std::string_view name = n->op_def().name;
+    EXPECT_TRUE(name == "scaled_dot_product_attention" || n->op_def().has_tag(kTagView))
+        << "the forward computes " << name << ":\n"
+        << graph::to_string(p.forward);
+  }
+  for (const SavedValue& s : p.saved)
+    EXPECT_TRUE(contains(s.name, "placeholder") || contains(s.name, "= q") ||
+                contains(s.name, "= k") || contains(s.name, "= v"))
+        << s.name;
+  EXPECT_EQ(p.saved_bytes, 3 * 2 * 16 * 8 * 4);
+}
+
 // A random draw is made once: min-cut never recomputes a random op, it saves the (smaller) mask
 // computed from it. (dropout itself is a function of its seed and offset, so its backward is
 // dropout of the gradient, not a recomputation.)

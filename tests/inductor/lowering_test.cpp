@@ -363,6 +363,26 @@ return (%1)
   EXPECT_EQ(l.code.kernels.find("kiln_hsum"), std::string::npos) << l.code.kernels;
 }
 
+// Sibling column sums (a layer norm's weight and bias gradients) share one pass over the rows
+// across lanes, also when they read through a reshape (whose // and % the loop ranges simplify).
+TEST(Lowering, SiblingColumnSumsThroughAReshapeShareOneLaneKernel) {
+  Lowered l = lower_text(R"(
+%0 : f32[4, 16, 100] = placeholder("a")
+%1 : f32[4, 16, 100] = placeholder("b")
+%2 : f32[64, 100] = view(%0, [64, 100])
+%3 : f32[100] = sum(%2, [0], False, None)
+%4 : f32[4, 16, 100] = mul(%0, %1)
+%5 : f32[64, 100] = view(%4, [64, 100])
+%6 : f32[100] = sum(%5, [0], False, None)
+return (%3, %6)
+)");
+  EXPECT_NE(l.code.kernels.find("kiln_block"), std::string::npos) << l.code.kernels;
+  EXPECT_EQ(l.code.kernels.find("kiln_gather"), std::string::npos) << l.code.kernels;
+  EXPECT_EQ(l.code.kernels.find("kernel1"), std::string::npos) << l.code.kernels;
+  // 6400 elements read: below the OpenMP threshold; the pragma counts reads, not outputs.
+  EXPECT_NE(l.code.kernels.find("if (6400LL >= 32768)"), std::string::npos) << l.code.kernels;
+}
+
 TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
   Lowered l = lower_text(R"(
 %0 : f32[4, 3, 5, 7] = placeholder("a")

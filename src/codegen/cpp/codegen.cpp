@@ -554,49 +554,68 @@ class ProgramBuilder {
   // and unit stride along the output. Vectorized over the reduction it would gather; instead
   // each of 8 lanes accumulates one output element while the reduction loops run outside them:
   // unit-stride vector loads, no horizontal fold, one vector store per 8 outputs. Used for a
-  // kernel of one float32 sum/max/min whose reads all move by 0 or 1 along the last output dim
-  // and by more than 1 along the innermost reduction dim; a scalar loop handles the last
-  // (size % 8) outputs.
+  // kernel of float32 sum/max/min nodes over the same reduction loops (siblings such as a layer
+  // norm's weight and bias gradients share one pass over the rows), none reading another's
+  // output, whose reads all move by 0 or 1 along the last output dim and, for at least one, by
+  // more than 1 along the innermost reduction dim; a scalar loop handles the last (size % 8)
+  // outputs.
   std::optional<std::string> emit_lane_reduction(const Kernel& k, const std::vector<ExprPtr>& ivars,
                                                  const VarRanges& base) {
-    if (!options_.vectorize || k.nodes.size() != 1 || ivars.empty()) return std::nullopt;
-    const SchedNode& node = k.nodes[0];
-    if (!node.is_reduction() || node.ranges.size() != ivars.size() ||
-        node.reduction_ranges.empty() || local_.count(node.buffer->name()))
-      return std::nullopt;
-    for (ExprPtr r : node.reduction_ranges)
+    if (!options_.vectorize || k.nodes.empty() || ivars.empty()) return std::nullopt;
+    const std::vector<ExprPtr>& reduction_ranges = k.nodes[0].reduction_ranges;
+    std::set<std::string> written;
+    for (const SchedNode& node : k.nodes) {
+      if (!node.is_reduction() || node.ranges.size() != ivars.size() ||
+          node.reduction_ranges != reduction_ranges || reduction_ranges.empty() ||
+          local_.count(node.buffer->name()))
+        return std::nullopt;
+      written.insert(node.buffer->name());
+    }
+    for (ExprPtr r : reduction_ranges)
       if (r == sym::integer(0)) return std::nullopt;
-    const std::vector<ExprPtr> rvars = vars("r", node.reduction_ranges.size());
+    const std::vector<ExprPtr> rvars = vars("r", reduction_ranges.size());
     VarRanges ranges = base;
-    for (size_t d = 0; d < rvars.size(); ++d) ranges[rvars[d]] = node.reduction_ranges[d];
+    for (size_t d = 0; d < rvars.size(); ++d) ranges[rvars[d]] = reduction_ranges[d];
     ExprPtr lane = ivars.back();
-    {
+    bool strided_reduction = false;
+    for (const SchedNode& node : k.nodes) {
       lower::DependencyHandler deps;
       node.run_body(deps, ivars, rvars);
-      bool strided_reduction = false;
       for (const auto& a : deps.reads()) {
-        auto along_lane = lower::linear_coefficient(a.index, lane);
+        if (written.contains(a.buffer)) return std::nullopt;
+        // A read through a reshape indexes with // and % until the loop ranges simplify them.
+        const ExprPtr index = lower::simplify_index(a.index, ranges);
+        auto along_lane = lower::linear_coefficient(index, lane);
         if (!along_lane || (*along_lane != sym::integer(0) && *along_lane != sym::integer(1)))
           return std::nullopt;
-        auto along_r = lower::linear_coefficient(a.index, rvars.back());
+        auto along_r = lower::linear_coefficient(index, rvars.back());
         strided_reduction |= along_r && *along_r != sym::integer(0) && *along_r != sym::integer(1);
       }
-      if (!strided_reduction) return std::nullopt;
     }
-    CppPrinter scalar("n0_", ranges, nullptr);
-    scalar.set_reduction_linear_index("0");
-    node.run_body(scalar, ivars, rvars);
-    CppPrinter lanes("n0_", ranges, lane);
-    lanes.set_lane_reduction(true);
-    lanes.set_reduction_linear_index("0");
-    try {
-      node.run_body(lanes, ivars, rvars);
-    } catch (const NotVectorizable&) {
-      return std::nullopt;
+    if (!strided_reduction) return std::nullopt;
+    std::vector<CppPrinter> scalars, lanes;
+    scalars.reserve(k.nodes.size());
+    lanes.reserve(k.nodes.size());
+    for (size_t n = 0; n < k.nodes.size(); ++n) {
+      const std::string prefix = fmt::format("n{}_", n);
+      scalars.emplace_back(prefix, ranges, nullptr);
+      scalars.back().set_reduction_linear_index("0");
+      k.nodes[n].run_body(scalars.back(), ivars, rvars);
+      lanes.emplace_back(prefix, ranges, lane);
+      lanes.back().set_lane_reduction(true);
+      lanes.back().set_reduction_linear_index("0");
+      try {
+        k.nodes[n].run_body(lanes.back(), ivars, rvars);
+      } catch (const NotVectorizable&) {
+        return std::nullopt;
+      }
     }
     const size_t outer = ivars.size();
     const std::string n = cpp_expr(k.outer.back(), base);
-    std::string out = parallel_pragma(outer, product(k.outer), base);
+    // The work is every element read, not the outputs: a bias gradient sums millions of values
+    // into a thousand.
+    std::string out = parallel_pragma(
+        outer, sym::mul(product(k.outer), product(reduction_ranges)), base);
     for (size_t d = 0; d + 1 < outer; ++d)
       out += indent(1 + static_cast<int>(d)) +
              fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", ivars[d]->name(),
@@ -608,17 +627,24 @@ class ProgramBuilder {
     out += indent(depth + 1) + "const int64_t kiln_start = kiln_block * 8;\n";
     out += indent(depth + 1) + fmt::format("if (kiln_start + 8 <= {}) {{\n", n);
     out += indent(depth + 2) + fmt::format("const int64_t {} = kiln_start;\n", lane->name());
-    append(out, lanes.before(), depth + 2);
-    std::vector<std::string> body = lanes.invariant();
-    body.insert(body.end(), lanes.body().begin(), lanes.body().end());
-    emit_loops(out, rvars, node.reduction_ranges, ranges, body, nullptr, depth + 2);
-    append(out, lanes.after(), depth + 2);
+    std::vector<std::string> body;
+    for (const CppPrinter& p : lanes) {
+      append(out, p.before(), depth + 2);
+      body.insert(body.end(), p.invariant().begin(), p.invariant().end());
+    }
+    for (const CppPrinter& p : lanes) body.insert(body.end(), p.body().begin(), p.body().end());
+    emit_loops(out, rvars, reduction_ranges, ranges, body, nullptr, depth + 2);
+    for (const CppPrinter& p : lanes) append(out, p.after(), depth + 2);
     out += indent(depth + 1) + "} else {\n";
     out += indent(depth + 2) +
            fmt::format("for (int64_t {0} = kiln_start; {0} < {1}; ++{0}) {{\n", lane->name(), n);
-    append(out, scalar.before(), depth + 3);
-    emit_loops(out, rvars, node.reduction_ranges, ranges, scalar.body(), nullptr, depth + 3);
-    append(out, scalar.after(), depth + 3);
+    std::vector<std::string> scalar_body;
+    for (const CppPrinter& p : scalars) {
+      append(out, p.before(), depth + 3);
+      scalar_body.insert(scalar_body.end(), p.body().begin(), p.body().end());
+    }
+    emit_loops(out, rvars, reduction_ranges, ranges, scalar_body, nullptr, depth + 3);
+    for (const CppPrinter& p : scalars) append(out, p.after(), depth + 3);
     out += indent(depth + 2) + "}\n";
     out += indent(depth + 1) + "}\n";
     out += indent(depth) + "}\n";
