@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -151,6 +153,38 @@ FunctionalGraph functionalize(const graph::Graph& input) {
     KILN_CHECK(!node->mutates(), NotImplementedError, "functionalize: {} still mutates",
                graph::to_string(*node));
   return result;
+}
+
+graph::Graph functionalize_with_copy_back(const graph::Graph& g) {
+  FunctionalGraph f = functionalize(g);
+  graph::Graph& out = f.graph;
+  const std::vector<Value*> all(out.outputs().begin(), out.outputs().end());
+  std::vector<Value*> outputs(all.begin(), all.begin() + f.num_outputs);
+  const auto placeholders = out.placeholders();
+  const std::vector<Node*> calls = out.calls();
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < calls.size(); ++i) position[calls[i]] = i;
+  for (size_t k = 0; k < f.mutated_inputs.size(); ++k) {
+    Value* input = placeholders[f.mutated_inputs[k]];
+    Value* value = all[f.num_outputs + k];
+    // As early as possible: once the final value exists and the old one has been read for the
+    // last time, so that the store lands next to the computation that feeds it (one kernel).
+    std::optional<size_t> last;
+    auto after = [&](const Node* node) {
+      if (auto it = position.find(node); it != position.end())
+        last = std::max(last.value_or(0), it->second);
+    };
+    after(value->producer());
+    for (const Node* user : input->users()) after(user);
+    std::optional<graph::Graph::InsertPoint> at;
+    if (last && *last + 1 < calls.size()) at.emplace(out, calls[*last + 1]);
+    Value* copied =
+        out.add_call1(op("copy_"), {Arg::value(input), Arg::value(value)}, input->meta());
+    for (Value*& o : outputs)
+      if (o == value) o = copied;
+  }
+  out.set_outputs(std::move(outputs));
+  return std::move(f.graph);
 }
 
 }  // namespace kiln::aot

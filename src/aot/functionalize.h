@@ -33,4 +33,14 @@ struct FunctionalGraph {
 
 FunctionalGraph functionalize(const graph::Graph& g);
 
+// Note [Copy-back inside the graph]
+// For a graph compiled without autograd: functionalized, then each mutated input gets one
+// `copy_(input, final value)` at the end, which the lowering stores straight into the input
+// (Note [Mutation lowering]). A chain of in-place updates (an optimizer's buf.mul_(m).add_(g),
+// then p.sub_(lr * buf)) then fuses into one pass that loads each input once and stores each
+// mutated input once, instead of storing and reloading every intermediate. An output that was
+// the mutated input stays that input (the copy_'s result). Throws NotImplementedError where
+// functionalize() does.
+graph::Graph functionalize_with_copy_back(const graph::Graph& g);
+
 }  // namespace kiln::aot

@@ -15,6 +15,34 @@
 namespace kiln::lower {
 namespace {
 
+// True when `pw`'s body loads from the buffer called `name`.
+bool reads_buffer(const Pointwise& pw, const std::string& name) {
+  DependencyHandler deps;
+  {
+    HandlerScope scope(deps);
+    (void)pw.inner_fn(loop_vars('i', pw.ranges.size()));
+  }
+  for (const MemoryAccess& read : deps.reads())
+    if (read.buffer == name) return true;
+  return false;
+}
+
+// True when `pw`, stored into `target` element by element, reads `target` at an element other
+// than the one being stored (Note [Mutation lowering]).
+bool reads_target_elsewhere(const Pointwise& pw, const Buffer& target) {
+  const std::vector<ExprPtr> vars = loop_vars('i', pw.ranges.size());
+  const Index index(vars.begin(), vars.end());
+  DependencyHandler deps;
+  {
+    HandlerScope scope(deps);
+    (void)pw.inner_fn(index);
+  }
+  const ExprPtr stored = target.layout().offset_of(index);
+  for (const MemoryAccess& read : deps.reads())
+    if (read.buffer == target.name() && read.index != stored) return true;
+  return false;
+}
+
 std::unordered_map<OpId, LoweringFn>& lowering_table() {
   static std::unordered_map<OpId, LoweringFn> table;
   return table;
@@ -160,7 +188,9 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
 //   kernel-local row (Note [Local buffers] in src/codegen/cpp/codegen.cpp), so it costs no
 //   memory traffic either;
 // - every pending value still to be read, before a node that mutates memory, so no body reads a
-//   location after the mutation that it meant to read before it.
+//   location after the mutation that it meant to read before it; before an in-place op on a
+//   whole graph input, only the pending values that read that input (and not the value a copy_
+//   stores, when nothing else reads it).
 // Everything else is inlined into its consumers: a pointwise chain becomes one loop body.
 namespace {
 constexpr int kMaxInlineOps = 30;
@@ -225,9 +255,31 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
 void GraphLowering::lower_call(const graph::Node& node) {
   const OpDef& def = node.op_def();
   if (node.mutates() || def.has_tag(kTagRandom)) {
-    // Note [Realization], last rule.
+    // Note [Realization], last rule. An in-place op on a whole graph input writes only that
+    // input: values that do not read it stay inline, and so does the value a copy_ stores when
+    // nothing else reads it.
+    const graph::Value* self =
+        def.has_tag(kTagInplace) && node.args()[0].is_value() ? node.args()[0].as_value() : nullptr;
+    const InputBuffer* target = self != nullptr ? input_buffer(self) : nullptr;
+    const graph::Value* stored =
+        target != nullptr && def.name == "copy_" && node.args()[1].is_value()
+            ? node.args()[1].as_value()
+            : nullptr;
     for (auto& [value, box] : boxes_) {
-      if (!box.storage()->is_realized() && !value->users().empty()) box.storage()->realize(*this);
+      if (box.storage()->is_realized()) continue;
+      const bool still_read = std::any_of(value->users().begin(), value->users().end(),
+                                          [&](const graph::Node* u) {
+                                            return u != &node && !lowered_.contains(u);
+                                          }) ||
+                              value == stored || std::find(graph_.outputs().begin(),
+                                                           graph_.outputs().end(),
+                                                           value) != graph_.outputs().end();
+      if (!still_read) continue;
+      if (target != nullptr) {
+        if (value == stored && value->users().size() == 1) continue;
+        if (!reads_buffer(box.storage()->pointwise(), target->name())) continue;
+      }
+      box.storage()->realize(*this);
     }
   }
   if (def.has_tag(kTagInplace)) {
@@ -258,6 +310,15 @@ void GraphLowering::lower_call(const graph::Node& node) {
         Pointwise pw{dtype, self_box.sizes(),
                      [ld, dtype](const Index& i) { return cast(ld(i), dtype); }};
         if (input != nullptr) {
+          if (reads_target_elsewhere(pw, *input)) {
+            // x.add_(x.t()): stored element by element, the value would read elements already
+            // overwritten. It is computed whole into its own buffer first, then copied in (the
+            // scheduler keeps the copy out of the producer's kernel: it writes what that reads
+            // elsewhere).
+            const ComputedBuffer* whole = add_computed(std::move(pw));
+            Loader copy = TensorBox::of(std::make_shared<StorageBox>(whole)).make_loader();
+            pw = Pointwise{dtype, self_box.sizes(), copy};
+          }
           ComputedBuffer* b = const_cast<ComputedBuffer*>(add_computed(std::move(pw)));
           b->set_store_target(input);
           boxes_[node.output(0)] = boxes_.at(self);
@@ -303,7 +364,10 @@ void GraphLowering::lower_outputs() {
 void GraphLowering::run() {
   int index = 0;
   for (const graph::Value* p : graph_.placeholders()) lower_placeholder(p, index++);
-  for (const graph::Node* node : graph_.calls()) lower_call(*node);
+  for (const graph::Node* node : graph_.calls()) {
+    lower_call(*node);
+    lowered_.insert(node);
+  }
   lower_outputs();
 }
 

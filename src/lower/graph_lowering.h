@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "src/graph/graph.h"
@@ -63,6 +64,7 @@ class GraphLowering {
 
   const graph::Graph& graph_;
   std::unordered_map<const graph::Value*, TensorBox> boxes_;
+  std::unordered_set<const graph::Node*> lowered_;  // calls lowered so far
   std::vector<std::unique_ptr<Buffer>> buffers_;
   std::vector<StridedView> outputs_;
   std::vector<SymbolSource> symbol_sources_;

@@ -43,6 +43,10 @@ SymDimVector result_shape(std::string_view name, const Tensor& a, const cpu::Ope
 // "" -> Div, "floor" -> DivFloor, "trunc" -> DivTrunc; ValueError otherwise.
 cpu::BinaryOp div_op(std::string_view name, std::string_view rounding_mode);
 
+// ValueError when `other` is another view overlapping self's memory (PyTorch's
+// assert_no_partial_overlap).
+void check_no_partial_overlap(std::string_view name, const Tensor& self, const Tensor& other);
+
 // Checks an in-place op may write a `compute`-dtype result of shape broadcast(self, other) into
 // self: castable dtype, self's own shape, and no element of self written twice.
 void check_inplace(std::string_view name, const Tensor& self, const cpu::Operand& other,

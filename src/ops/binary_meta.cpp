@@ -1,6 +1,8 @@
 // Dtype and shape rules shared by the binary ops; see binary_common.h.
 #include "src/ops/binary_common.h"
 
+#include <optional>
+
 namespace kiln::binary {
 
 using cpu::BinaryOp;
@@ -103,6 +105,44 @@ BinaryOp div_op(std::string_view name, std::string_view rounding_mode) {
       rounding_mode));
 }
 
+namespace {
+
+// The storage elements [first, last] a view can touch; nullopt for an empty or symbolic view.
+std::optional<std::pair<int64_t, int64_t>> element_range(const Tensor& t) {
+  const SymInt offset = t.impl()->sym_offset();
+  if (offset.is_symbolic()) return std::nullopt;
+  int64_t first = offset.raw(), last = offset.raw();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const SymInt size = t.sym_sizes()[d], stride = t.sym_strides()[d];
+    if (size.is_symbolic() || stride.is_symbolic()) return std::nullopt;
+    if (size.raw() == 0) return std::nullopt;
+    const int64_t span = (size.raw() - 1) * stride.raw();
+    (span < 0 ? first : last) += span;
+  }
+  return std::make_pair(first, last);
+}
+
+}  // namespace
+
+// As PyTorch's assert_no_partial_overlap: an in-place op reading another view of self's memory
+// (x.add_(x.t())) would read elements it has already written, so the result would depend on
+// the kernel's loop order. The very same view (x.add_(x)) is fine: each element reads itself.
+void check_no_partial_overlap(std::string_view name, const Tensor& self, const Tensor& other) {
+  if (!self.defined() || !other.defined() || !self.is_alias_of(other)) return;
+  if (other.element_size() != self.element_size()) return;
+  const auto a = element_range(self), b = element_range(other);
+  if (!a || !b || a->second < b->first || b->second < a->first) return;
+  const bool same_view = same(self.impl()->sym_offset(), other.impl()->sym_offset()) &&
+                         same_shape(self.sym_sizes(), other.sym_sizes()) &&
+                         same_shape(self.sym_strides(), other.sym_strides());
+  KILN_CHECK(same_view, ValueError,
+             "{}: some elements of the input (shape {}, strides {}) and of the tensor written in "
+             "place (shape {}, strides {}) refer to the same memory location, so the result "
+             "would depend on the order elements are written; call .clone() on the input first",
+             name, shape_str(other.sym_sizes()), shape_str(other.sym_strides()),
+             shape_str(self.sym_sizes()), shape_str(self.sym_strides()));
+}
+
 void check_inplace(std::string_view name, const Tensor& self, const cpu::Operand& other,
                    ScalarType compute) {
   KILN_CHECK(can_cast(compute, self.dtype()), DTypeError,
@@ -120,6 +160,7 @@ void check_inplace(std::string_view name, const Tensor& self, const cpu::Operand
                name, shape_str(shape), shape_str(self.sym_sizes()),
                shape_str(other.tensor().sym_sizes()));
   }
+  if (!other.is_scalar()) check_no_partial_overlap(name, self, other.tensor());
   for (int64_t d = 0; d < self.dim(); ++d) {
     // A symbolic size is never 0 or 1 (0/1 specialization); a symbolic stride is never 0.
     const SymInt size = self.sym_sizes()[d], stride = self.sym_strides()[d];

@@ -21,6 +21,7 @@
 #include "kiln/autograd.h"
 #include "kiln/error.h"
 #include "src/aot/aot_autograd.h"
+#include "src/aot/functionalize.h"
 #include "src/capture/backend.h"
 #include "src/codegen/cpp/codegen.h"
 #include "src/graph/graph.h"
@@ -107,7 +108,18 @@ capture::CompiledGraph compile_inference(const graph::Graph& captured,
     }
   }
 
-  graph::Graph g = captured.clone();
+  // Note [Copy-back inside the graph] (src/aot/functionalize.h); a graph it cannot
+  // functionalize (mutation through views) keeps its in-place ops.
+  graph::Graph g = [&] {
+    bool mutates = false;
+    for (const graph::Node* node : captured.calls()) mutates |= node->mutates();
+    if (!mutates) return captured.clone();
+    try {
+      return aot::functionalize_with_copy_back(captured);
+    } catch (const NotImplementedError&) {
+      return captured.clone();
+    }
+  }();
   codegen::GeneratedCode code;
   double decompose_s = 0, lower_s = 0, schedule_s = 0, codegen_s = 0;
   try {

@@ -164,6 +164,33 @@ TEST(Inductor, InPlaceUpdateOfAnInputIsVisibleToTheCaller) {
   expect_equal(x, x_eager);
 }
 
+// Chains of in-place updates on inputs (functionalized, one copy-back per input) and a value
+// stored into the input it reads at other elements (computed whole first, then stored).
+TEST(Inductor, InPlaceChainsAndSelfReadingStoresMatchEager) {
+  auto chain = [](const Tensor& p, const Tensor& g, const Tensor& buf, const Tensor& lr) {
+    buf.mul_(0.9).add_(g);
+    p.sub_(buf * lr);
+    Tensor seen = p * 2;  // reads the updated p
+    p.add_(seen.sum());
+    return seen;
+  };
+  auto f = compile(chain, inductor());
+  Tensor p = randn({16, 24}), g = randn({16, 24}), buf = randn({16, 24}), lr = full({}, 0.1);
+  Tensor p_eager = p.clone(), buf_eager = buf.clone();
+  expect_equal(f(p, g, buf, lr), chain(p_eager, g, buf_eager, lr));
+  expect_equal(p, p_eager);
+  expect_equal(buf, buf_eager);
+
+  auto transpose_into = [](const Tensor& x) {
+    x.copy_(x.t() + 1);
+    return x.sum();
+  };
+  auto h = compile(transpose_into, inductor());
+  Tensor x = randn({33, 33}), x_eager = x.clone();
+  expect_equal(h(x), transpose_into(x_eager));
+  expect_equal(x, x_eager);
+}
+
 TEST(Inductor, CatAndFactories) {
   auto fn = [](const Tensor& x, const Tensor& y) {
     Tensor r = arange(0, x.size(0), TensorOptions(kFloat32));

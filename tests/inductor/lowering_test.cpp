@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "src/aot/functionalize.h"
 #include "src/codegen/cpp/codegen.h"
 #include "src/graph/graph.h"
 #include "src/lower/graph_lowering.h"
@@ -270,6 +271,33 @@ return (%2)
     EXPECT_NE(d.kind, runtime::BufferDesc::Kind::Intermediate);
   ASSERT_EQ(l.code.program.outputs.size(), 1u);
   EXPECT_EQ(l.code.program.buffers[l.code.program.outputs[0].buffer].name, "arg0");
+}
+
+// Note [Copy-back inside the graph]: SGD's momentum update, a chain of in-place ops on two
+// inputs, is one pass in which each mutated input is stored once. (Stored op by op, every intermediate went through memory and two kernels.)
+TEST(Lowering, AChainOfInPlaceUpdatesIsOnePassWithOneStorePerInput) {
+  const graph::Graph chain = graph::parse_graph(R"(
+%0 : f32[64, 100] = placeholder("param")
+%1 : f32[64, 100] = placeholder("grad")
+%2 : f32[64, 100] = placeholder("buf")
+%3 : f64[] = placeholder("lr")
+%4 : f64[] = placeholder("momentum")
+%5 : f32[64, 100] = mul_(%2, %4)
+%6 : f32[64, 100] = add_(%5, %1, alpha=1)
+%7 : f32[64, 100] = mul(%6, %3)
+%8 : f32[64, 100] = sub_(%0, %7, alpha=1)
+return ()
+)");
+  Lowered l = lower_text(graph::to_string(aot::functionalize_with_copy_back(chain)));
+  EXPECT_EQ(count_kernels(l), 1) << l.code.loop_ir;
+  EXPECT_NE(l.code.loop_ir.find("stores into arg0"), std::string::npos) << l.code.loop_ir;
+  EXPECT_NE(l.code.loop_ir.find("stores into arg2"), std::string::npos) << l.code.loop_ir;
+  // The new momentum, read by both stores, is the one value with memory of its own (written
+  // and read back in the same chunk of the same loop).
+  int intermediates = 0;
+  for (const runtime::BufferDesc& d : l.code.program.buffers)
+    intermediates += d.kind == runtime::BufferDesc::Kind::Intermediate;
+  EXPECT_EQ(intermediates, 1) << l.code.loop_ir;
 }
 
 TEST(Lowering, IntermediateBuffersShareMemoryWhenLifetimesDoNotOverlap) {

@@ -228,5 +228,27 @@ TEST(Binary, MixedSignednessTensorsCompareExactly) {
   EXPECT_FALSE((u32 == i32).item<bool>());  // computed in int64
 }
 
+// PyTorch's assert_no_partial_overlap: an in-place op whose input is another view of the
+// memory it writes would read elements it already overwrote.
+TEST(Binary, InPlaceWithAPartiallyOverlappingInputIsAnError) {
+  Tensor x = arange(16).to(kFloat32).view({4, 4});
+  try {
+    x.add_(x.t());
+    FAIL() << "expected an overlap error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("add_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("same memory location"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(".clone()"), std::string::npos) << e.what();
+  }
+  Tensor flat = arange(8).to(kFloat32);
+  EXPECT_THROW(flat.narrow(0, 0, 6).mul_(flat.narrow(0, 2, 6)), ValueError);
+  // The same view, disjoint views and a clone are fine.
+  x.add_(x);
+  EXPECT_EQ(x.select(0, 1).to_vector<float>(), (std::vector<float>{8, 10, 12, 14}));
+  flat.narrow(0, 0, 4).add_(flat.narrow(0, 4, 4));
+  EXPECT_EQ(flat.narrow(0, 0, 4).to_vector<float>(), (std::vector<float>{4, 6, 8, 10}));
+  x.add_(x.t().clone());
+}
+
 }  // namespace
 }  // namespace kiln
