@@ -45,6 +45,7 @@ class Tracer final : public TracingHooks {
   void guard(std::string what, std::function<bool()> holds) override;
   void run_untraced(const std::function<void()>& fn) override;
   const Tensor& grad_of(const Tensor& param) override;
+  void name_state(const Tensor& owner, std::string what, const Tensor& state) override;
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
 
  private:
@@ -91,6 +92,8 @@ class Tracer final : public TracingHooks {
   // inputs, kept alive so that their impl pointers stay unique while the trace runs.
   std::vector<std::pair<Tensor, std::string>> grad_owners_;
   std::vector<Tensor> keep_reals_;
+  // name_state: real tensor -> its name (kept alive by the map).
+  std::unordered_map<const TensorImpl*, std::pair<Tensor, std::string>> state_names_;
   size_t shape_guard_mark_ = 0;
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
@@ -231,9 +234,11 @@ graph::Value* Tracer::value_of(const Tensor& t) {
                    .source = owner->second + ".grad"};
     keep_reals_.push_back(t);
   } else {
+    const auto named = state_names_.find(t.impl());
     ref = InputRef{.kind = InputRef::Kind::Constant,
                    .constant = t,
-                   .source = fmt::format("constant{}", constants_++)};
+                   .source = named != state_names_.end() ? named->second.second
+                                                         : fmt::format("constant{}", constants_++)};
   }
   guard.where = ref;
   Tensor twin = make_fake(t, ref.source, nullptr, guard);  // parameters are static
@@ -660,6 +665,17 @@ const Tensor& Tracer::grad_of(const Tensor& param) {
   std::string source = it != inputs_.end() ? it->second.source : std::string("param");
   grad_owners_.emplace_back(param, std::move(source));
   return param.grad();
+}
+
+void Tracer::name_state(const Tensor& owner, std::string what, const Tensor& state) {
+  if (!owner.defined()) {
+    state_names_[state.impl()] = {state, std::move(what)};
+    return;
+  }
+  value_of(owner);
+  const auto it = inputs_.find(fake_of(owner).impl());
+  const std::string base = it != inputs_.end() ? it->second.source : std::string("param");
+  state_names_[state.impl()] = {state, fmt::format("{}.{}", base, what)};
 }
 
 TraceResult Tracer::run() {

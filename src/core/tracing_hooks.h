@@ -36,6 +36,10 @@ struct TracingHooks {
   // `param.grad()` as something the graph reads at run time (the gradient object changes from
   // call to call), not as a constant captured when traced.
   virtual const Tensor& grad_of(const Tensor& param) = 0;
+  // Names `state` (an optimizer's momentum buffer of `owner`) in graphs and guards, should it
+  // become a graph input: "<owner's source>.<what>" instead of "constantN" ("<what>" for an
+  // undefined owner).
+  virtual void name_state(const Tensor& owner, std::string what, const Tensor& state) = 0;
 };
 
 // This thread's hooks (null when no trace is running).

@@ -165,6 +165,7 @@ void record_sgd_update(Optimizer& optimizer, size_t index, const GroupScalars& s
       continue;
     }
     const Tensor& buffer = optimizer.state(param).at("momentum_buffer");
+    hooks.name_state(param, "SGD.momentum_buffer", buffer);
     buffer.mul_(s.momentum).add_(direction, 1 - dampening);
     if (nesterov) {
       param.sub_(direction * lr);
@@ -185,6 +186,8 @@ void record_adam_update(Optimizer& optimizer, size_t index, bool decoupled, cons
   for (const Tensor& param : params_with_grad(group)) {
     const Tensor& grad = hooks.grad_of(param);
     auto& state = optimizer.state(param);
+    for (const auto& [key, tensor] : state)
+      hooks.name_state(param, fmt::format("{}.{}", optimizer.name(), key), tensor);
     state.at("step").add_(1);
     if (decoupled && weight_decay != 0) param.mul_(1 - lr * weight_decay);
     Tensor direction = maximize ? grad.neg() : grad;
@@ -245,6 +248,15 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
   }
   hooks.guard(fmt::format("{} has {} parameter groups", optimizer.name(), groups),
               [&optimizer, groups] { return optimizer.param_groups().size() == groups; });
+  for (size_t g = 0; g < groups; ++g) {
+    const std::string group = fmt::format("{}.param_groups[{}]", optimizer.name(), g);
+    hooks.name_state(Tensor(), group + ".lr", optimizer.param_groups()[g].lr_tensor);
+    hooks.name_state(Tensor(), group + ".momentum", scalars[g].momentum);
+    hooks.name_state(Tensor(), group + ".beta1", scalars[g].beta1);
+    hooks.name_state(Tensor(), group + ".step_size", scalars[g].step_size);
+    hooks.name_state(Tensor(), group + ".bias_correction2_sqrt",
+                     scalars[g].bias_correction2_sqrt);
+  }
   // Effects first, then every update: an effect after recorded ops would split the graph.
   for (size_t g = 0; g < groups; ++g) {
     hooks.effect(fmt::format("{} group {}: scheduled hyperparameters into tensors",

@@ -96,6 +96,10 @@ TEST(CompiledTrainingStep, SgdWithOneCycleLrMatchesEagerAndCompilesTwice) {
   const std::string text = train_step.describe();
   EXPECT_NE(text.find("sub_("), std::string::npos) << text;
   EXPECT_NE(text.find("graph break at"), std::string::npos) << text;
+  // Its inputs are named after what they are: gradients, optimizer state, hyperparameters.
+  for (const char* input : {"\"model.0.weight.grad\"", "\"model.0.weight.SGD.momentum_buffer\"",
+                            "\"SGD.param_groups[0].lr\"", "\"SGD.param_groups[0].momentum\""})
+    EXPECT_NE(text.find(input), std::string::npos) << input << "\n" << text;
 }
 
 TEST(CompiledTrainingStep, AdamWAndAdamMatchEager) {
