@@ -68,7 +68,8 @@ struct RuntimeCheck {
 // once (tracing paused) and records it in the current segment, and every call that runs the
 // segment runs its effects first, in order, before the segment's graph. So that "before the
 // graph" is also where the code did it, an effect that follows recorded ops ends the segment
-// there (a break of kind Effect). A branch retraced for a new key replays the prefix without
+// there (a break of kind Effect), unless it promises to touch no tensor the graph has used (an
+// optimizer filling its fresh hyperparameter tensors). A branch retraced for a new key replays the prefix without
 // running its effects again: they already ran for this call.
 struct Effect {
   std::string what;  // "SGD.zero_grad()", for logs

@@ -41,7 +41,8 @@ class Tracer final : public TracingHooks {
   Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) override;
   void backward(const Tensor& root, const Tensor& gradient, std::optional<bool> retain_graph,
                 bool create_graph, const std::source_location& loc) override;
-  void effect(std::string what, std::function<void()> effect) override;
+  void effect(std::string what, std::function<void()> effect,
+              bool touches_traced_tensors) override;
   void guard(std::string what, std::function<bool()> holds) override;
   void run_untraced(const std::function<void()>& fn) override;
   const Tensor& grad_of(const Tensor& param) override;
@@ -635,8 +636,8 @@ void Tracer::backward(const Tensor& root, const Tensor& gradient, std::optional<
 }
 
 // Note [Effects] (segment.h).
-void Tracer::effect(std::string what, std::function<void()> fn) {
-  if (segment_has_ops()) {
+void Tracer::effect(std::string what, std::function<void()> fn, bool touches_traced_tensors) {
+  if (touches_traced_tensors && segment_has_ops()) {
     const std::string reason = fmt::format("{} changes state outside the graph", what);
     finish_segment(BreakPoint{.kind = BreakPoint::Kind::Effect, .reason = reason}, {});
     result_.breaks += 1;

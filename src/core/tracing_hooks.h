@@ -26,8 +26,11 @@ struct TracingHooks {
   // Note [Effects] (src/capture/segment.h): runs `effect` now with tracing paused, and again on
   // every later call that reaches this point, before the graph that follows it. For C++ state the
   // graph cannot hold: gradients set to None, hyperparameters copied into tensors, an optimizer
-  // step with no traced form.
-  virtual void effect(std::string what, std::function<void()> effect) = 0;
+  // step with no traced form. `touches_traced_tensors` false promises that the effect neither
+  // reads nor writes any tensor the graph so far has used (it fills fresh tensors from C++
+  // state), so it needs no graph break to run first.
+  virtual void effect(std::string what, std::function<void()> effect,
+                      bool touches_traced_tensors = true) = 0;
   // A guard on state outside the traced function's arguments (an optimizer's hyperparameters):
   // the cache entry is reused only while `holds()` is true; `what` is the recompile reason's text.
   virtual void guard(std::string what, std::function<bool()> holds) = 0;

@@ -40,18 +40,19 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   }
   const Tensor all = stack(norms);
   const Tensor total = inf_norm ? all.amax() : all.norm(norm_type);
-  const double total_value = total.item<double>();
-  KILN_CHECK(!error_if_nonfinite || std::isfinite(total_value), ValueError,
-             "clip_grad_norm_: the total norm of order {} of the gradients of {} parameter(s) is "
-             "non-finite ({}), so it cannot be clipped. Pass error_if_nonfinite=false to clip "
-             "anyway (the gradients become NaN), or look for the op that overflowed",
-             norm_type, grads.size(), total_value);
-  // Multiplying by a coefficient clamped to 1 (rather than skipping) keeps NaN/inf visible in the
-  // gradients, as PyTorch does.
-  const double coef = std::min(max_norm / (total_value + 1e-6), 1.0);
-  if (!(coef >= 1.0)) {
-    for (const Tensor& g : grads) g.mul_(coef);
+  if (error_if_nonfinite) {
+    const double total_value = total.item<double>();
+    KILN_CHECK(std::isfinite(total_value), ValueError,
+               "clip_grad_norm_: the total norm of order {} of the gradients of {} parameter(s) is "
+               "non-finite ({}), so it cannot be clipped. Pass error_if_nonfinite=false to clip "
+               "anyway (the gradients become NaN), or look for the op that overflowed",
+               norm_type, grads.size(), total_value);
   }
+  // The coefficient stays a tensor, clamped to 1 rather than tested (as PyTorch): no item(), so
+  // clipping inside kiln::compile is part of the graph, not a graph break; multiplying by exactly
+  // 1 changes nothing, and NaN/inf stay visible in the gradients.
+  const Tensor coef = (max_norm / (total + 1e-6)).clamp(std::nullopt, 1.0);
+  for (const Tensor& g : grads) g.mul_(coef);
   return total.to(dtype);
 }
 

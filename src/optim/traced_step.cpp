@@ -258,10 +258,15 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
                      scalars[g].bias_correction2_sqrt);
   }
   // Effects first, then every update: an effect after recorded ops would split the graph.
+  // SGD's effect reads only the group's options and fills this trace's own tensors, so it needs
+  // no graph break after ops recorded before the step (gradient clipping); Adam's reads the step
+  // counts, which a graph before it could have changed.
   for (size_t g = 0; g < groups; ++g) {
+    if (kind == Kind::SGD && optimizer.param_groups()[g].option("momentum") == 0) continue;
     hooks.effect(fmt::format("{} group {}: scheduled hyperparameters into tensors",
                              optimizer.name(), g),
-                 [&optimizer, kind, g, s = scalars[g]] { fill_scalars(optimizer, kind, g, s); });
+                 [&optimizer, kind, g, s = scalars[g]] { fill_scalars(optimizer, kind, g, s); },
+                 /*touches_traced_tensors=*/kind != Kind::SGD);
   }
   NoGradGuard no_grad;
   for (size_t g = 0; g < groups; ++g) {

@@ -224,6 +224,36 @@ TEST(CompiledTrainingStep, RmspropAndASchedulerInsideTheFunctionRunAsEffects) {
   EXPECT_EQ(train_step.stats().compiles, 1);
 }
 
+// Gradient clipping between backward() and step() reads and scales the gradients inside the
+// graph (no item(): clipping compiles once, as in PyTorch, rather than breaking on the norm).
+TEST(CompiledTrainingStep, GradientClippingInsideTheStepMatchesEager) {
+  auto eager_model = make_mlp(8), model = make_mlp(8);
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.5});
+  optim::SGD opt(model->parameters(), {.lr = 0.5});
+  auto train_step = compile(
+      [&](nn::Module& m, const Tensor& x, const Tensor& y) {
+        opt.zero_grad();
+        Tensor loss = cross_entropy(m(x), y);
+        loss.backward();
+        Tensor norm = nn::clip_grad_norm_(m.parameters(), 0.05);
+        opt.step();
+        return norm;
+      },
+      options());
+  for (int i = 0; i < 4; ++i) {
+    const Batch b = batch(i);
+    eager_opt.zero_grad();
+    cross_entropy(eager_model->forward(b.x), b.y).backward();
+    Tensor eager_norm = nn::clip_grad_norm_(eager_model->parameters(), 0.05);
+    eager_opt.step();
+    Tensor norm = train_step(*model, b.x, b.y);
+    EXPECT_NEAR(norm.item<double>(), eager_norm.item<double>(), 1e-5);
+    expect_close(*model, *eager_model);
+  }
+  EXPECT_EQ(train_step.stats().compiles, 1);
+  EXPECT_EQ(train_step.stats().graph_breaks, 1);  // backward() only
+}
+
 TEST(CompiledTrainingStep, AChangedHyperparameterRecompilesWithTheReason) {
   auto model = make_mlp(6);
   optim::SGD opt(model->parameters(), {.lr = 0.1});
