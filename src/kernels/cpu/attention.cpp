@@ -22,8 +22,8 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const floa
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c,
               static_cast<blasint>(ldc));
 }
-void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-          int64_t lda, const double* b, int64_t ldb, double* c, int64_t ldc) {
+void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0, c,
@@ -109,11 +109,11 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
     const bool* bmask = m.defined() && m.dtype() == kBool ? m.data_ptr<bool>() : nullptr;
     const A* amask = m.defined() && m.dtype() != kBool ? m.data_ptr<A>() : nullptr;
     const int64_t work = B * L * S * (E + Ev);
-#pragma omp parallel if (B > 1 && work > kParallelGrain)
-    {
+    // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is nested,
+    // and libgomp creates fresh threads for it on every call (see gemm_blas in blas.cpp).
+    auto worker = [&](bool in_team) {
       std::vector<A> qbuf, kbuf, vbuf, scores(static_cast<size_t>(L * S)), obuf;
-#pragma omp for schedule(static)
-      for (int64_t b = 0; b < B; ++b) {
+      auto run_one = [&](int64_t b) {
         int64_t ldq = 1, ldk = 1, ldv = 1;
         const A* Q = blas_matrix<T, A>(q, qo[b], qbuf, ldq);
         const A* K = blas_matrix<T, A>(k, ko[b], kbuf, ldk);
@@ -155,7 +155,19 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
         if constexpr (!std::is_same_v<T, A>) {
           for (int64_t i = 0; i < L * Ev; ++i) op[b * L * Ev + i] = static_cast<T>(O[i]);
         }
+      };
+      if (in_team) {
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < B; ++b) run_one(b);
+      } else {
+        for (int64_t b = 0; b < B; ++b) run_one(b);
       }
+    };
+    if (B > 1 && work > kParallelGrain) {
+#pragma omp parallel
+      worker(true);
+    } else {
+      worker(false);
     }
   });
 }

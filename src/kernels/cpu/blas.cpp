@@ -148,12 +148,21 @@ void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
   // batch (inside a parallel region OpenBLAS runs single-threaded).
   const bool small = m * n * k <= 64 * 64 * 64;
   const bool parallel_batch = batch > 1 && small && batch * m * n * k > 32768;
-#pragma omp parallel for if (parallel_batch)
-  for (int64_t i = 0; i < batch; ++i) {
+  auto product = [&](int64_t i) {
     call_gemm(oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
               alpha, reinterpret_cast<const T*>(oa.data) + i * oa.batch_stride,
               static_cast<int>(oa.ld), reinterpret_cast<const T*>(ob.data) + i * ob.batch_stride,
               static_cast<int>(ob.ld), beta, c + i * c_batch, static_cast<int>(n));
+  };
+  // Not `parallel for if (parallel_batch)`: a region with a false `if` still opens a (one-thread)
+  // parallel region, and OpenBLAS's own region inside it is then nested, which libgomp serves
+  // with freshly created threads on every call (a clone() per product, measured: five per MLP
+  // training step).
+  if (parallel_batch) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < batch; ++i) product(i);
+  } else {
+    for (int64_t i = 0; i < batch; ++i) product(i);
   }
 }
 

@@ -75,8 +75,9 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
   const int threads = parallel ? omp_get_max_threads() : 1;
   std::vector<T> cols(static_cast<size_t>(threads * col_size));
 
-#pragma omp parallel for schedule(dynamic) if (parallel)
-  for (int64_t n = 0; n < g.batch; ++n) {
+  // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is
+  // nested, and libgomp creates fresh threads for it on every call (see gemm_blas).
+  auto run_one = [&](int64_t n) {
     T* col = cols.data() + (parallel ? omp_get_thread_num() : 0) * col_size;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* in = pi + n * in_sample + grp * cg * g.in_h * g.in_w;
@@ -113,6 +114,12 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
         for (int64_t o = 0; o < og; ++o)
           for (int64_t k = 0; k < ohw; ++k) dst[o * ohw + k] += pb[grp * og + o];
     }
+  };
+  if (parallel) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+  } else {
+    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
   }
 }
 

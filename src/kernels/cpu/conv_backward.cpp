@@ -100,8 +100,9 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   std::vector<T> weight_acc(static_cast<size_t>(acc_count * weight_numel), T(0));
   const int m = static_cast<int>(og), hw = static_cast<int>(ohw), k = static_cast<int>(kdim);
 
-#pragma omp parallel for schedule(dynamic) if (parallel)
-  for (int64_t n = 0; n < g.batch; ++n) {
+  // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is
+  // nested, and libgomp creates fresh threads for it on every call (see gemm_blas).
+  auto run_one = [&](int64_t n) {
     const int t = parallel ? omp_get_thread_num() : 0;
     T* col = cols.data() + t * col_size;
     T* acc = nullptr;
@@ -153,6 +154,12 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
         }
       }
     }
+  };
+  if (parallel) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+  } else {
+    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
   }
   if (gw == nullptr) return;
   if (by_rows) {
