@@ -420,9 +420,11 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   if (brk) {
     std::vector<std::pair<int, const TensorImpl*>> live;
     for (const auto& [impl, v] : values_) {
-      // keep_ holds one reference; more means the user's code holds the tensor.
+      // keep_ holds one reference; more means the user's code holds the tensor. The fake twin
+      // of a real tensor (a parameter or buffer updated in place, BatchNorm's running mean) is
+      // not one: the update reaches the real tensor, which later segments read again.
       if (v->producer() != nullptr && v->producer()->kind() == graph::NodeKind::Call &&
-          impl->use_count() > 1)
+          impl->use_count() > 1 && !inputs_.contains(impl))
         live.emplace_back(v->id(), impl);
     }
     std::sort(live.begin(), live.end());

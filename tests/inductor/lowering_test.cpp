@@ -411,6 +411,25 @@ return (%3, %6)
   EXPECT_NE(l.code.kernels.find("if (6400LL >= 32768)"), std::string::npos) << l.code.kernels;
 }
 
+// Note [Sibling reductions share their loops]: a batch norm backward's per-channel sums of g
+// and of g * x over (N, H, W) read the data once, in one loop nest updating both accumulators.
+TEST(Lowering, SiblingReductionsOverTheSameLoopsArePassedOnce) {
+  Lowered l = lower_text(R"(
+%0 : f32[8, 3, 5, 7] = placeholder("g")
+%1 : f32[8, 3, 5, 7] = placeholder("x")
+%2 : f32[3] = sum(%0, [0, 2, 3], False, None)
+%3 : f32[8, 3, 5, 7] = mul(%0, %1)
+%4 : f32[3] = sum(%3, [0, 2, 3], False, None)
+return (%2, %4)
+)");
+  EXPECT_EQ(count_kernels(l), 1) << l.code.kernels;
+  size_t loops = 0;
+  for (size_t at = l.code.kernels.find("for (int64_t q0"); at != std::string::npos;
+       at = l.code.kernels.find("for (int64_t q0", at + 1))
+    ++loops;
+  EXPECT_EQ(loops, 1u) << l.code.kernels;
+}
+
 TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
   Lowered l = lower_text(R"(
 %0 : f32[4, 3, 5, 7] = placeholder("a")

@@ -76,10 +76,13 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
 
 // Loops `for (v = 0; v < size; ++v)` around `inner`, innermost last; the innermost as a vector
 // loop plus a scalar tail when `vec_body` is given.
+// The loop nest over `loop_vars`: the innermost loop runs `vec_body` (after `vec_invariant`)
+// kLanes at a time when given, then `scalar_body` for the tail (or the whole loop).
 void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
                 const std::vector<ExprPtr>& sizes, const VarRanges& ranges,
-                const std::vector<std::string>& scalar_body, const CppPrinter* vec, int depth) {
-  const std::vector<std::string>* vec_body = vec != nullptr ? &vec->body() : nullptr;
+                const std::vector<std::string>& scalar_body,
+                const std::vector<std::string>* vec_invariant,
+                const std::vector<std::string>* vec_body, int depth) {
   const size_t n = loop_vars.size();
   if (n == 0) {
     out += indent(depth) + "{\n";
@@ -95,7 +98,7 @@ void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
   const int in = depth + static_cast<int>(n) - 1;
   const std::string v = loop_vars[n - 1]->name(), size = cpp_expr(sizes[n - 1], ranges);
   if (vec_body != nullptr) {
-    append(out, vec->invariant(), in);
+    append(out, *vec_invariant, in);
     out += indent(in) + fmt::format("int64_t {} = 0;\n", v);
     out += indent(in) + fmt::format("for (; {0} + {1} <= {2}; {0} += {1}) {{\n", v, kLanes, size);
     append(out, *vec_body, in + 1);
@@ -107,6 +110,13 @@ void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
   append(out, scalar_body, in + 1);
   out += indent(in) + "}\n";
   for (size_t d = n - 1; d-- > 0;) out += indent(depth + static_cast<int>(d)) + "}\n";
+}
+
+void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
+                const std::vector<ExprPtr>& sizes, const VarRanges& ranges,
+                const std::vector<std::string>& scalar_body, const CppPrinter* vec, int depth) {
+  emit_loops(out, loop_vars, sizes, ranges, scalar_body, vec != nullptr ? &vec->invariant() : nullptr,
+             vec != nullptr ? &vec->body() : nullptr, depth);
 }
 
 class ProgramBuilder {
@@ -652,6 +662,93 @@ class ProgramBuilder {
     return out;
   }
 
+  // Note [Sibling reductions share their loops]
+  // Reductions of one kernel over the same output and reduction loops, none reading another's
+  // result (a batch norm backward's sums of g and of g * x-hat per channel), run in one loop nest
+  // whose body updates every accumulator: one pass over the data instead of one per reduction.
+  // Returns one past the last node of such a run starting at `first` (first + 1: none).
+  size_t sibling_reductions(const Kernel& k, size_t first, size_t outer) {
+    const SchedNode& head = k.nodes[first];
+    auto eligible = [&](const SchedNode& n) {
+      if (!n.is_reduction() || n.ranges.size() != outer || n.ranges != head.ranges ||
+          n.reduction_ranges != head.reduction_ranges || local_.count(n.buffer->name()))
+        return false;
+      for (ExprPtr r : n.reduction_ranges)
+        if (r == sym::integer(0)) return false;
+      return true;
+    };
+    if (!eligible(head)) return first + 1;
+    std::set<std::string> written{head.buffer->name()};
+    const std::vector<ExprPtr> ivars = vars("i", outer);
+    const std::vector<ExprPtr> rvars = vars("r", head.reduction_ranges.size());
+    size_t end = first + 1;
+    for (; end < k.nodes.size() && eligible(k.nodes[end]); ++end) {
+      lower::DependencyHandler deps;
+      k.nodes[end].run_body(deps, ivars, rvars);
+      bool reads_sibling = false;
+      for (const auto& a : deps.reads()) reads_sibling |= written.contains(a.buffer);
+      if (reads_sibling) break;
+      written.insert(k.nodes[end].buffer->name());
+    }
+    return end;
+  }
+
+  // Nodes [first, end) of `k` as one loop nest (Note [Sibling reductions share their loops]).
+  std::string emit_sibling_reductions(const Kernel& k, size_t first, size_t end,
+                                      const std::vector<ExprPtr>& ivars, const VarRanges& base,
+                                      int depth) {
+    const std::vector<ExprPtr>& sizes = k.nodes[first].reduction_ranges;
+    VarRanges ranges = base;
+    const std::vector<ExprPtr> rvars = vars("r", sizes.size());
+    for (size_t d = 0; d < rvars.size(); ++d) ranges[rvars[d]] = sizes[d];
+    // Note [Merging loops], over every sibling's accesses.
+    std::vector<ExprPtr> loop_vars = rvars, loop_sizes = sizes, rindex = rvars;
+    {
+      std::vector<ExprPtr> accesses;
+      for (size_t n = first; n < end; ++n) {
+        lower::DependencyHandler deps;
+        k.nodes[n].run_body(deps, ivars, rvars);
+        for (const auto& a : deps.reads()) accesses.push_back(a.index);
+        for (const auto& a : deps.writes()) accesses.push_back(a.index);
+      }
+      const auto groups = merge_groups(accesses, rvars, sizes);
+      if (groups.size() < rvars.size()) {
+        loop_vars = vars("q", groups.size());
+        loop_sizes = merged_loops(groups, loop_vars, sizes, rindex, ranges);
+      }
+    }
+    ExprPtr rlin = sym::integer(0);
+    for (size_t d = 0; d < loop_vars.size(); ++d)
+      rlin = sym::add(sym::mul(rlin, loop_sizes[d]), loop_vars[d]);
+    ExprPtr vv = options_.vectorize && !loop_vars.empty() ? loop_vars.back() : nullptr;
+    std::vector<PrintedNode> printed;
+    bool vector = vv != nullptr;
+    for (size_t n = first; n < end; ++n) {
+      printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, ivars, rindex, vv,
+                                   cpp_expr(rlin, ranges), streaming_, kernel_local_));
+      vector &= printed.back().vector.has_value();
+    }
+    std::string out = indent(depth) + "{\n";
+    std::vector<std::string> scalar_body, vec_invariant, vec_body;
+    for (const PrintedNode& p : printed) {
+      append(out, p.scalar.before(), depth + 1);
+      scalar_body.insert(scalar_body.end(), p.scalar.body().begin(), p.scalar.body().end());
+      if (!vector) continue;
+      append(out, p.vector->before(), depth + 1);
+      vec_invariant.insert(vec_invariant.end(), p.vector->invariant().begin(),
+                           p.vector->invariant().end());
+      vec_body.insert(vec_body.end(), p.vector->body().begin(), p.vector->body().end());
+    }
+    emit_loops(out, loop_vars, loop_sizes, ranges, scalar_body, vector ? &vec_invariant : nullptr,
+               vector ? &vec_body : nullptr, depth + 1);
+    for (const PrintedNode& p : printed) {
+      if (vector) append(out, p.vector->fold(), depth + 1);
+      append(out, p.scalar.after(), depth + 1);
+    }
+    out += indent(depth) + "}\n";
+    return out;
+  }
+
   // Outer loops shared by all nodes; inside, each node runs its own inner (pointwise) or
   // reduction loops.
   std::string emit_nested(const Kernel& k, const std::vector<ExprPtr>& ivars,
@@ -683,6 +780,11 @@ class ProgramBuilder {
       const SchedNode& node = k.nodes[n];
       if (std::find(node.ranges.begin(), node.ranges.end(), sym::integer(0)) != node.ranges.end())
         continue;
+      if (const size_t end = sibling_reductions(k, n, outer); end > n + 1) {
+        out += emit_sibling_reductions(k, n, end, ivars, base, depth);
+        n = end - 1;
+        continue;
+      }
       VarRanges ranges = base;
       const std::vector<ExprPtr> jvars = vars("j", node.ranges.size() - outer);
       const std::vector<ExprPtr> rvars = vars("r", node.reduction_ranges.size());
