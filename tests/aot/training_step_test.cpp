@@ -254,6 +254,45 @@ TEST(CompiledTrainingStep, GradientClippingInsideTheStepMatchesEager) {
   EXPECT_EQ(train_step.stats().graph_breaks, 1);  // backward() only
 }
 
+// BatchNorm's running statistics are updated in place in the forward graph. At the backward()
+// break the updated buffers are not extra outputs of that graph (they are written back into
+// the real buffers), so the forward still compiles through AOT autograd.
+TEST(CompiledTrainingStep, BatchNormBuffersUpdateAndTheBackwardStaysCompiled) {
+  auto make = [] {
+    manual_seed(9);
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(12, 16), std::make_shared<nn::BatchNorm1d>(16),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(16, 5)});
+  };
+  auto eager_model = make(), model = make();
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto train_step = compile(
+      [&](nn::Module& m, const Tensor& x, const Tensor& y) {
+        opt.zero_grad();
+        Tensor loss = cross_entropy(m(x), y);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      options());
+  for (int i = 0; i < 4; ++i) {
+    const Batch b = batch(i);
+    eager_opt.zero_grad();
+    cross_entropy(eager_model->forward(b.x), b.y).backward();
+    eager_opt.step();
+    Tensor loss = train_step(*model, b.x, b.y);
+    ASSERT_TRUE(loss.grad_fn() != nullptr);
+    EXPECT_EQ(loss.grad_fn()->name(), "CompiledFunctionBackward");
+    expect_close(*model, *eager_model);
+  }
+  const auto& bn = static_cast<const nn::BatchNorm1d&>(*model->children()[1]);
+  const auto& eager_bn = static_cast<const nn::BatchNorm1d&>(*eager_model->children()[1]);
+  const auto a = bn.running_mean.to_vector<double>(), e = eager_bn.running_mean.to_vector<double>();
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], e[k], 1e-5) << k;
+  EXPECT_EQ(train_step.stats().compiles, 2);
+}
+
 TEST(CompiledTrainingStep, AChangedHyperparameterRecompilesWithTheReason) {
   auto model = make_mlp(6);
   optim::SGD opt(model->parameters(), {.lr = 0.1});
