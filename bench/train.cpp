@@ -4,7 +4,8 @@
 //   train_step_cnn_fmnist_b128:  the demo's CNN (examples/fashion_mnist.cpp), batch 128, SGD
 // Compiled (issue 6): the whole step runs through one kiln::compile: forward and loss compiled
 // with their backward (AOT autograd), backward() a graph break, the optimizer update compiled.
-// `kiln` is the compiled step, refs `kiln_eager` (the same step eager, same process) and `torch_eager`:
+// `kiln` is the compiled step, refs `kiln_eager` (the same step eager, same process) and
+// `torch_eager`:
 //   compiled_train_step_mlp_b64           the MLP above, SGD(momentum 0.9)
 //   compiled_train_step_cnn_fmnist_b128   the demo CNN, SGD(momentum 0.9)
 //   compiled_train_step_transformer       2 encoder layers (d 256, 4 heads, ff 1024, no dropout,

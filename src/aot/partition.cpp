@@ -189,9 +189,9 @@ std::vector<const Value*> min_cut_saved(const JointGraph& joint, const Classes& 
     // Only a forward op can be recomputed: an op the backward formulas added (attention's
     // recomputed scores) is not in the forward at all, and computing it in the backward is no
     // repetition. Pinning it to the source would make the forward compute it, and save it.
-    const bool pinned = is_primal || (!recomputable(*producer) &&
-                                      (c.forward.contains(v) ||
-                                       producer->op_def().has_tag(kTagRandom)));
+    const bool pinned =
+        is_primal || (!recomputable(*producer) &&
+                      (c.forward.contains(v) || producer->op_def().has_tag(kTagRandom)));
     if (pinned) flow.add_edge(kSource, in(v), MaxFlow::kInfinite);
     const int64_t bytes = std::max<int64_t>(value_bytes(v->meta()), 1);
     const int d = std::clamp(dist.at(v), 1, 100);

@@ -255,9 +255,8 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
         std::vector<int64_t> scratch = values;
         check_guards(it->second.front()->guards, entry.symbols, args, scratch, &why);
       }
-      const std::string reason =
-          fmt::format("graph break at {} took a new branch ({}): {}", segment->brk->where,
-                      segment->brk->reason, why);
+      const std::string reason = fmt::format("graph break at {} took a new branch ({}): {}",
+                                             segment->brk->where, segment->brk->reason, why);
       stats.recompile_reasons.push_back(reason);
       log_compile(result, result.root->guards, entry.symbols, watch.seconds(), 0, {reason});
       path.back()->children[result.branch_key].push_back(std::move(result.root));

@@ -33,8 +33,7 @@ void run_effects(const Segment& segment) {
   for (const Effect& effect : segment.effects) effect.run();
 }
 
-void run_backward(const BreakPoint& brk,
-                  const std::vector<std::vector<Tensor>>& outputs_by_depth) {
+void run_backward(const BreakPoint& brk, const std::vector<std::vector<Tensor>>& outputs_by_depth) {
   const Tensor& root = outputs_by_depth[brk.tensor.segment][brk.tensor.index];
   const Tensor gradient =
       brk.gradient ? outputs_by_depth[brk.gradient->segment][brk.gradient->index] : Tensor();

@@ -69,8 +69,8 @@ struct RuntimeCheck {
 // segment runs its effects first, in order, before the segment's graph. So that "before the
 // graph" is also where the code did it, an effect that follows recorded ops ends the segment
 // there (a break of kind Effect), unless it promises to touch no tensor the graph has used (an
-// optimizer filling its fresh hyperparameter tensors). A branch retraced for a new key replays the prefix without
-// running its effects again: they already ran for this call.
+// optimizer filling its fresh hyperparameter tensors). A branch retraced for a new key replays the
+// prefix without running its effects again: they already ran for this call.
 struct Effect {
   std::string what;  // "SGD.zero_grad()", for logs
   std::function<void()> run;
@@ -78,7 +78,7 @@ struct Effect {
 
 struct Segment {
   graph::Graph graph;
-  std::vector<Effect> effects;  // run before the graph (Note [Effects])
+  std::vector<Effect> effects;   // run before the graph (Note [Effects])
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
   bool eager_only = false;  // a not-traceable op's segment: always the eager backend

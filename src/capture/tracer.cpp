@@ -41,8 +41,7 @@ class Tracer final : public TracingHooks {
   Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) override;
   void backward(const Tensor& root, const Tensor& gradient, std::optional<bool> retain_graph,
                 bool create_graph, const std::source_location& loc) override;
-  void effect(std::string what, std::function<void()> effect,
-              bool touches_traced_tensors) override;
+  void effect(std::string what, std::function<void()> effect, bool touches_traced_tensors) override;
   void guard(std::string what, std::function<bool()> holds) override;
   void run_untraced(const std::function<void()>& fn) override;
   const Tensor& grad_of(const Tensor& param) override;
@@ -230,9 +229,8 @@ graph::Value* Tracer::value_of(const Tensor& t) {
         .kind = InputRef::Kind::Slot, .slot = slot->second.second, .source = slot->second.first};
     guard.identity = t.impl();
   } else if (auto owner = grad_owner_of(t)) {
-    ref = InputRef{.kind = InputRef::Kind::Grad,
-                   .constant = owner->first,
-                   .source = owner->second + ".grad"};
+    ref = InputRef{
+        .kind = InputRef::Kind::Grad, .constant = owner->first, .source = owner->second + ".grad"};
     keep_reals_.push_back(t);
   } else {
     const auto named = state_names_.find(t.impl());
@@ -322,8 +320,9 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
       args[op.device_arg].is_device())
     fake_args[op.device_arg] = IValue(Device::Meta);
   {
-    dispatch::ExcludeKeysGuard exclude(
-        {DispatchKey::Trace, DispatchKey::Autograd, DispatchKey::Vmap, DispatchKey::Subclass, DispatchKey::Record});
+    dispatch::ExcludeKeysGuard exclude({DispatchKey::Trace, DispatchKey::Autograd,
+                                        DispatchKey::Vmap, DispatchKey::Subclass,
+                                        DispatchKey::Record});
     dispatch::redispatch(op, fake_args, outputs, DispatchKeySet(DispatchKey::Meta));
   }
   // The arguments' values, looked up after the meta function: a data-dependent condition in it
@@ -718,7 +717,8 @@ TraceResult Tracer::run() {
     }
     finish_segment(std::nullopt, computed_here);
     for (size_t i = 0; i < fake_results.size(); ++i)
-      seg_->results.push_back(earlier[i] ? *earlier[i] : prior_.at(fake_of(fake_results[i]).impl()));
+      seg_->results.push_back(earlier[i] ? *earlier[i]
+                                         : prior_.at(fake_of(fake_results[i]).impl()));
   }
   for (const OutputRef& ref : seg_->results)
     result_.results.push_back(outputs_by_depth_[ref.segment][ref.index]);

@@ -18,7 +18,8 @@ struct TracingHooks {
   virtual ~TracingHooks() = default;
   // The real value of fake tensor `t` (a graph break: the graph so far runs). `what` names the
   // method for messages ("item()").
-  virtual Tensor materialize(const Tensor& t, const char* what, const std::source_location& loc) = 0;
+  virtual Tensor materialize(const Tensor& t, const char* what,
+                             const std::source_location& loc) = 0;
   // backward() on fake tensor `root` (Note [Backward in a compiled function], src/capture).
   virtual void backward(const Tensor& root, const Tensor& gradient,
                         std::optional<bool> retain_graph, bool create_graph,

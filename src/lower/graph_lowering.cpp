@@ -267,13 +267,12 @@ void GraphLowering::lower_call(const graph::Node& node) {
             : nullptr;
     for (auto& [value, box] : boxes_) {
       if (box.storage()->is_realized()) continue;
-      const bool still_read = std::any_of(value->users().begin(), value->users().end(),
-                                          [&](const graph::Node* u) {
-                                            return u != &node && !lowered_.contains(u);
-                                          }) ||
-                              value == stored || std::find(graph_.outputs().begin(),
-                                                           graph_.outputs().end(),
-                                                           value) != graph_.outputs().end();
+      const bool still_read =
+          std::any_of(value->users().begin(), value->users().end(),
+                      [&](const graph::Node* u) { return u != &node && !lowered_.contains(u); }) ||
+          value == stored ||
+          std::find(graph_.outputs().begin(), graph_.outputs().end(), value) !=
+              graph_.outputs().end();
       if (!still_read) continue;
       if (target != nullptr) {
         if (value == stored && value->users().size() == 1) continue;

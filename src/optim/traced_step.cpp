@@ -128,7 +128,8 @@ GroupGuard group_guard(const Optimizer& optimizer, Kind kind, size_t index,
     guard.has_grad.push_back(p.grad().defined());
     if (!p.grad().defined()) continue;
     std::vector<const TensorImpl*> tensors;
-    for (const char* key : guard.state_keys) tensors.push_back(optimizer.find_state(p)->at(key).impl());
+    for (const char* key : guard.state_keys)
+      tensors.push_back(optimizer.find_state(p)->at(key).impl());
     guard.state.push_back(std::move(tensors));
   }
   return guard;
@@ -144,7 +145,7 @@ std::string describe_options(const GroupGuard& g) {
 
 // The 0-dim float64 tensors a group's traced update reads, filled by its effect.
 struct GroupScalars {
-  Tensor momentum;                           // SGD
+  Tensor momentum;                                 // SGD
   Tensor beta1, step_size, bias_correction2_sqrt;  // Adam(W)
 };
 
@@ -235,10 +236,9 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
         *t = zeros({}, kFloat64);
   });
   const std::vector<std::string> baked =
-      kind == Kind::SGD ? std::vector<std::string>{"weight_decay", "dampening", "nesterov",
-                                                   "maximize"}
-                        : std::vector<std::string>{"beta2", "eps", "weight_decay", "amsgrad",
-                                                   "maximize"};
+      kind == Kind::SGD
+          ? std::vector<std::string>{"weight_decay", "dampening", "nesterov", "maximize"}
+          : std::vector<std::string>{"beta2", "eps", "weight_decay", "amsgrad", "maximize"};
   for (size_t g = 0; g < groups; ++g) {
     GroupGuard guard = group_guard(optimizer, kind, g, baked);
     const std::string what =
@@ -254,8 +254,7 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
     hooks.name_state(Tensor(), group + ".momentum", scalars[g].momentum);
     hooks.name_state(Tensor(), group + ".beta1", scalars[g].beta1);
     hooks.name_state(Tensor(), group + ".step_size", scalars[g].step_size);
-    hooks.name_state(Tensor(), group + ".bias_correction2_sqrt",
-                     scalars[g].bias_correction2_sqrt);
+    hooks.name_state(Tensor(), group + ".bias_correction2_sqrt", scalars[g].bias_correction2_sqrt);
   }
   // Effects first, then every update: an effect after recorded ops would split the graph.
   // SGD's effect reads only the group's options and fills this trace's own tensors, so it needs
@@ -263,10 +262,10 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
   // counts, which a graph before it could have changed.
   for (size_t g = 0; g < groups; ++g) {
     if (kind == Kind::SGD && optimizer.param_groups()[g].option("momentum") == 0) continue;
-    hooks.effect(fmt::format("{} group {}: scheduled hyperparameters into tensors",
-                             optimizer.name(), g),
-                 [&optimizer, kind, g, s = scalars[g]] { fill_scalars(optimizer, kind, g, s); },
-                 /*touches_traced_tensors=*/kind != Kind::SGD);
+    hooks.effect(
+        fmt::format("{} group {}: scheduled hyperparameters into tensors", optimizer.name(), g),
+        [&optimizer, kind, g, s = scalars[g]] { fill_scalars(optimizer, kind, g, s); },
+        /*touches_traced_tensors=*/kind != Kind::SGD);
   }
   NoGradGuard no_grad;
   for (size_t g = 0; g < groups; ++g) {
@@ -284,18 +283,19 @@ bool step_under_trace(Optimizer& optimizer) {
   if (hooks == nullptr) return false;
   const Kind kind = kind_of(optimizer);
   if (kind != Kind::Other && state_ready(optimizer, kind)) {
-    hooks->guard(fmt::format("{} has the state of every parameter with a gradient", optimizer.name()),
-                 [&optimizer, kind] { return state_ready(optimizer, kind); });
+    hooks->guard(
+        fmt::format("{} has the state of every parameter with a gradient", optimizer.name()),
+        [&optimizer, kind] { return state_ready(optimizer, kind); });
     trace_update(optimizer, kind, *hooks);
     return true;
   }
   if (kind != Kind::Other) {
-    hooks->guard(
-        fmt::format("{} lacks the state of a parameter (its first step runs eagerly)",
-                    optimizer.name()),
-        [&optimizer, kind] { return !state_ready(optimizer, kind); });
+    hooks->guard(fmt::format("{} lacks the state of a parameter (its first step runs eagerly)",
+                             optimizer.name()),
+                 [&optimizer, kind] { return !state_ready(optimizer, kind); });
   }
-  hooks->effect(fmt::format("{}.step() (eager)", optimizer.name()), [&optimizer] { optimizer.step(); });
+  hooks->effect(fmt::format("{}.step() (eager)", optimizer.name()),
+                [&optimizer] { optimizer.step(); });
   return true;
 }
 

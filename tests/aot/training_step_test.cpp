@@ -322,9 +322,7 @@ TEST(CompiledTrainingStep, BadUsesRaiseActionableErrors) {
   CompileOptions full = options();
   full.fullgraph = true;
   auto fullgraph = compile(
-      [](nn::Module& m, const Tensor& x, const Tensor& y) {
-        cross_entropy(m(x), y).backward();
-      },
+      [](nn::Module& m, const Tensor& x, const Tensor& y) { cross_entropy(m(x), y).backward(); },
       full);
   const std::string fullgraph_error = error_message([&] { fullgraph(*model, b.x, b.y); });
   EXPECT_NE(fullgraph_error.find("backward()"), std::string::npos) << fullgraph_error;
@@ -347,8 +345,7 @@ TEST(CompiledTrainingStep, BadUsesRaiseActionableErrors) {
       options());
   const std::string set_lr_error = error_message([&] { set_lr(*model, b.x); });
   EXPECT_NE(set_lr_error.find("set_lr"), std::string::npos) << set_lr_error;
-  EXPECT_NE(set_lr_error.find("outside the compiled function"), std::string::npos)
-      << set_lr_error;
+  EXPECT_NE(set_lr_error.find("outside the compiled function"), std::string::npos) << set_lr_error;
 }
 
 }  // namespace

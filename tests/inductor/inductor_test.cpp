@@ -48,8 +48,8 @@ Tensor gelu_chain(const Tensor& a, const Tensor& b, const Tensor& c, const Tenso
 TEST(Inductor, ColumnReductionsAcrossLanesMatchEager) {
   auto fn = [](const Tensor& x, const Tensor& y) {
     // The last three share one pass (Note [Sibling reductions share their loops]).
-    return std::vector<Tensor>{x.sum({0}),          (x * y).sum({0}),    x.amax({0}),
-                               x.amin({0, 1}),      (x + 1).sum({1, 2}), (x * y).sum({1, 2}),
+    return std::vector<Tensor>{x.sum({0}),     (x * y).sum({0}),    x.amax({0}),
+                               x.amin({0, 1}), (x + 1).sum({1, 2}), (x * y).sum({1, 2}),
                                x.amax({1, 2})};
   };
   auto f = compile(fn, inductor());

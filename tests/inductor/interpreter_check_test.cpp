@@ -47,17 +47,24 @@ void check(const std::string& text, const std::vector<Tensor>& inputs, bool vect
     return it == values.end() ? Tensor() : it->second;
   };
   for (const auto& b : lowering.buffers()) {
-    ASSERT_NE(b->kind(), lower::Buffer::Kind::Extern) << "check() takes graphs without extern calls";
+    ASSERT_NE(b->kind(), lower::Buffer::Kind::Extern)
+        << "check() takes graphs without extern calls";
     if (b->kind() != lower::Buffer::Kind::Computed) continue;
-    values[b->name()] = lower::evaluate(static_cast<const lower::ComputedBuffer&>(*b), lookup, symbols);
+    values[b->name()] =
+        lower::evaluate(static_cast<const lower::ComputedBuffer&>(*b), lookup, symbols);
   }
   ASSERT_EQ(compiled.size(), lowering.outputs().size());
   for (size_t i = 0; i < compiled.size(); ++i) {
     const lower::StridedView& v = lowering.outputs()[i];
     std::vector<int64_t> sizes, strides;
-    for (auto e : v.sizes) sizes.push_back(*sym::evaluate(e, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); }));
-    for (auto e : v.strides) strides.push_back(*sym::evaluate(e, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); }));
-    const int64_t offset = *sym::evaluate(v.offset, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); });
+    for (auto e : v.sizes)
+      sizes.push_back(*sym::evaluate(
+          e, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); }));
+    for (auto e : v.strides)
+      strides.push_back(*sym::evaluate(
+          e, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); }));
+    const int64_t offset = *sym::evaluate(
+        v.offset, [&](sym::ExprPtr s) -> std::optional<int64_t> { return symbols.at(s); });
     Tensor interpreted = values.at(v.buffer->name()).as_strided(sizes, strides, offset);
     SCOPED_TRACE("output " + std::to_string(i));
     testing::expect_equal(compiled[i], interpreted);

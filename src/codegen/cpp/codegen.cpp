@@ -115,8 +115,9 @@ void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
 void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
                 const std::vector<ExprPtr>& sizes, const VarRanges& ranges,
                 const std::vector<std::string>& scalar_body, const CppPrinter* vec, int depth) {
-  emit_loops(out, loop_vars, sizes, ranges, scalar_body, vec != nullptr ? &vec->invariant() : nullptr,
-             vec != nullptr ? &vec->body() : nullptr, depth);
+  emit_loops(out, loop_vars, sizes, ranges, scalar_body,
+             vec != nullptr ? &vec->invariant() : nullptr, vec != nullptr ? &vec->body() : nullptr,
+             depth);
 }
 
 class ProgramBuilder {
@@ -624,8 +625,8 @@ class ProgramBuilder {
     const std::string n = cpp_expr(k.outer.back(), base);
     // The work is every element read, not the outputs: a bias gradient sums millions of values
     // into a thousand.
-    std::string out = parallel_pragma(
-        outer, sym::mul(product(k.outer), product(reduction_ranges)), base);
+    std::string out =
+        parallel_pragma(outer, sym::mul(product(k.outer), product(reduction_ranges)), base);
     for (size_t d = 0; d + 1 < outer; ++d)
       out += indent(1 + static_cast<int>(d)) +
              fmt::format("for (int64_t {0} = 0; {0} < {1}; ++{0}) {{\n", ivars[d]->name(),
