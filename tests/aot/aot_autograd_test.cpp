@@ -8,6 +8,7 @@
 #include "kiln/kiln.h"
 #include "src/trace/reader.h"
 #include "src/trace/trace.h"
+#include "tests/aot/aot_test_options.h"
 #include "tests/capture/compare.h"
 
 namespace kiln {
@@ -15,21 +16,10 @@ namespace {
 
 using testing::expect_equal;
 
-CompileOptions options(const std::string& partitioner = "min_cut") {
-  CompileOptions o;
-  o.backend = "inductor";
-  o.dynamic = false;
-  o.partitioner = partitioner;
-  return o;
-}
+using testing::error_message;
 
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+CompileOptions options(const std::string& partitioner = "min_cut") {
+  return testing::aot_options(partitioner);
 }
 
 // Reads the trace that `body` writes: every artifact of that name, as records.

@@ -6,6 +6,7 @@
 
 #include "kiln/compile.h"
 #include "kiln/kiln.h"
+#include "tests/aot/aot_test_options.h"
 
 namespace kiln {
 namespace {
@@ -37,20 +38,29 @@ void expect_close(nn::Module& compiled, nn::Module& eager, double tol = 1e-5) {
   }
 }
 
-CompileOptions options() {
-  CompileOptions o;
-  o.backend = "inductor";
-  o.dynamic = false;
-  return o;
+using testing::error_message;
+
+CompileOptions options() { return testing::aot_options(); }
+
+// The usual training step: zero_grad, loss, backward, step; compiled, and eager.
+auto compiled_step(optim::Optimizer& opt) {
+  return compile(
+      [&opt](nn::Module& m, const Tensor& x, const Tensor& y) {
+        opt.zero_grad();
+        Tensor loss = cross_entropy(m(x), y);
+        loss.backward();
+        opt.step();
+        return loss;
+      },
+      options());
 }
 
-std::string error_message(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
+Tensor eager_step(nn::Module& m, optim::Optimizer& opt, const Batch& b) {
+  opt.zero_grad();
+  Tensor loss = cross_entropy(m.forward(b.x), b.y);
+  loss.backward();
+  opt.step();
+  return loss;
 }
 
 // The check: 100 steps with OneCycleLR (lr and momentum change every step) compile the
@@ -62,21 +72,10 @@ TEST(CompiledTrainingStep, SgdWithOneCycleLrMatchesEagerAndCompilesTwice) {
   optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::OneCycleLR eager_sched(eager_opt, {.max_lr = 0.5, .total_steps = 100});
   optim::OneCycleLR sched(opt, {.max_lr = 0.5, .total_steps = 100});
-  auto train_step = compile(
-      [&](nn::Module& m, const Tensor& x, const Tensor& y) {
-        opt.zero_grad();
-        Tensor loss = cross_entropy(m(x), y);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
-      options());
+  auto train_step = compiled_step(opt);
   for (int i = 0; i < 100; ++i) {
     const Batch b = batch(i);
-    eager_opt.zero_grad();
-    Tensor eager_loss = cross_entropy(eager_model->forward(b.x), b.y);
-    eager_loss.backward();
-    eager_opt.step();
+    Tensor eager_loss = eager_step(*eager_model, eager_opt, b);
     eager_sched.step();
     Tensor loss = train_step(*model, b.x, b.y);
     sched.step();
@@ -129,9 +128,7 @@ TEST(CompiledTrainingStep, AdamWAndAdamMatchEager) {
         options());
     for (int i = 0; i < 10; ++i) {
       const Batch b = batch(i);
-      eager_opt->zero_grad();
-      cross_entropy(eager_model->forward(b.x), b.y).backward();
-      eager_opt->step();
+      eager_step(*eager_model, *eager_opt, b);
       eager_sched.step();
       train_step(*model, b.x, b.y);
       sched.step();
@@ -213,9 +210,7 @@ TEST(CompiledTrainingStep, RmspropAndASchedulerInsideTheFunctionRunAsEffects) {
       options());
   for (int i = 0; i < 6; ++i) {
     const Batch b = batch(i);
-    eager_opt.zero_grad();
-    cross_entropy(eager_model->forward(b.x), b.y).backward();
-    eager_opt.step();
+    eager_step(*eager_model, eager_opt, b);
     eager_sched.step();
     train_step(*model, b.x, b.y);
     expect_close(*model, *eager_model);
@@ -267,20 +262,10 @@ TEST(CompiledTrainingStep, BatchNormBuffersUpdateAndTheBackwardStaysCompiled) {
   auto eager_model = make(), model = make();
   optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
   optim::SGD opt(model->parameters(), {.lr = 0.1, .momentum = 0.9});
-  auto train_step = compile(
-      [&](nn::Module& m, const Tensor& x, const Tensor& y) {
-        opt.zero_grad();
-        Tensor loss = cross_entropy(m(x), y);
-        loss.backward();
-        opt.step();
-        return loss;
-      },
-      options());
+  auto train_step = compiled_step(opt);
   for (int i = 0; i < 4; ++i) {
     const Batch b = batch(i);
-    eager_opt.zero_grad();
-    cross_entropy(eager_model->forward(b.x), b.y).backward();
-    eager_opt.step();
+    eager_step(*eager_model, eager_opt, b);
     Tensor loss = train_step(*model, b.x, b.y);
     ASSERT_TRUE(loss.grad_fn() != nullptr);
     EXPECT_EQ(loss.grad_fn()->name(), "CompiledFunctionBackward");
