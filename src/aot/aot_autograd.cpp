@@ -11,6 +11,7 @@
 #include "kiln/ops/creation.h"
 #include "src/aot/functionalize.h"
 #include "src/autograd/autograd_meta.h"
+#include "src/lower/decompositions.h"
 #include "src/trace/logs.h"
 #include "src/trace/trace.h"
 
@@ -128,6 +129,20 @@ void check_outputs_are_fresh(const JointGraph& joint) {
   }
 }
 
+// Note [Batch norm's running statistics, functionalized] (functionalize.cpp): batch norm is
+// recorded whole, so that its backward is native_batch_norm_backward's closed form; both are
+// decomposed before partitioning, so that min-cut sees (and may recompute) their pointwise parts.
+void decompose_normalizations(graph::Graph& g) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> kept;
+    for (const std::string& name : lower::decomposed_op_names())
+      if (name != "native_batch_norm" && name != "native_batch_norm_backward") kept.push_back(name);
+    return kept;
+  }();
+  static const std::vector<std::string_view> keep(names.begin(), names.end());
+  lower::decompose(g, keep);
+}
+
 }  // namespace
 
 capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
@@ -142,6 +157,7 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
                "through the eager autograd engine",
                captured.placeholders()[i]->producer()->source());
   JointGraph joint = build_joint_graph(functional.graph, requires_grad, functional.num_outputs);
+  decompose_normalizations(joint.graph);
   check_outputs_are_fresh(joint);
   Partition part = partition(joint, partitioner);
 

@@ -10,6 +10,7 @@
 #include "kiln/error.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/meta_inference.h"
+#include "src/lower/decomp/builder.h"
 #include "src/lower/decompositions.h"
 
 namespace kiln::aot {
@@ -23,11 +24,70 @@ bool mutates_through_schema(const OpDef& op) {
   return !op.has_tag(kTagInplace) && op.schema.find('!') != std::string::npos;
 }
 
+// Note [Batch norm's running statistics, functionalized]
+// A training-mode native_batch_norm writes its running statistics. Decomposing it here, to
+// functionalize that write, would make the joint graph's backward autograd through the mean and
+// variance: one more reduction pass over the activations per layer than
+// native_batch_norm_backward's closed form. Instead the op runs without running statistics, and
+// the update is computed under no_grad from the statistics it saves: var = 1/invstd^2 - eps,
+// made unbiased with n / (n - 1), then r * (1 - momentum) + stat * momentum, as the decomposition
+// (Note [Running statistics in decomposed batch_norm]) computes it up to float rounding. The
+// joint graph then holds native_batch_norm and native_batch_norm_backward, which aot_compile
+// decomposes before partitioning, so min-cut can still recompute the normalization's pointwise
+// part. Only for float32/float64 inputs with running statistics of their dtype and a static,
+// non-empty batch (a reduced dtype's saved invstd is too coarse for the variance); the rest is
+// decomposed here as before.
+void functionalize_batch_norm(graph::Graph& g) {
+  for (Node* node : g.calls()) {
+    if (node->op_def().name != "native_batch_norm") continue;
+    lower::DecompBuilder b(g, *node);
+    Value* x = b.input(0);
+    Value *running_mean = b.input(3), *running_var = b.input(4);
+    const ScalarType dt = x->meta().dtype;
+    if (!b.constant(5).to_bool() || running_mean == nullptr || running_var == nullptr ||
+        (dt != kFloat32 && dt != kFloat64) || running_mean->meta().dtype != dt ||
+        running_var->meta().dtype != dt)
+      continue;
+    const SymDimVector& sizes = x->meta().sizes;
+    int64_t n = 1;
+    bool known = sizes.size() >= 2;
+    for (size_t d = 0; known && d < sizes.size(); ++d) {
+      known = !sizes[d].is_symbolic();
+      if (known && d != 1) n *= sizes[d].raw();
+    }
+    if (!known || n == 0) continue;
+    const double momentum = b.constant(6).to_double(), eps = b.constant(7).to_double();
+    const graph::Arg none = lower::DecompBuilder::C(IValue());
+    const std::vector<Value*> outs =
+        b.call("native_batch_norm",
+               {b.arg(0), b.arg(1), b.arg(2), none, none, b.arg(5), b.arg(6), b.arg(7)});
+    std::vector<Value*> update;
+    auto keep = [&](Value* v) {
+      update.push_back(v);
+      return v;
+    };
+    Value* square = keep(b.mul(outs[2], outs[2]));
+    Value* var = keep(b.sub(keep(b.unary("reciprocal", square)), Scalar(eps)));
+    Value* unbiased = n > 1 ? keep(b.mul(var, Scalar(static_cast<double>(n) / (n - 1)))) : var;
+    for (auto [running, stat] :
+         {std::pair{running_mean, outs[1]}, std::pair{running_var, unbiased}}) {
+      Value* old = keep(b.mul(running, Scalar(1.0 - momentum)));
+      Value* updated = keep(b.add(old, keep(b.mul(stat, Scalar(momentum)))));
+      keep(b.copy_into(running, updated));
+    }
+    for (Value* v : update) v->producer()->set_grad_mode(Node::GradMode::Disabled);
+    for (size_t i = 0; i < outs.size(); ++i) g.replace_all_uses(node->output(i), outs[i]);
+    g.erase_node(node);
+  }
+}
+
 // Decomposes the ops that write an argument through their schema (Note [Functionalization]),
 // leaving every other op as it is.
 void decompose_schema_mutations(graph::Graph& g) {
+  functionalize_batch_norm(g);
   bool any = false;
-  for (const Node* node : g.calls()) any |= mutates_through_schema(node->op_def());
+  for (const Node* node : g.calls())
+    any |= mutates_through_schema(node->op_def()) && node->mutates();
   if (!any) return;
   std::vector<std::string> names;
   for (const std::string& name : lower::decomposed_op_names())
@@ -36,7 +96,7 @@ void decompose_schema_mutations(graph::Graph& g) {
   std::vector<std::string_view> keep(names.begin(), names.end());
   lower::decompose(g, keep);
   for (const Node* node : g.calls())
-    KILN_CHECK(!mutates_through_schema(node->op_def()), NotImplementedError,
+    KILN_CHECK(!mutates_through_schema(node->op_def()) || !node->mutates(), NotImplementedError,
                "functionalize: {} writes an argument and has no decomposition",
                graph::to_string(*node));
 }

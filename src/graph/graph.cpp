@@ -183,7 +183,14 @@ void Node::set_arg(size_t i, Arg arg) {
 bool Node::mutates() const {
   if (kind_ != NodeKind::Call) return false;
   const OpDef& def = op_def();
-  return def.has_tag(kTagInplace) || schema_of(def).mutates_an_argument;
+  if (def.has_tag(kTagInplace)) return true;
+  const Schema& schema = schema_of(def);
+  if (!schema.mutates_an_argument) return false;
+  // A written optional argument passed as None writes nothing (batch_norm without running
+  // statistics).
+  for (size_t i = 0; i < schema.args.size() && i < args_.size(); ++i)
+    if (schema.args[i].mutated && !args_[i].is_constant()) return true;
+  return false;
 }
 
 bool Node::has_side_effects() const {

@@ -118,6 +118,25 @@ void check_partitioners(MakeModel make, Loss loss, const Tensor& x, const Tensor
   }
 }
 
+// Note [Batch norm's running statistics, functionalized]: a training batch norm's backward is
+// the closed form, two per-channel sums over (N, H, W) shared by the input's and the parameters'
+// gradients, not autograd through the decomposed mean and variance (four).
+TEST(AotAutograd, BatchNormBackwardIsTheClosedForm) {
+  nn::BatchNorm2d bn(3);
+  bn.train();
+  const auto records = artifacts("aot_backward_graph", [&] {
+    auto f = compile([](nn::Module& m, const Tensor& x) { return m(x).sum(); }, options());
+    f(bn, randn({4, 3, 5, 5}).requires_grad_()).backward();
+  });
+  ASSERT_EQ(records.size(), 1u);
+  const std::string& text = *records[0].payload;
+  int channel_sums = 0;
+  for (size_t at = text.find("[0, 2, 3]"); at != std::string::npos;
+       at = text.find("[0, 2, 3]", at + 1))
+    ++channel_sums;
+  EXPECT_EQ(channel_sums, 2) << text;
+}
+
 TEST(AotAutograd, MinCutSavesLessOnTheBenchmarkModelsWithEagersGradients) {
   {
     SCOPED_TRACE("cnn");

@@ -104,6 +104,17 @@ TEST(Functionalize, TrainingBatchNormUpdatesRunningStatisticsThroughCopyBacks) {
   FunctionalGraph f = functionalize(g);
   EXPECT_FALSE(has_inplace(f.graph)) << graph::to_string(f.graph);
   EXPECT_EQ(f.mutated_inputs.size(), 3u);  // running_mean, running_var, num_batches_tracked
+  // Note [Batch norm's running statistics, functionalized]: the op stays whole, without running
+  // statistics (so autograd records native_batch_norm_backward's closed form), and the update is
+  // computed from its saved statistics.
+  int batch_norms = 0;
+  for (const graph::Node* n : f.graph.calls()) {
+    if (n->op_def().name != "native_batch_norm") continue;
+    ++batch_norms;
+    EXPECT_TRUE(n->args()[3].is_constant() && n->args()[4].is_constant()) << graph::to_string(*n);
+    EXPECT_FALSE(n->mutates());
+  }
+  EXPECT_EQ(batch_norms, 1) << graph::to_string(f.graph);
   // Against eager on a fresh module with the same statistics.
   nn::BatchNorm2d eager_bn(3);
   eager_bn.train();
