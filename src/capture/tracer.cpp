@@ -70,6 +70,8 @@ class Tracer final : public TracingHooks {
   // in a compiled function]).
   std::optional<std::pair<Tensor, std::string>> grad_owner_of(const Tensor& real);
   bool segment_has_ops() const;
+  // The source of real tensor `real` as a graph input of this segment (lifting it if needed).
+  std::string lifted_source(const Tensor& real);
 
   const TraceRequest& req_;
   sym::ShapeEnv env_;
@@ -661,23 +663,20 @@ void Tracer::run_untraced(const std::function<void()>& fn) {
   fn();
 }
 
+std::string Tracer::lifted_source(const Tensor& real) {
+  value_of(real);
+  const auto it = inputs_.find(fake_of(real).impl());
+  return it != inputs_.end() ? it->second.source : std::string("param");
+}
+
 const Tensor& Tracer::grad_of(const Tensor& param) {
-  value_of(param);  // lifts the parameter, which names its gradient's source
-  const auto it = inputs_.find(fake_of(param).impl());
-  std::string source = it != inputs_.end() ? it->second.source : std::string("param");
-  grad_owners_.emplace_back(param, std::move(source));
+  grad_owners_.emplace_back(param, lifted_source(param));  // the gradient's source names it
   return param.grad();
 }
 
 void Tracer::name_state(const Tensor& owner, std::string what, const Tensor& state) {
-  if (!owner.defined()) {
-    state_names_[state.impl()] = {state, std::move(what)};
-    return;
-  }
-  value_of(owner);
-  const auto it = inputs_.find(fake_of(owner).impl());
-  const std::string base = it != inputs_.end() ? it->second.source : std::string("param");
-  state_names_[state.impl()] = {state, fmt::format("{}.{}", base, what)};
+  state_names_[state.impl()] = {
+      state, owner.defined() ? fmt::format("{}.{}", lifted_source(owner), what) : std::move(what)};
 }
 
 TraceResult Tracer::run() {

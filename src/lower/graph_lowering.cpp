@@ -15,14 +15,24 @@
 namespace kiln::lower {
 namespace {
 
-// True when `pw`'s body loads from the buffer called `name`.
-bool reads_buffer(const Pointwise& pw, const std::string& name) {
+// The loads of `pw`'s body at the element (i0, i1, ...) of its ranges.
+std::vector<MemoryAccess> reads_of(const Pointwise& pw, const Index& index) {
   DependencyHandler deps;
   {
     HandlerScope scope(deps);
-    (void)pw.inner_fn(loop_vars('i', pw.ranges.size()));
+    (void)pw.inner_fn(index);
   }
-  for (const MemoryAccess& read : deps.reads())
+  return deps.reads();
+}
+
+Index loop_index(const Pointwise& pw) {
+  const std::vector<ExprPtr> vars = loop_vars('i', pw.ranges.size());
+  return Index(vars.begin(), vars.end());
+}
+
+// True when `pw`'s body loads from the buffer called `name`.
+bool reads_buffer(const Pointwise& pw, const std::string& name) {
+  for (const MemoryAccess& read : reads_of(pw, loop_index(pw)))
     if (read.buffer == name) return true;
   return false;
 }
@@ -30,15 +40,9 @@ bool reads_buffer(const Pointwise& pw, const std::string& name) {
 // True when `pw`, stored into `target` element by element, reads `target` at an element other
 // than the one being stored (Note [Mutation lowering]).
 bool reads_target_elsewhere(const Pointwise& pw, const Buffer& target) {
-  const std::vector<ExprPtr> vars = loop_vars('i', pw.ranges.size());
-  const Index index(vars.begin(), vars.end());
-  DependencyHandler deps;
-  {
-    HandlerScope scope(deps);
-    (void)pw.inner_fn(index);
-  }
+  const Index index = loop_index(pw);
   const ExprPtr stored = target.layout().offset_of(index);
-  for (const MemoryAccess& read : deps.reads())
+  for (const MemoryAccess& read : reads_of(pw, index))
     if (read.buffer == target.name() && read.index != stored) return true;
   return false;
 }

@@ -320,6 +320,15 @@ TEST(CompiledTrainingStep, BadUsesRaiseActionableErrors) {
       options());
   const std::string create_graph_error = error_message([&] { create_graph(*model, b.x, b.y); });
   EXPECT_NE(create_graph_error.find("create_graph"), std::string::npos) << create_graph_error;
+  // backward(inputs=...) is not supported inside a compiled function either.
+  auto with_inputs = compile(
+      [](nn::Module& m, const Tensor& x, const Tensor& y) {
+        cross_entropy(m(x), y).backward(Tensor(), std::nullopt, false, m.parameters());
+      },
+      options());
+  const std::string inputs_error = error_message([&] { with_inputs(*model, b.x, b.y); });
+  EXPECT_NE(inputs_error.find("`inputs`"), std::string::npos) << inputs_error;
+  EXPECT_NE(inputs_error.find("outside the compiled function"), std::string::npos) << inputs_error;
   // Setting a rate by hand inside the function would bake it into the graph.
   optim::SGD opt(model->parameters(), {.lr = 0.1});
   auto set_lr = compile(
