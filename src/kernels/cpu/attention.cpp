@@ -9,25 +9,19 @@
 #include <limits>
 #include <vector>
 
+#include "src/kernels/cpu/blas_typed.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/nn_kernels.h"
 
 namespace kiln::cpu {
 namespace {
 
-void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c,
-              static_cast<blasint>(ldc));
-}
-void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0, c,
-              static_cast<blasint>(ldc));
+template <typename T>
+void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T* c, int64_t ldc) {
+  blas_gemm(CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+            static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+            static_cast<int>(ldb), T(0), c, static_cast<int>(ldc));
 }
 
 // Element offset of batch entry b in a tensor whose leading `nb` dims are the batch dims.

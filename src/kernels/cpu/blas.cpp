@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "src/core/tensor_factory.h"
+#include "src/kernels/cpu/blas_typed.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/gemm.h"
 
@@ -62,16 +63,6 @@ BlasOperand make_operand(Tensor& t) {
   op.ld = layout->second;
   op.batch_stride = d == 3 ? int64_t{t.stride(0)} : 0;
   return op;
-}
-
-void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
-               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
-               const double* a, int lda, const double* b, int ldb, double beta, double* c,
-               int ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void call_gemv(CBLAS_TRANSPOSE t, int rows, int cols, float alpha, const float* a, int lda,
@@ -149,7 +140,7 @@ void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
   const bool small = m * n * k <= 64 * 64 * 64;
   const bool parallel_batch = batch > 1 && small && batch * m * n * k > 32768;
   auto product = [&](int64_t i) {
-    call_gemm(oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+    blas_gemm(oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
               alpha, reinterpret_cast<const T*>(oa.data) + i * oa.batch_stride,
               static_cast<int>(oa.ld), reinterpret_cast<const T*>(ob.data) + i * ob.batch_stride,
               static_cast<int>(ob.ld), beta, c + i * c_batch, static_cast<int>(n));
