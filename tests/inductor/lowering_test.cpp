@@ -113,6 +113,19 @@ return (%1)
   EXPECT_EQ(scalar.code.kernels.find("kiln_stream_if"), std::string::npos);
 }
 
+// A read of every other element (a step-2 slice, a pooling window) is two vector loads and a
+// shuffle (kiln_load_even), not an eight-load gather.
+TEST(Lowering, StrideTwoLoadsAreTwoVectorLoadsAndAShuffle) {
+  Lowered l = lower_text(R"(
+%0 : f32[16, 64] = placeholder("a")
+%1 : f32[16, 32]{64, 2} = slice(%0, 1, 0, 64, 2)
+%2 : f32[16, 32] = neg(%1)
+return (%2)
+)");
+  EXPECT_NE(l.code.source.find("kiln_load_even(arg0"), std::string::npos) << l.code.source;
+  EXPECT_EQ(l.code.source.find("kiln_gather(arg0"), std::string::npos) << l.code.source;
+}
+
 TEST(Lowering, ViewsNeverAllocate) {
   Lowered l = lower_text(R"(
 %0 : f32[8, 16] = placeholder("a")

@@ -155,5 +155,41 @@ TEST(CodegenMath, MaxAndMinOfARowWithNaNAreNaN) {
   EXPECT_EQ(f(all_inf)[0].to_vector<float>(), (std::vector<float>{-inf, -inf}));
 }
 
+// Step-2 reads (kiln_load_even) over rows whose lengths leave every tail length, and whose last
+// element is the buffer's last: the loads stay in bounds (ASan checks) and match eager exactly.
+TEST(CodegenMath, StrideTwoReadsMatchEager) {
+  for (int64_t n : {16, 17, 30, 31, 33, 64}) {
+    SCOPED_TRACE(n);
+    auto f = compile(
+        [n](const Tensor& x) {
+          return std::vector<Tensor>{x.slice(1, 0, n, 2) * 2.0 + 1.0, x.slice(1, 1, n, 2) * 3.0};
+        },
+        inductor());
+    Tensor x = randn({3, n});
+    std::vector<Tensor> got = f(x);
+    testing::expect_equal(got[0], x.slice(1, 0, n, 2) * 2.0 + 1.0);
+    testing::expect_equal(got[1], x.slice(1, 1, n, 2) * 3.0);
+  }
+}
+
+// maximum/minimum in the scalar tail (rows of 7: no vector lanes at all) propagate NaN from
+// either side, as eager does, and pick the larger/smaller value otherwise.
+TEST(CodegenMath, ScalarTailMaximumAndMinimumPropagateNaN) {
+  auto f = compile(
+      [](const Tensor& a, const Tensor& b) {
+        return std::vector<Tensor>{maximum(a, b), minimum(a, b), a.relu()};
+      },
+      inductor());
+  Tensor a = randn({5, 7}), b = randn({5, 7});
+  a.select(0, 1).narrow(0, 3, 1).fill_(std::nanf(""));
+  b.select(0, 2).narrow(0, 6, 1).fill_(std::nanf(""));
+  std::vector<Tensor> got = f(a, b);
+  testing::expect_equal(got[0], maximum(a, b));
+  testing::expect_equal(got[1], minimum(a, b));
+  testing::expect_equal(got[2], a.relu());
+  EXPECT_TRUE(std::isnan(got[0].select(0, 1).select(0, 3).item<float>()));
+  EXPECT_TRUE(std::isnan(got[1].select(0, 2).select(0, 6).item<float>()));
+}
+
 }  // namespace
 }  // namespace kiln

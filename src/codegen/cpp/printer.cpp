@@ -198,6 +198,8 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
     throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
   if (*coef == sym::integer(1) && !reduced)
     return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
+  if (*coef == sym::integer(2) && !reduced)
+    return emit(kFloat32, true, fmt::format("kiln_load_even({} + {})", name, at));
   const std::string stride = cpp_expr(*coef, ranges_);
   const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h"
                        : buffer.dtype == kBFloat16 ? "kiln_gather_bf"

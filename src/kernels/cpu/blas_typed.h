@@ -45,8 +45,8 @@ inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int 
 template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, const T* a, int lda, const T* b,
                int ldb, T beta, T* c, int ldc) {
-  blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
-            T(1), a, lda, b, ldb, beta, c, ldc);
+  blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, T(1),
+            a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace kiln::cpu
