@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <type_traits>
 
 namespace kiln::cpu {
 
@@ -23,23 +24,19 @@ void zero_matrix(T* c, int m, int n, int ldc) {
   for (int i = 0; i < m; ++i) std::memset(c + static_cast<size_t>(i) * ldc, 0, sizeof(T) * n);
 }
 
-inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
-                      const float* a, int lda, const float* b, int ldb, float beta, float* c,
-                      int ldc) {
-  if (beta == 0.0f && k > 0) {  // Note [Zeroing the output before BLAS]
+template <typename T>
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha, const T* a,
+               int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if (beta == T(0) && k > 0) {  // Note [Zeroing the output before BLAS]
     zero_matrix(c, m, n, ldc);
-    beta = 1.0f;
+    beta = T(1);
   }
-  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
-                      const double* a, int lda, const double* b, int ldb, double beta, double* c,
-                      int ldc) {
-  if (beta == 0.0 && k > 0) {  // Note [Zeroing the output before BLAS]
-    zero_matrix(c, m, n, ldc);
-    beta = 1.0;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
-  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T>
