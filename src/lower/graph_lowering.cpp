@@ -77,6 +77,7 @@ void register_pointwise_lowerings();  // lowerings/pointwise.cpp
 void register_reduction_lowerings();  // lowerings/reduction.cpp
 void register_view_lowerings();       // lowerings/views.cpp
 void register_misc_lowerings();       // lowerings/misc.cpp
+void register_pooling_lowerings();    // lowerings/pooling.cpp
 
 void register_all_lowerings() {
   static std::once_flag once;
@@ -85,6 +86,7 @@ void register_all_lowerings() {
     register_reduction_lowerings();
     register_view_lowerings();
     register_misc_lowerings();
+    register_pooling_lowerings();
   });
 }
 

@@ -126,6 +126,21 @@ return (%2)
   EXPECT_EQ(l.code.source.find("kiln_gather(arg0"), std::string::npos) << l.code.source;
 }
 
+// Note [Max pooling as a pointwise value]: relu and max_pool2d are one kernel with no extern
+// call, and its 4-wide rows are one masked vector iteration (Note [Masked vector tails]).
+TEST(Lowering, MaxPoolFusesWithItsProducer) {
+  Lowered l = lower_text(R"(
+%0 : f32[2, 4, 8, 8] = placeholder("a")
+%1 : f32[2, 4, 8, 8] = relu(%0)
+%2 : f32[2, 4, 4, 4] = max_pool2d(%1, [2, 2], [2, 2], [0, 0], [1, 1], False)
+return (%2)
+)");
+  EXPECT_EQ(count_computed(l), 1) << l.code.loop_ir;
+  EXPECT_EQ(l.code.loop_ir.find("ExternKernel"), std::string::npos) << l.code.loop_ir;
+  EXPECT_EQ(occurrences(l.code.source, "extern \"C\" void kernel"), 1u);
+  EXPECT_NE(l.code.source.find("kiln_gather_n(arg0"), std::string::npos) << l.code.source;
+}
+
 TEST(Lowering, ViewsNeverAllocate) {
   Lowered l = lower_text(R"(
 %0 : f32[8, 16] = placeholder("a")
@@ -138,7 +153,7 @@ return (%3)
   // neg reads arg0 at a remapped index: row 2+2*i0 of the transpose is column 2+2*i0 of a.
   const auto& b = *l.lowering->buffers().back();
   ASSERT_EQ(b.kind(), lower::Buffer::Kind::Computed);
-  EXPECT_NE(l.code.source.find("arg0["), std::string::npos);
+  EXPECT_NE(l.code.source.find("(arg0 + "), std::string::npos) << l.code.source;
   EXPECT_NE(l.code.loop_ir.find("buf"), std::string::npos);
 }
 
@@ -277,8 +292,9 @@ TEST(Lowering, InPlaceOpOnAnInputStoresIntoTheInput) {
 %2 : f32[4, 5] = add_(%0, %1)
 return (%2)
 )");
-  // No buffer of its own: the kernel writes arg0.
-  EXPECT_NE(l.code.source.find("arg0["), std::string::npos);
+  // No buffer of its own: the kernel writes arg0 (16 elements as vectors, 4 in the masked tail).
+  EXPECT_NE(l.code.source.find("kiln_storeu(arg0 + "), std::string::npos) << l.code.source;
+  EXPECT_NE(l.code.source.find("kiln_storeu_n(arg0 + "), std::string::npos) << l.code.source;
   EXPECT_NE(l.code.loop_ir.find("stores into arg0"), std::string::npos) << l.code.loop_ir;
   for (const runtime::BufferDesc& d : l.code.program.buffers)
     EXPECT_NE(d.kind, runtime::BufferDesc::Kind::Intermediate);

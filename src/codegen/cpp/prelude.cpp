@@ -268,6 +268,34 @@ KILN_INLINE kf8 kiln_gather(const float* p, int64_t stride) {
 KILN_INLINE kf8 kiln_load_even(const float* p) {
   return __builtin_shufflevector(kiln_loadu(p), kiln_loadu(p + 7), 0, 2, 4, 6, 9, 11, 13, 15);
 }
+// Note [Masked vector tails] in codegen.cpp: the first n lanes (1 <= n < 8) of a load or a
+// store; the other lanes of a load are 0, and memory past the n elements is not touched
+// (vmaskmovps does not fault on masked-off lanes).
+KILN_INLINE ki8 kiln_first_lanes(int64_t n) {
+  const ki8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  return lane < (int32_t)n;
+}
+KILN_INLINE kf8 kiln_loadu_n(const float* p, int64_t n) {
+  return __builtin_ia32_maskloadps256((const kf8*)p, kiln_first_lanes(n));
+}
+KILN_INLINE void kiln_storeu_n(float* p, kf8 v, int64_t n) {
+  __builtin_ia32_maskstoreps256((kf8*)p, kiln_first_lanes(n), v);
+}
+KILN_INLINE kf8 kiln_gather_n(const float* p, int64_t stride, int64_t n) {
+  kf8 r = kiln_splat(0.0f);
+  for (int k = 0; k < n; ++k) r[k] = p[k * stride];
+  return r;
+}
+KILN_INLINE kf8 kiln_gather_h_n(const uint16_t* p, int64_t stride, int64_t n) {
+  kf8 r = kiln_splat(0.0f);
+  for (int k = 0; k < n; ++k) r[k] = kiln_h2f(p[k * stride]);
+  return r;
+}
+KILN_INLINE kf8 kiln_gather_bf_n(const uint16_t* p, int64_t stride, int64_t n) {
+  kf8 r = kiln_splat(0.0f);
+  for (int k = 0; k < n; ++k) r[k] = kiln_bf2f(p[k * stride]);
+  return r;
+}
 KILN_INLINE kf8 kiln_gather_h(const uint16_t* p, int64_t stride) {
   kf8 r;
   for (int k = 0; k < 8; ++k) r[k] = kiln_h2f(p[k * stride]);

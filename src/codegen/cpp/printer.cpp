@@ -196,6 +196,16 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
   const bool reduced = buffer.dtype == kFloat16 || buffer.dtype == kBFloat16;
   if (buffer.dtype != kFloat32 && !reduced)
     throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
+  if (masked_tail_) {  // Note [Masked vector tails]
+    if (*coef == sym::integer(1) && !reduced)
+      return emit(kFloat32, true, fmt::format("kiln_loadu_n({} + {}, kiln_rem)", name, at));
+    const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h_n"
+                         : buffer.dtype == kBFloat16 ? "kiln_gather_bf_n"
+                                                     : "kiln_gather_n";
+    return emit(
+        buffer.dtype, true,
+        fmt::format("{}({} + {}, {}, kiln_rem)", gather, name, at, cpp_expr(*coef, ranges_)));
+  }
   if (*coef == sym::integer(1) && !reduced)
     return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
   if (*coef == sym::integer(2) && !reduced)
@@ -220,6 +230,10 @@ void CppPrinter::store(lower::BufferRef buffer, sym::ExprPtr idx, Val value) {
   auto coef = lower::linear_coefficient(e, vector_var_);
   if (buffer.dtype != kFloat32 || !coef || *coef != sym::integer(1))
     throw NotVectorizable("a store that is not a contiguous float32 store");
+  if (masked_tail_) {
+    body_.push_back(fmt::format("kiln_storeu_n({} + {}, {}, kiln_rem);", name, at, vec(value)));
+    return;
+  }
   if (auto stream = streaming_.find(name); stream != streaming_.end()) {
     body_.push_back(
         fmt::format("kiln_stream_if({}, {} + {}, {});", stream->second, name, at, vec(value)));

@@ -80,6 +80,9 @@ class CppPrinter : public lower::OpsHandler {
   // Note [Reductions across lanes]: the vector variable is an output dim, not a reduced one;
   // each lane accumulates its own output element and the result is stored as a vector.
   void set_lane_reduction(bool on) { lane_reduction_ = on; }
+  // Note [Masked vector tails] in codegen.cpp: vector loads and stores touch only the first
+  // `kiln_rem` lanes (a variable the emitter declares).
+  void set_masked_tail(bool on) { masked_tail_ = on; }
 
  private:
   struct Repr {
@@ -109,6 +112,7 @@ class CppPrinter : public lower::OpsHandler {
   // `index` as the buffer is addressed: a kernel-local one without its outer part.
   sym::ExprPtr address(std::string_view buffer, sym::ExprPtr index) const;
   bool lane_reduction_ = false;
+  bool masked_tail_ = false;
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
   size_t invariant_mark_ = 0;
