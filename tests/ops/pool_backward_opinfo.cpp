@@ -155,6 +155,11 @@ std::vector<SampleInput> max_rescan_samples(ScalarType dt, std::mt19937_64& rng)
                                 "2x2 tiles, exact: vector body and tail"));
   s.push_back(max_rescan_sample(full({1, 2, 4, 34}, 1.5, dt), {2}, {}, {0}, {1}, false, rng,
                                 "2x2 tiles, all equal: the first position of each window"));
+  // Note [Short pooled rows]: pooled widths 7 and 14, the demo CNN's.
+  s.push_back(max_rescan_sample(mk({2, 3, 14, 14}, dt, rng), {2}, {}, {0}, {1}, false, rng,
+                                "2x2 tiles, pooled rows of 7: a 4-lane vector and a tail"));
+  s.push_back(max_rescan_sample(mk({2, 3, 4, 28}, dt, rng), {2}, {}, {0}, {1}, false, rng,
+                                "2x2 tiles, pooled rows of 14: 8 lanes, 4 lanes and a tail"));
   s.push_back(max_rescan_sample(mk({3, 5, 6}, dt, rng), {2}, {1}, {0}, {1}, false, rng,
                                 "unbatched, non-contiguous grad_output", Layout::NonContiguous));
   s.push_back(max_rescan_sample(mk({2, 6, 5, 3}, dt, rng).permute({0, 3, 1, 2}), {2}, {}, {0}, {1},
@@ -179,6 +184,12 @@ std::vector<SampleInput> max_rescan_samples(ScalarType dt, std::mt19937_64& rng)
     wide[8] = wide[9] = wide[28] = wide[29] = -INFINITY;
     s.push_back(max_rescan_sample(from_vector(wide, Shape{1, 1, 2, 20}).to(dt), {2}, {}, {0}, {1},
                                   false, rng, "2x2 tiles: NaN, -inf and ties across 20 columns"));
+    std::vector<double> row28(56);
+    for (size_t i = 0; i < row28.size(); ++i) row28[i] = static_cast<double>((i * 7) % 5);
+    for (size_t i : {1, 17, 20, 21, 45, 52, 53, 26}) row28[i] = NAN;
+    row28[24] = row28[25] = row28[50] = row28[51] = -INFINITY;
+    s.push_back(max_rescan_sample(from_vector(row28, Shape{1, 1, 2, 28}).to(dt), {2}, {}, {0}, {1},
+                                  false, rng, "2x2 tiles: NaN, -inf and ties across 14 columns"));
   }
   return s;
 }

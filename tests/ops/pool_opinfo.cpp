@@ -121,7 +121,17 @@ std::vector<SampleInput> max_samples(ScalarType dt, std::mt19937_64& rng) {
   // Exact 2x2 tilings take a vector path for float and double: a body of whole vectors and a tail.
   add(mk({2, 3, 4, 22}, dt, rng), {2}, {}, {0}, {1}, false,
       "2x2 tiles, exact: vector body and tail");
+  // Note [Short pooled rows]: pooled widths 7 (a 4-lane vector and a tail) and 14 (a full vector,
+  // a 4-lane one and a tail), the demo CNN's.
+  add(mk({2, 3, 14, 14}, dt, rng), {2}, {}, {0}, {1}, false, "2x2 tiles, pooled rows of 7");
+  add(mk({2, 3, 4, 28}, dt, rng), {2}, {}, {0}, {1}, false, "2x2 tiles, pooled rows of 14");
   if (is_floating(dt)) {
+    std::vector<double> row28(56);
+    for (size_t i = 0; i < row28.size(); ++i) row28[i] = static_cast<double>((i * 7) % 5);
+    for (size_t i : {1, 17, 20, 21, 45, 52, 53, 26}) row28[i] = NAN;
+    row28[24] = row28[25] = row28[50] = row28[51] = -INFINITY;
+    add(from_vector(row28, Shape{1, 1, 2, 28}).to(dt), {2}, {}, {0}, {1}, false,
+        "2x2 tiles: NaN, -inf and ties across the 8-lane, 4-lane and scalar parts of 14 columns");
     std::vector<double> wide(40);
     for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<double>((i * 7) % 5);
     for (size_t i : {1, 22, 4, 5, 25, 38, 39, 18}) wide[i] = NAN;

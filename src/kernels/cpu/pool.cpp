@@ -11,6 +11,7 @@
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/pool_window.h"
+#include "src/kernels/cpu/vector_spans.h"
 
 namespace kiln::cpu {
 namespace {
@@ -33,22 +34,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 // reduced with the window scan's rule (a larger value or a NaN replaces the maximum).
 template <typename T>
 void max_pool_2x2_plane(const T* in, T* out, int64_t out_h, int64_t out_w) {
-  const hn::ScalableTag<T> d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   auto take = [](auto v, auto best) { return hn::Or(hn::Gt(v, best), hn::IsNaN(v)); };
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const T* r0 = in + 2 * oy * 2 * out_w;
     const T* r1 = r0 + 2 * out_w;
     T* dst = out + oy * out_w;
     int64_t ox = 0;
-    for (; ox + lanes <= out_w; ox += lanes) {
+    // Note [Short pooled rows]
+    for_each_vector_span<T>(out_w, ox, [&](auto d, int64_t at) {
       hn::Vec<decltype(d)> a, b, c, e;
-      hn::LoadInterleaved2(d, r0 + 2 * ox, a, b);
-      hn::LoadInterleaved2(d, r1 + 2 * ox, c, e);
+      hn::LoadInterleaved2(d, r0 + 2 * at, a, b);
+      hn::LoadInterleaved2(d, r1 + 2 * at, c, e);
       auto best = hn::IfThenElse(take(b, a), b, a);
       best = hn::IfThenElse(take(c, best), c, best);
-      hn::StoreU(hn::IfThenElse(take(e, best), e, best), d, dst + ox);
-    }
+      hn::StoreU(hn::IfThenElse(take(e, best), e, best), d, dst + at);
+    });
     for (; ox < out_w; ++ox) {
       T best = r0[2 * ox];
       for (const T v : {r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]})

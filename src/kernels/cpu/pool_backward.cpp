@@ -12,6 +12,7 @@
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/pool_window.h"
+#include "src/kernels/cpu/vector_spans.h"
 
 namespace kiln::cpu {
 namespace {
@@ -77,8 +78,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 // and the two gradient rows are stored interleaved. Whole vectors, no scatter, no clearing pass.
 template <typename T>
 void max_pool_2x2_backward_plane(const T* dy, const T* in, T* gi, int64_t out_h, int64_t out_w) {
-  const hn::ScalableTag<T> d;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const int64_t in_w = 2 * out_w;
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const T* r0 = in + 2 * oy * in_w;
@@ -87,23 +86,24 @@ void max_pool_2x2_backward_plane(const T* dy, const T* in, T* gi, int64_t out_h,
     T* g1 = g0 + in_w;
     const T* dy_row = dy + oy * out_w;
     int64_t ox = 0;
-    for (; ox + lanes <= out_w; ox += lanes) {
+    // Note [Short pooled rows] (vector_spans.h)
+    for_each_vector_span<T>(out_w, ox, [&](auto d, int64_t at) {
       hn::Vec<decltype(d)> a, b, c, e;
-      hn::LoadInterleaved2(d, r0 + 2 * ox, a, b);
-      hn::LoadInterleaved2(d, r1 + 2 * ox, c, e);
+      hn::LoadInterleaved2(d, r0 + 2 * at, a, b);
+      hn::LoadInterleaved2(d, r1 + 2 * at, c, e);
       const auto take_b = hn::Or(hn::Gt(b, a), hn::IsNaN(b));
       auto best = hn::IfThenElse(take_b, b, a);
       const auto take_c = hn::Or(hn::Gt(c, best), hn::IsNaN(c));
       best = hn::IfThenElse(take_c, c, best);
       const auto take_e = hn::Or(hn::Gt(e, best), hn::IsNaN(e));
       const auto later_than_b = hn::Or(take_c, take_e);
-      const auto v = hn::LoadU(d, dy_row + ox);
+      const auto v = hn::LoadU(d, dy_row + at);
       hn::StoreInterleaved2(hn::IfThenZeroElse(hn::Or(later_than_b, take_b), v),
                             hn::IfThenElseZero(hn::AndNot(later_than_b, take_b), v), d,
-                            g0 + 2 * ox);
+                            g0 + 2 * at);
       hn::StoreInterleaved2(hn::IfThenElseZero(hn::AndNot(take_e, take_c), v),
-                            hn::IfThenElseZero(take_e, v), d, g1 + 2 * ox);
-    }
+                            hn::IfThenElseZero(take_e, v), d, g1 + 2 * at);
+    });
     for (; ox < out_w; ++ox) {
       const T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], e = r1[2 * ox + 1];
       const bool take_b = (b > a) | (b != b);
