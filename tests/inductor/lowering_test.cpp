@@ -190,6 +190,8 @@ return (%5)
   EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1
   EXPECT_NE(l.code.loop_ir.find("(kernel-local)"), std::string::npos);
+  // The normalize multiplies by the sum's reciprocal (Note [Division by a loop invariant]).
+  EXPECT_EQ(occurrences(l.code.kernels, "kiln_div_invariant("), 1u) << l.code.kernels;
 }
 
 // A row of symbolic or large size could not live on the stack, so exp(x - max) is not realized

@@ -155,6 +155,20 @@ TEST(CodegenMath, MaxAndMinOfARowWithNaNAreNaN) {
   EXPECT_EQ(f(all_inf)[0].to_vector<float>(), (std::vector<float>{-inf, -inf}));
 }
 
+// Note [Division by a loop invariant]: a row divided by its own scalar multiplies by the
+// reciprocal where that is a normal float, and divides otherwise; either way the result is
+// eager's x / d within tolerance, including zero, subnormal, huge, infinite and NaN divisors.
+TEST(CodegenMath, DivisionByARowInvariantMatchesEager) {
+  auto f = compile([](const Tensor& x, const Tensor& d) { return x / d; }, inductor());
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> divisors = {3.0f,  -7.5f, 0.0f, -0.0f, 1e-40f, -3e-39f, 1e-38f,
+                                       1e38f, 3e38f, inf,  -inf,  NAN,    1e-30f,  2e30f};
+  Tensor d = from_vector(divisors, std::vector<int64_t>{static_cast<int64_t>(divisors.size()), 1});
+  Tensor x = randn({static_cast<int64_t>(divisors.size()), 37}) * 1e-3;
+  x.select(1, 5).fill_(0.0);
+  testing::expect_equal(f(x, d), x / d);
+}
+
 // Step-2 reads (kiln_load_even) over rows whose lengths leave every tail length, and whose last
 // element is the buffer's last: the loads stay in bounds (ASan checks) and match eager exactly.
 TEST(CodegenMath, StrideTwoReadsMatchEager) {

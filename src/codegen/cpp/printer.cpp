@@ -447,6 +447,13 @@ Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
       case BinaryOp::mul:
         return op2("*", t);
       case BinaryOp::truediv:
+        if (repr(a).vector && !repr(b).vector) {
+          // Note [Division by a loop invariant] (prelude.cpp): the reciprocal once, before the
+          // loop (a scalar value goes to the invariants).
+          const std::string d = repr(b).expr;
+          const Val r = emit(kFloat32, false, fmt::format("1.0f / {}", d));
+          return emit(t, true, fmt::format("kiln_div_invariant({}, {}, {})", x, d, repr(r).expr));
+        }
         return op2("/", t);
       case BinaryOp::eq:
         return op2("==", kBool);
