@@ -190,6 +190,13 @@ return (%5)
   EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1
   EXPECT_NE(l.code.loop_ir.find("(kernel-local)"), std::string::npos);
+  // exp(x - max) is summed in the loop that computes it (Note [A row's producer shares its
+  // reductions' loop]): no loop starts between the exp and the sum's accumulation.
+  const size_t exp_at = l.code.kernels.find("kiln_exp(");
+  const size_t sum_at = l.code.kernels.find("n2_vacc0 = n2_vacc0 + ", exp_at);
+  ASSERT_NE(sum_at, std::string::npos) << l.code.kernels;
+  EXPECT_EQ(l.code.kernels.substr(exp_at, sum_at - exp_at).find("for ("), std::string::npos)
+      << l.code.kernels;
   // The normalize multiplies by the sum's reciprocal (Note [Division by a loop invariant]).
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_div_invariant("), 1u) << l.code.kernels;
 }

@@ -169,6 +169,28 @@ TEST(CodegenMath, DivisionByARowInvariantMatchesEager) {
   testing::expect_equal(f(x, d), x / d);
 }
 
+// Note [A row's producer shares its reductions' loop]: a row reduced where it is produced
+// (softmax, and a producer whose sums also read other inputs), and a reduction that reads the
+// produced values at other positions (a transpose), which must not share the loop: both as eager.
+TEST(CodegenMath, ReductionsOfAProducedRowMatchEager) {
+  auto f = compile(
+      [](const Tensor& x, const Tensor& w) {
+        Tensor e = (x - x.amax({1}, true)).exp();
+        return std::vector<Tensor>{e / e.sum({1}, true), (e * w).sum({1}) + e.sum({1}),
+                                   e.t().sum({1})};
+      },
+      inductor());
+  for (int64_t n : {5, 8, 37, 64}) {
+    SCOPED_TRACE(n);
+    Tensor x = randn({n, n}), w = randn({n, n});
+    Tensor e = (x - x.amax({1}, true)).exp();
+    std::vector<Tensor> got = f(x, w);
+    testing::expect_equal(got[0], e / e.sum({1}, true));
+    testing::expect_equal(got[1], (e * w).sum({1}) + e.sum({1}));
+    testing::expect_equal(got[2], e.t().sum({1}));
+  }
+}
+
 // Step-2 reads (kiln_load_even) over rows whose lengths leave every tail length, and whose last
 // element is the buffer's last: the loads stay in bounds (ASan checks) and match eager exactly.
 TEST(CodegenMath, StrideTwoReadsMatchEager) {

@@ -695,8 +695,17 @@ class ProgramBuilder {
   // result (a batch norm backward's sums of g and of g * x-hat per channel), run in one loop nest
   // whose body updates every accumulator: one pass over the data instead of one per reduction.
   // Returns one past the last node of such a run starting at `first` (first + 1: none).
+  //
+  // Note [A row's producer shares its reductions' loop]
+  // The run may also start with a pointwise node over the outer loops and exactly the reductions'
+  // loops, which the reductions read at the element it writes in the same iteration (softmax's
+  // exp(x - max), which its sum reads): its store comes first in the shared body, so the row is
+  // computed and summed in one pass instead of being written and read back by a second loop.
   size_t sibling_reductions(const Kernel& k, size_t first, size_t outer) {
-    const SchedNode& head = k.nodes[first];
+    const bool producer = !k.nodes[first].is_reduction();
+    const size_t lead = producer ? first + 1 : first;  // the first reduction
+    if (lead >= k.nodes.size()) return first + 1;
+    const SchedNode& head = k.nodes[lead];
     auto eligible = [&](const SchedNode& n) {
       if (!n.is_reduction() || n.ranges.size() != outer || n.ranges != head.ranges ||
           n.reduction_ranges != head.reduction_ranges || local_.count(n.buffer->name()))
@@ -706,26 +715,68 @@ class ProgramBuilder {
       return true;
     };
     if (!eligible(head)) return first + 1;
-    std::set<std::string> written{head.buffer->name()};
     const std::vector<ExprPtr> ivars = vars("i", outer);
     const std::vector<ExprPtr> rvars = vars("r", head.reduction_ranges.size());
-    size_t end = first + 1;
-    for (; end < k.nodes.size() && eligible(k.nodes[end]); ++end) {
+    std::set<std::string> written;
+    std::optional<lower::MemoryAccess> produced;  // the producer's store
+    if (producer) {
+      const SchedNode& p = k.nodes[first];
+      std::vector<ExprPtr> extent(head.ranges);
+      extent.insert(extent.end(), head.reduction_ranges.begin(), head.reduction_ranges.end());
+      if (p.ranges != extent) return first + 1;
+      std::vector<ExprPtr> index = ivars;
+      index.insert(index.end(), rvars.begin(), rvars.end());
       lower::DependencyHandler deps;
-      k.nodes[end].run_body(deps, ivars, rvars);
-      bool reads_sibling = false;
-      for (const auto& a : deps.reads()) reads_sibling |= written.contains(a.buffer);
-      if (reads_sibling) break;
+      p.run_body(deps, index, {});
+      if (deps.writes().size() != 1) return first + 1;
+      produced = deps.writes().front();
+    }
+    // A reduction may read the producer's element of this iteration, and nothing else any node
+    // before it in the run writes.
+    auto reads_only_allowed = [&](const SchedNode& n) {
+      lower::DependencyHandler deps;
+      n.run_body(deps, ivars, rvars);
+      for (const auto& a : deps.reads()) {
+        if (written.contains(a.buffer)) return false;
+        if (produced && a.buffer == produced->buffer && a.index != produced->index) return false;
+      }
+      return true;
+    };
+    if (!reads_only_allowed(head)) return first + 1;
+    written.insert(head.buffer->name());
+    size_t end = lead + 1;
+    for (; end < k.nodes.size() && eligible(k.nodes[end]); ++end) {
+      if (!reads_only_allowed(k.nodes[end])) break;
       written.insert(k.nodes[end].buffer->name());
     }
-    return end;
+    return producer && end == lead + 1 && !reads_producer(k.nodes[lead], ivars, rvars, *produced)
+               ? first + 1
+               : end;
+  }
+
+  // Whether reduction `n` reads the producer's store (else a producer is not worth the fusion).
+  static bool reads_producer(const SchedNode& n, const std::vector<ExprPtr>& ivars,
+                             const std::vector<ExprPtr>& rvars, const lower::MemoryAccess& store) {
+    lower::DependencyHandler deps;
+    n.run_body(deps, ivars, rvars);
+    for (const auto& a : deps.reads())
+      if (a.buffer == store.buffer) return true;
+    return false;
   }
 
   // Nodes [first, end) of `k` as one loop nest (Note [Sibling reductions share their loops]).
   std::string emit_sibling_reductions(const Kernel& k, size_t first, size_t end,
                                       const std::vector<ExprPtr>& ivars, const VarRanges& base,
                                       int depth) {
-    const std::vector<ExprPtr>& sizes = k.nodes[first].reduction_ranges;
+    // Note [A row's producer shares its reductions' loop]: a pointwise first node is indexed by
+    // the outer and the reduction variables.
+    auto is_producer = [&](size_t n) { return !k.nodes[n].is_reduction(); };
+    auto concat = [](std::vector<ExprPtr> a, const std::vector<ExprPtr>& b) {
+      a.insert(a.end(), b.begin(), b.end());
+      return a;
+    };
+    const std::vector<ExprPtr>& sizes =
+        k.nodes[is_producer(first) ? first + 1 : first].reduction_ranges;
     VarRanges ranges = base;
     const std::vector<ExprPtr> rvars = vars("r", sizes.size());
     for (size_t d = 0; d < rvars.size(); ++d) ranges[rvars[d]] = sizes[d];
@@ -735,7 +786,11 @@ class ProgramBuilder {
       std::vector<ExprPtr> accesses;
       for (size_t n = first; n < end; ++n) {
         lower::DependencyHandler deps;
-        k.nodes[n].run_body(deps, ivars, rvars);
+        if (is_producer(n)) {
+          k.nodes[n].run_body(deps, concat(ivars, rvars), {});
+        } else {
+          k.nodes[n].run_body(deps, ivars, rvars);
+        }
         for (const auto& a : deps.reads()) accesses.push_back(a.index);
         for (const auto& a : deps.writes()) accesses.push_back(a.index);
       }
@@ -752,8 +807,14 @@ class ProgramBuilder {
     std::vector<PrintedNode> printed;
     bool vector = vv != nullptr;
     for (size_t n = first; n < end; ++n) {
-      printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, ivars, rindex, vv,
-                                   cpp_expr(rlin, ranges), streaming_, kernel_local_));
+      if (is_producer(n)) {
+        printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges,
+                                     concat(ivars, rindex), {}, vv, "0", streaming_,
+                                     kernel_local_));
+      } else {
+        printed.push_back(print_node(k.nodes[n], fmt::format("n{}_", n), ranges, ivars, rindex, vv,
+                                     cpp_expr(rlin, ranges), streaming_, kernel_local_));
+      }
       vector &= printed.back().vector.has_value();
     }
     std::string out = indent(depth) + "{\n";
