@@ -1,6 +1,7 @@
 // Behaviour of the matrix products, convolutions and pooling beyond what the OpInfo harness
 // checks: hand-computed values, wrap-around, NaN handling, error messages.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 
@@ -51,6 +52,29 @@ TEST(Linalg, OneRowAndOneColumnProductsMatchTheSumOfProducts) {
     const auto got = r.to_vector<double>(), want = e.to_vector<double>();
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
   }
+}
+
+// Note [Small products on the calling thread]: the tests run with OMP_WAIT_POLICY=PASSIVE, so a
+// batch-1 linear layer runs on the calling thread; the OpenMP thread count is restored after it,
+// and small and large products (single and batched) still match float64.
+TEST(Linalg, SmallProductsRunSeriallyAndRestoreTheThreadCount) {
+  const int threads = omp_get_max_threads();
+  Tensor x = randn({1, 784}), w = randn({512, 784}), b = randn({4, 3, 40}), c = randn({4, 40, 5});
+  Tensor small = linear(x, w);
+  EXPECT_EQ(omp_get_max_threads(), threads);
+  Tensor batched = matmul(b, c);
+  EXPECT_EQ(omp_get_max_threads(), threads);
+  Tensor large = matmul(randn({256, 256}), randn({256, 256}));
+  EXPECT_EQ(omp_get_max_threads(), threads);
+  auto expect_near = [](const Tensor& got, const Tensor& want) {
+    const std::vector<double> g = got.to(kFloat64).to_vector<double>();
+    const std::vector<double> e = want.to_vector<double>();
+    ASSERT_EQ(g.size(), e.size());
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], e[i], 1e-4 * (1 + std::abs(e[i]))) << i;
+  };
+  expect_near(small, linear(x.to(kFloat64), w.to(kFloat64)));
+  expect_near(batched, matmul(b.to(kFloat64), c.to(kFloat64)));
+  EXPECT_EQ(large.sizes().vec(), (std::vector<int64_t>{256, 256}));
 }
 
 TEST(Linalg, MatmulOfTwoVectorsIsAZeroDimDot) {
