@@ -70,7 +70,7 @@ TEST(CompiledPooling, MaxPoolPropagatesNaNAndKeepsIntegerDtypes) {
 }
 
 // Pointwise rows of every tail length (1-7 lanes after the vector loop, and rows shorter than a
-// vector): the masked loads and stores write exactly the row (ASan checks they stay in bounds).
+// vector) match eager.
 TEST(CompiledPooling, MaskedTailsCoverEveryRowLength) {
   auto f =
       compile([](const Tensor& x, const Tensor& y) { return (x * y + 1.0).relu(); }, inductor());
@@ -79,6 +79,21 @@ TEST(CompiledPooling, MaskedTailsCoverEveryRowLength) {
     // A transposed input keeps the rows from merging into one long loop.
     Tensor x = randn({n, 3}).t(), y = randn({3, n});
     testing::expect_equal(f(x, y), (x * y + 1.0).relu());
+  }
+}
+
+// A masked tail stores only its row's elements: an input that is the first n columns of a wider
+// tensor, updated in place (stored straight into the input), leaves the other columns as they
+// were, for every tail length.
+TEST(CompiledPooling, MaskedTailStoresStayInsideTheRow) {
+  auto f = compile([](const Tensor& x) { x.mul_(2.0).add_(1.0); }, inductor());
+  for (int64_t n = 1; n <= 17; ++n) {
+    SCOPED_TRACE(n);
+    Tensor base = randn({5, n + 9});
+    Tensor before = base.clone();
+    f(base.narrow(1, 0, n));
+    testing::expect_equal(base.narrow(1, 0, n), before.narrow(1, 0, n) * 2.0 + 1.0);
+    EXPECT_EQ(base.narrow(1, n, 9).to_vector<float>(), before.narrow(1, n, 9).to_vector<float>());
   }
 }
 
