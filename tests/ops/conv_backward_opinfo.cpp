@@ -159,6 +159,13 @@ std::vector<SampleInput> samples(ScalarType dt, std::mt19937_64& rng) {
   s.push_back(b.make({2, 4, 11}, {6, 2, 3}, {2}, {1}, {2}, 2,
                      "conv1d: stride 2, padding 1, dilation 2, groups 2"));
   s.push_back(b.make({3, 10}, {2, 3, 4}, {1}, {0}, {1}, 1, "conv1d unbatched"));
+  // Note [Convolution rows as one block]: stride 1 and outputs as wide as the input.
+  s.push_back(b.make({2, 3, 9, 10}, {4, 3, 3, 3}, {1}, {2}, {2}, 1,
+                     "dilation 2, padding 2: rows as one shifted block"));
+  s.push_back(b.make({2, 24, 7, 9}, {5, 24, 3, 5}, {1}, {1, 2}, {1}, 1,
+                     "3x5, padding (1, 2): rows as one block, per kernel row"));
+  s.push_back(b.make({2, 3, 5, 8}, {4, 3, 1, 3}, {1}, {0, 1}, {1}, 1,
+                     "1x3, padding (0, 1): rows as one block"));
   s.push_back(b.make({0, 3, 6, 7}, {4, 3, 3, 3}, {1}, {0}, {1}, 1, "zero batch"));
   s.push_back(b.make({2, 0, 4, 4}, {3, 0, 2, 2}, {1}, {0}, {1}, 1, "zero input channels"));
   return s;

@@ -105,6 +105,13 @@ std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
       "groups 2, stride (2, 1), padding (2, 1), dilation (2, 1) (per kernel row)");
   add(mk({3, 16, 4, 4}, dt, rng), mk({4, 16, 5, 5}, dt, rng), mk({4}, dt, rng), {1}, {3}, {1}, 1,
       "padding 3 > kernel reach: output rows no kernel row reaches (per kernel row)");
+  // Note [Convolution rows as one block]: stride 1 and outputs as wide as the input.
+  add(mk({2, 3, 9, 10}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {2}, {2}, 1,
+      "dilation 2, padding 2: rows as one shifted block");
+  add(mk({2, 24, 7, 9}, dt, rng), mk({5, 24, 3, 5}, dt, rng), IValue(), {1}, {1, 2}, {1}, 1,
+      "3x5, padding (1, 2): rows as one block, per kernel row");
+  add(mk({2, 3, 5, 8}, dt, rng), mk({4, 3, 1, 3}, dt, rng), mk({4}, dt, rng), {1}, {0, 1}, {1}, 1,
+      "1x3, padding (0, 1): rows as one block");
   add(mk({0, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
       "zero batch");
   add(mk({2, 0, 4, 4}, dt, rng), mk({3, 0, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1}, 1,

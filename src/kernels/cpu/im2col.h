@@ -30,6 +30,49 @@ inline ValidRange valid_range(int64_t offset, int64_t stride, int64_t in, int64_
   return {clo, std::max(clo, chi)};
 }
 
+// Note [Convolution rows as one block]
+// With stride 1 and an output as wide as the input ("same" padding, the usual 3x3 / padding 1),
+// the output rows [lo, hi) of one (channel, kernel row, kernel column) read consecutive input
+// rows, all shifted by the same dx columns: the block of them is one shifted copy (or add) of
+// (hi - lo) * W elements, after which the few positions whose column falls in the padding are
+// zeroed. Row by row, each 14- or 28-float row of the demo CNN was a memcpy call of its own.
+// For the add (col2im), those positions are zeroed in the column matrix first, so that the block
+// add carries nothing into the neighbouring row's edge.
+inline bool same_width_rows(const ConvGeometry& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.out_w == g.in_w;
+}
+
+// dst[k] = src[k + dx] for the n elements of a block of rows `width` wide, with the columns
+// outside [x.lo, x.hi) of every row zero.
+template <typename T>
+void copy_shifted_block(const T* src, int64_t dx, int64_t n, int64_t width, ValidRange x, T* dst) {
+  const int64_t k0 = std::max<int64_t>(0, -dx), k1 = std::min(n, n - dx);
+  std::fill(dst, dst + k0, T(0));
+  if (k1 > k0) std::memcpy(dst + k0, src + k0 + dx, static_cast<size_t>(k1 - k0) * sizeof(T));
+  std::fill(dst + std::max(k0, k1), dst + n, T(0));
+  if (x.lo == 0 && x.hi == width) return;
+  for (int64_t r = 0; r < n; r += width) {
+    std::fill(dst + r, dst + r + x.lo, T(0));
+    std::fill(dst + r + x.hi, dst + r + width, T(0));
+  }
+}
+
+// dst[k + dx] += src[k] for the n elements of a block of rows `width` wide whose columns inside
+// [x.lo, x.hi) count; the others are zeroed in src first (a scratch column matrix).
+template <typename T>
+void add_shifted_block(T* src, int64_t dx, int64_t n, int64_t width, ValidRange x, T* dst) {
+  if (x.lo != 0 || x.hi != width) {
+    for (int64_t r = 0; r < n; r += width) {
+      std::fill(src + r, src + r + x.lo, T(0));
+      std::fill(src + r + x.hi, src + r + width, T(0));
+    }
+  }
+  const int64_t k0 = std::max<int64_t>(0, -dx), k1 = std::min(n, n - dx);
+  T* d = dst + k0 + dx;
+  const T* s = src + k0;
+  for (int64_t k = 0; k < k1 - k0; ++k) d[k] += s[k];
+}
+
 // col [channels * kH * kW, oH * oW] <- the windows of `channels` planes of `in` ([in_h, in_w]
 // each, contiguous); positions in the padding read as zero.
 template <typename T>
@@ -42,6 +85,14 @@ void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
         T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+        if (same_width_rows(g)) {  // Note [Convolution rows as one block]
+          const ValidRange rows = valid_range(i * g.dilation_h - g.pad_h, 1, g.in_h, g.out_h);
+          std::fill(row, row + rows.lo * g.out_w, T(0));
+          copy_shifted_block(plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w, dx,
+                             (rows.hi - rows.lo) * g.out_w, g.out_w, x, row + rows.lo * g.out_w);
+          std::fill(row + rows.hi * g.out_w, row + ohw, T(0));
+          continue;
+        }
         for (int64_t oy = 0; oy < g.out_h; ++oy) {
           T* dst = row + oy * g.out_w;
           const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
@@ -64,16 +115,23 @@ void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
 }
 
 // in += col2im(col): the adjoint of im2col. `in` holds `channels` planes (not cleared here).
+// `col` is scratch: Note [Convolution rows as one block] zeroes its padding positions.
 template <typename T>
-void col2im_add(const T* col, int64_t channels, const ConvGeometry& g, T* in) {
+void col2im_add(T* col, int64_t channels, const ConvGeometry& g, T* in) {
   const int64_t ohw = g.out_h * g.out_w;
   for (int64_t c = 0; c < channels; ++c) {
     T* plane = in + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
-        const T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+        if (same_width_rows(g)) {  // Note [Convolution rows as one block]
+          const ValidRange rows = valid_range(i * g.dilation_h - g.pad_h, 1, g.in_h, g.out_h);
+          add_shifted_block(row + rows.lo * g.out_w, dx, (rows.hi - rows.lo) * g.out_w, g.out_w, x,
+                            plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w);
+          continue;
+        }
         for (int64_t oy = 0; oy < g.out_h; ++oy) {
           const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
           if (iy < 0 || iy >= g.in_h) continue;
@@ -130,6 +188,11 @@ void im2col_kernel_row(const T* in, int64_t channels, const ConvGeometry& g, int
       T* row = col + (c * g.kernel_w + j) * n;
       const int64_t dx = j * g.dilation_w - g.pad_w;
       const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+      if (same_width_rows(g)) {  // Note [Convolution rows as one block]
+        copy_shifted_block(plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w, dx, n, g.out_w,
+                           x, row);
+        continue;
+      }
       for (int64_t oy = rows.lo; oy < rows.hi; ++oy) {
         T* dst = row + (oy - rows.lo) * g.out_w;
         const T* src = plane + (oy * g.stride_h + i * g.dilation_h - g.pad_h) * g.in_w;
@@ -145,17 +208,22 @@ void im2col_kernel_row(const T* in, int64_t channels, const ConvGeometry& g, int
   }
 }
 
-// in += the adjoint of im2col_kernel_row.
+// in += the adjoint of im2col_kernel_row (`col` is scratch, as for col2im_add).
 template <typename T>
-void col2im_kernel_row_add(const T* col, int64_t channels, const ConvGeometry& g, int64_t i,
+void col2im_kernel_row_add(T* col, int64_t channels, const ConvGeometry& g, int64_t i,
                            ValidRange rows, T* in) {
   const int64_t n = (rows.hi - rows.lo) * g.out_w;
   for (int64_t c = 0; c < channels; ++c) {
     T* plane = in + c * g.in_h * g.in_w;
     for (int64_t j = 0; j < g.kernel_w; ++j) {
-      const T* row = col + (c * g.kernel_w + j) * n;
+      T* row = col + (c * g.kernel_w + j) * n;
       const int64_t dx = j * g.dilation_w - g.pad_w;
       const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
+      if (same_width_rows(g)) {  // Note [Convolution rows as one block]
+        add_shifted_block(row, dx, n, g.out_w, x,
+                          plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w);
+        continue;
+      }
       for (int64_t oy = rows.lo; oy < rows.hi; ++oy) {
         const T* src = row + (oy - rows.lo) * g.out_w;
         T* dst = plane + (oy * g.stride_h + i * g.dilation_h - g.pad_h) * g.in_w;
