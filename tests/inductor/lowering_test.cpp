@@ -141,6 +141,29 @@ return (%2)
   EXPECT_NE(l.code.source.find("kiln_gather_n(arg0"), std::string::npos) << l.code.source;
 }
 
+// Note [Lane offsets]: each element repeated twice along the last dim (expand and reshape: an
+// index v // 2) is a vector load of pairs, with a masked gather for the tail; repeated three
+// times (v // 3, no constant offsets from lane 0) the loop stays scalar.
+TEST(Lowering, LoadsAtConstantLaneOffsetsAreVectorLoads) {
+  auto repeated = [](int times) {
+    return lower_text(fmt::format(R"(
+%0 : f32[3, 10] = placeholder("a")
+%1 : f32[3, 10, 1] = unsqueeze(%0, 2)
+%2 : f32[3, 10, {0}]{{10, 1, 0}} = expand(%1, [3, 10, {0}])
+%3 : f32[3, {1}] = reshape(%2, [3, {1}])
+%4 : f32[3, {1}] = neg(%3)
+return (%4)
+)",
+                                  times, 10 * times));
+  };
+  Lowered pairs = repeated(2);
+  EXPECT_NE(pairs.code.source.find("kiln_load_pairs(arg0"), std::string::npos) << pairs.code.source;
+  EXPECT_NE(pairs.code.source.find("kiln_gather_offsets_n(arg0"), std::string::npos)
+      << pairs.code.source;
+  Lowered triples = repeated(3);
+  EXPECT_EQ(triples.code.source.find("kf8 n0_t"), std::string::npos) << triples.code.source;
+}
+
 TEST(Lowering, ViewsNeverAllocate) {
   Lowered l = lower_text(R"(
 %0 : f32[8, 16] = placeholder("a")

@@ -69,6 +69,38 @@ TEST(CompiledPooling, MaxPoolPropagatesNaNAndKeepsIntegerDtypes) {
   testing::expect_equal(g(negative), pool(negative, padded));
 }
 
+// The input gradient through a compiled max_pool2d (AOT autograd: the forward is generated code,
+// the backward's max_pool2d_backward an extern kernel) equals eager's, with ties (relu's zeros:
+// the first position takes the gradient) and NaN (the last NaN takes it), over window shapes.
+TEST(CompiledPooling, MaxPoolBackwardMatchesEager) {
+  const std::vector<PoolCase> cases = {
+      {{2, 3, 28, 28}, {2}, {2}, {0}, {1}},      // the CNN's, exact
+      {{2, 3, 7, 9}, {2}, {2}, {0}, {1}},        // uncovered last row and column
+      {{1, 2, 9, 12}, {3}, {3}, {0}, {1}},       // 3x3 tiles
+      {{1, 2, 8, 6}, {2, 1}, {2, 1}, {0}, {1}},  // 2x1 tiles
+      {{1, 2, 9, 9}, {3}, {1}, {1}, {1}},        // overlapping, padded: extern
+      {{1, 2, 7, 7}, {2}, {2}, {0}, {1}, true},  // ceil_mode: extern
+  };
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    for (const PoolCase& c : cases) {
+      SCOPED_TRACE(fmt::format("{} shape {} kernel {} stride {} padding {} ceil {}",
+                               dtype_name(dtype), fmt::join(c.shape, "x"), fmt::join(c.kernel, ","),
+                               fmt::join(c.stride, ","), fmt::join(c.padding, ","), c.ceil_mode));
+      auto loss = [c](const Tensor& x, const Tensor& w) { return (pool(x.relu(), c) * w).sum(); };
+      auto f = compile(loss, inductor());
+      Tensor x = randn(c.shape).to(dtype);
+      x.select(-1, 1).select(-1, 2).fill_(std::nan(""));  // one NaN per plane
+      x.requires_grad_();
+      Tensor w = randn(pool(x.detach(), c).sizes().vec()).to(dtype);
+      f(x, w).backward();
+      const Tensor compiled = x.grad().clone();
+      x.mutable_grad() = Tensor();
+      loss(x, w).backward();
+      testing::expect_equal(compiled, x.grad());
+    }
+  }
+}
+
 // Pointwise rows of every tail length (1-7 lanes after the vector loop, and rows shorter than a
 // vector) match eager.
 TEST(CompiledPooling, MaskedTailsCoverEveryRowLength) {

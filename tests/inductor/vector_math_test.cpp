@@ -191,6 +191,32 @@ TEST(CodegenMath, ReductionsOfAProducedRowMatchEager) {
   }
 }
 
+// Note [Lane offsets]: elements repeated along the vector (each twice: pair loads; every other
+// one twice: even-pair loads; three times: scalar) match eager for rows of every tail length.
+TEST(CodegenMath, RepeatedElementsMatchEager) {
+  for (int64_t n : {1, 3, 4, 7, 8, 13, 16}) {
+    SCOPED_TRACE(n);
+    auto f = compile(
+        [n](const Tensor& a) {
+          Tensor twice = a.unsqueeze(2).expand({3, n, 2}).reshape({3, 2 * n});
+          Tensor thrice = a.unsqueeze(2).expand({3, n, 3}).reshape({3, 3 * n});
+          Tensor even = a.slice(1, 0, n, 2);
+          Tensor even_twice =
+              even.unsqueeze(2).expand({3, even.size(1), 2}).reshape({3, 2 * even.size(1)});
+          return std::vector<Tensor>{twice * 2.0, thrice + 1.0, even_twice - 1.0};
+        },
+        inductor());
+    Tensor a = randn({3, n});
+    std::vector<Tensor> got = f(a);
+    Tensor even = a.slice(1, 0, n, 2);
+    testing::expect_equal(got[0], a.unsqueeze(2).expand({3, n, 2}).reshape({3, 2 * n}) * 2.0);
+    testing::expect_equal(got[1], a.unsqueeze(2).expand({3, n, 3}).reshape({3, 3 * n}) + 1.0);
+    testing::expect_equal(
+        got[2],
+        even.unsqueeze(2).expand({3, even.size(1), 2}).reshape({3, 2 * even.size(1)}) - 1.0);
+  }
+}
+
 // Step-2 reads (kiln_load_even) over rows whose lengths leave every tail length, and whose last
 // element is the buffer's last: the loads stay in bounds (ASan checks) and match eager exactly.
 TEST(CodegenMath, StrideTwoReadsMatchEager) {

@@ -528,6 +528,9 @@ class ProgramBuilder {
   // invariants. The lanes past kiln_rem compute on zeros and are never stored. Reductions keep
   // their scalar tail (their accumulators would need the mask too).
   std::string emit_flat_pointwise(const Kernel& k, const std::vector<ExprPtr>& original_vars) {
+    KILN_CHECK(options_.chunk > 0 && options_.chunk % kLanes == 0, ValueError,
+               "codegen: the pointwise chunk ({}) must be a positive multiple of {}",
+               options_.chunk, kLanes);
     const std::vector<std::vector<size_t>> groups = merge_groups(k, original_vars);
     const size_t outer = groups.size();
     const std::vector<ExprPtr> ivars = vars("i", outer);

@@ -20,7 +20,9 @@ struct CodegenOptions {
   // elements; a fused kernel also does more per element. Measured on the MLP training step:
   // 9 -> 6 parallel regions per step, compiled step 1.0-1.1 -> 0.8-1.0 ms.
   int64_t parallel_threshold = 131072;
-  int64_t chunk = 4096;  // pointwise elements per parallel work item
+  // Pointwise elements per parallel work item: a multiple of 8, so every vector loop starts at
+  // a multiple of 8 (Note [Lane offsets] in printer.cpp).
+  int64_t chunk = 4096;
 };
 
 struct GeneratedCode {

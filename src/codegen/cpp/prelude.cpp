@@ -296,6 +296,29 @@ KILN_INLINE kf8 kiln_gather_bf_n(const uint16_t* p, int64_t stride, int64_t n) {
   for (int k = 0; k < n; ++k) r[k] = kiln_bf2f(p[k * stride]);
   return r;
 }
+// Note [Lane offsets] (printer.cpp): loads whose lanes sit at constant offsets from lane 0.
+// p[0], p[0], p[1], p[1], p[2], p[2], p[3], p[3]: one 4-float load.
+KILN_INLINE kf8 kiln_load_pairs(const float* p) {
+  typedef float kf4u __attribute__((vector_size(16), aligned(4)));
+  const kf4u a = *(const kf4u*)p;
+  return __builtin_shufflevector(a, a, 0, 0, 1, 1, 2, 2, 3, 3);
+}
+// p[0], p[0], p[2], p[2], p[4], p[4], p[6], p[6]: two 4-float loads within p[0..6].
+KILN_INLINE kf8 kiln_load_even_pairs(const float* p) {
+  typedef float kf4u __attribute__((vector_size(16), aligned(4)));
+  const kf4u a = *(const kf4u*)p, b = *(const kf4u*)(p + 3);
+  return __builtin_shufflevector(a, b, 0, 0, 2, 2, 5, 5, 7, 7);
+}
+KILN_INLINE kf8 kiln_gather_offsets(const float* p, ki8 offsets) {
+  kf8 r;
+  for (int k = 0; k < 8; ++k) r[k] = p[offsets[k]];
+  return r;
+}
+KILN_INLINE kf8 kiln_gather_offsets_n(const float* p, ki8 offsets, int64_t n) {
+  kf8 r = kiln_splat(0.0f);
+  for (int k = 0; k < n; ++k) r[k] = p[offsets[k]];
+  return r;
+}
 KILN_INLINE kf8 kiln_gather_h(const uint16_t* p, int64_t stride) {
   kf8 r;
   for (int k = 0; k < 8; ++k) r[k] = kiln_h2f(p[k * stride]);

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 
 #include "kiln/error.h"
 #include "kiln/half.h"
@@ -51,6 +53,37 @@ const char* memory_type(ScalarType dtype) {
 }
 
 namespace {
+
+// Note [Lane offsets]
+// Every vector loop starts its vector variable v at a multiple of 8 (0, a chunk start, a lane
+// block) and steps by 8, so lane k of a vector iteration is at v = 8q + k for some q. An index
+// that is not linear in v (2 * (v // 2) for a pooling window's first column, v // 2 for the
+// window itself) can still move by a fixed amount from lane 0 to lane k: e(8q + k) - e(8q),
+// simplified, is then an integer. Those offsets make the load a pattern of contiguous elements
+// (kiln_load_pairs for v // 2, kiln_load_even_pairs for 2 * (v // 2)) or a gather at constant
+// offsets, and an index value a splat plus constant lanes.
+std::optional<std::array<int64_t, 8>> lane_offsets(sym::ExprPtr e, sym::ExprPtr v) {
+  const sym::ExprPtr q = sym::symbol("kiln_lane_block");
+  auto at_lane = [&](int64_t k) {
+    return sym::substitute(e, [&](sym::ExprPtr s) {
+      return s == v ? sym::add(sym::mul(sym::integer(8), q), sym::integer(k)) : nullptr;
+    });
+  };
+  const sym::ExprPtr first = at_lane(0);
+  std::array<int64_t, 8> offsets{};
+  for (int64_t k = 1; k < 8; ++k) {
+    const sym::ExprPtr d = sym::sub(at_lane(k), first);
+    if (!d->is_integer()) return std::nullopt;
+    offsets[static_cast<size_t>(k)] = d->value();
+  }
+  return offsets;
+}
+
+std::string lane_vector(const std::array<int64_t, 8>& offsets, const char* type) {
+  std::string out = fmt::format("({}){{", type);
+  for (size_t k = 0; k < 8; ++k) out += fmt::format("{}{}", k ? ", " : "", offsets[k]);
+  return out + "}";
+}
 
 std::string int_literal(int64_t v) {
   if (v == INT64_MIN) return "(-9223372036854775807LL - 1)";
@@ -187,7 +220,7 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
   };
   if (!vector_mode()) return emit(buffer.dtype, false, scalar_load(cpp_expr(e, ranges_)));
   auto coef = lower::linear_coefficient(e, vector_var_);
-  if (!coef) throw NotVectorizable("a load whose index is not linear in the vector variable");
+  if (!coef) return load_at_lane_offsets(buffer, e);
   const std::string at = cpp_expr(e, ranges_);
   if (*coef == sym::integer(0)) {
     if (buffer.dtype == kBool) return emit(kBool, false, scalar_load(at));
@@ -246,10 +279,35 @@ Val CppPrinter::index_expr(sym::ExprPtr expr, ScalarType dtype) {
   const sym::ExprPtr e = lower::simplify_index(expr, ranges_);
   if (vector_mode()) {
     auto coef = lower::linear_coefficient(e, vector_var_);
-    if (!coef || *coef != sym::integer(0))
-      throw NotVectorizable("an index value that varies along the vector");
+    if (!coef || *coef != sym::integer(0)) {
+      // Note [Lane offsets]: a float32 index value as lane 0's value plus constant lanes.
+      const auto offsets =
+          e->is_bool() || dtype != kFloat32 ? std::nullopt : lane_offsets(e, vector_var_);
+      if (!offsets) throw NotVectorizable("an index value that varies along the vector");
+      return emit(kFloat32, true,
+                  fmt::format("(kiln_splat((float)({})) + {})", cpp_expr(e, ranges_),
+                              lane_vector(*offsets, "kf8")));
+    }
   }
   return emit(dtype, false, fmt::format("({})({})", value_type(dtype), cpp_expr(e, ranges_)));
+}
+
+// Note [Lane offsets]: a float32 load whose index moves by constants from lane 0.
+Val CppPrinter::load_at_lane_offsets(lower::BufferRef buffer, sym::ExprPtr e) {
+  const auto offsets = buffer.dtype == kFloat32 ? lane_offsets(e, vector_var_) : std::nullopt;
+  if (!offsets) throw NotVectorizable("a load whose index is not linear in the vector variable");
+  const std::string at = fmt::format("{} + {}", buffer.name, cpp_expr(e, ranges_));
+  if (masked_tail_) {
+    return emit(
+        kFloat32, true,
+        fmt::format("kiln_gather_offsets_n({}, {}, kiln_rem)", at, lane_vector(*offsets, "ki8")));
+  }
+  if (*offsets == std::array<int64_t, 8>{0, 0, 1, 1, 2, 2, 3, 3})
+    return emit(kFloat32, true, fmt::format("kiln_load_pairs({})", at));
+  if (*offsets == std::array<int64_t, 8>{0, 0, 2, 2, 4, 4, 6, 6})
+    return emit(kFloat32, true, fmt::format("kiln_load_even_pairs({})", at));
+  return emit(kFloat32, true,
+              fmt::format("kiln_gather_offsets({}, {})", at, lane_vector(*offsets, "ki8")));
 }
 
 Val CppPrinter::constant_int(int64_t i, ScalarType dtype) {

@@ -90,6 +90,7 @@ class CppPrinter : public lower::OpsHandler {
     bool vector = false;
   };
   lower::Val emit(ScalarType dtype, bool vector, const std::string& expr);
+  lower::Val load_at_lane_offsets(lower::BufferRef buffer, sym::ExprPtr index);
   lower::Val literal(ScalarType dtype, std::string expr);
   const Repr& repr(lower::Val v) const { return vals_.at(v.id); }
   // The operand as a vector expression (splats a scalar).
