@@ -16,9 +16,17 @@
 
 #include <cmath>
 
+#include "kiln/compile.h"
 #include "kiln/kiln.h"
 
 namespace kiln::testing {
+
+// Options that compile with the code-generating backend.
+inline CompileOptions inductor() {
+  CompileOptions o;
+  o.backend = "inductor";
+  return o;
+}
 
 inline double compiled_tolerance(ScalarType t) {
   switch (t) {

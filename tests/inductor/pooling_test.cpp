@@ -13,11 +13,7 @@
 namespace kiln {
 namespace {
 
-CompileOptions inductor() {
-  CompileOptions o;
-  o.backend = "inductor";
-  return o;
-}
+using testing::inductor;
 
 struct PoolCase {
   std::vector<int64_t> shape, kernel, stride, padding, dilation;

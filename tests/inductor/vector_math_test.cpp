@@ -15,11 +15,7 @@
 namespace kiln {
 namespace {
 
-CompileOptions inductor() {
-  CompileOptions o;
-  o.backend = "inductor";
-  return o;
-}
+using testing::inductor;
 
 // n floats spread evenly over [low, high] (a multiple of 8, so all lanes are vector lanes).
 Tensor dense(double low, double high, int64_t n) {
