@@ -207,8 +207,8 @@ return (%5)
   // Four nodes share the row loop: max, exp(x - max) into a row on the stack (Note [Local
   // buffers]), the sum of that row and the normalize reading it; max and sum are vectorized, and
   // exp is computed once per element.
-  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n0_vacc0"), 1u) << l.code.kernels;
-  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n2_vacc0"), 1u);
+  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n0_vacc0 ="), 1u) << l.code.kernels;
+  EXPECT_EQ(occurrences(l.code.kernels, "kf8 n2_vacc0 ="), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_exp("), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1

@@ -213,6 +213,19 @@ TEST(CodegenMath, RepeatedElementsMatchEager) {
   }
 }
 
+// Note [Blocked vector sums]: a row of 2^20 positive values (no cancellation to hide behind)
+// sums within 1e-6 of float64, relative; one accumulator chain per lane was 2.6e-6 off (the eager
+// kernel's cascade: 1.2e-7).
+TEST(CodegenMath, LongRowSumsStayAccurate) {
+  auto f = compile([](const Tensor& x) { return x.sum({1}); }, inductor());
+  for (int trial = 0; trial < 3; ++trial) {
+    Tensor x = rand({2, 1 << 20});
+    const std::vector<double> want = x.to(kFloat64).sum({1}).to_vector<double>();
+    const std::vector<float> got = f(x).to_vector<float>();
+    for (size_t r = 0; r < want.size(); ++r) EXPECT_NEAR(got[r], want[r], 1e-6 * want[r]) << r;
+  }
+}
+
 // Step-2 reads (kiln_load_even) over rows whose lengths leave every tail length, and whose last
 // element is the buffer's last: the loads stay in bounds (ASan checks) and match eager exactly.
 TEST(CodegenMath, StrideTwoReadsMatchEager) {

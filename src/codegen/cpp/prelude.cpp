@@ -353,6 +353,15 @@ KILN_INLINE kf8 kiln_minimum(kf8 a, kf8 b) {
   r = kiln_select(b != b, b, r);
   return kiln_select(a != a, a, r);
 }
+// Note [Blocked vector sums] in printer.cpp: every 256 updates the partial sums move into the
+// running total.
+KILN_INLINE void kiln_sum_block(kf8& partial, kf8& total, int32_t& count) {
+  if (++count == 256) {
+    total = total + partial;
+    partial = kiln_splat(0.0f);
+    count = 0;
+  }
+}
 KILN_INLINE kf8 kiln_mask_to_float(ki8 m) { return kiln_select(m, kiln_splat(1.0f), kiln_splat(0.0f)); }
 KILN_INLINE float kiln_hsum(kf8 v) {
   float s = 0;
