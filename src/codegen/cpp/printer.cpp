@@ -229,24 +229,20 @@ Val CppPrinter::load(lower::BufferRef buffer, sym::ExprPtr idx) {
   const bool reduced = buffer.dtype == kFloat16 || buffer.dtype == kBFloat16;
   if (buffer.dtype != kFloat32 && !reduced)
     throw NotVectorizable(fmt::format("a load of {}", dtype_name(buffer.dtype)));
+  const std::string stride = cpp_expr(*coef, ranges_);
+  const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h"
+                       : buffer.dtype == kBFloat16 ? "kiln_gather_bf"
+                                                   : "kiln_gather";
   if (masked_tail_) {  // Note [Masked vector tails]
     if (*coef == sym::integer(1) && !reduced)
       return emit(kFloat32, true, fmt::format("kiln_loadu_n({} + {}, kiln_rem)", name, at));
-    const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h_n"
-                         : buffer.dtype == kBFloat16 ? "kiln_gather_bf_n"
-                                                     : "kiln_gather_n";
-    return emit(
-        buffer.dtype, true,
-        fmt::format("{}({} + {}, {}, kiln_rem)", gather, name, at, cpp_expr(*coef, ranges_)));
+    return emit(buffer.dtype, true,
+                fmt::format("{}_n({} + {}, {}, kiln_rem)", gather, name, at, stride));
   }
   if (*coef == sym::integer(1) && !reduced)
     return emit(kFloat32, true, fmt::format("kiln_loadu({} + {})", name, at));
   if (*coef == sym::integer(2) && !reduced)
     return emit(kFloat32, true, fmt::format("kiln_load_even({} + {})", name, at));
-  const std::string stride = cpp_expr(*coef, ranges_);
-  const char* gather = buffer.dtype == kFloat16    ? "kiln_gather_h"
-                       : buffer.dtype == kBFloat16 ? "kiln_gather_bf"
-                                                   : "kiln_gather";
   return emit(buffer.dtype, true, fmt::format("{}({} + {}, {})", gather, name, at, stride));
 }
 
@@ -741,9 +737,10 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
         // chain, which is then a block already, without the counter.
         before_.push_back(fmt::format("kf8 {} = kiln_splat(0.0f);", vacc));
         body_.push_back(fmt::format("{} = {} + {};", vacc, vacc, x));
+        constexpr int64_t kBlockVectors = 256;  // kiln_sum_block's block, in the prelude
         auto extent = ranges_.find(vector_var_);
         const bool short_loop = extent != ranges_.end() && extent->second->is_integer() &&
-                                extent->second->value() <= 256 * 8;
+                                extent->second->value() <= kBlockVectors * 8;
         if (short_loop) {
           fold_.push_back(fmt::format("{} = {} + kiln_hsum({});", acc, acc, vacc));
           break;

@@ -30,6 +30,17 @@ inline ValidRange valid_range(int64_t offset, int64_t stride, int64_t in, int64_
   return {clo, std::max(clo, chi)};
 }
 
+// The output rows whose input row for kernel row i (oy * stride_h + i * dilation_h - pad_h) lies
+// inside the input.
+inline ValidRange kernel_row_outputs(const ConvGeometry& g, int64_t i) {
+  return valid_range(i * g.dilation_h - g.pad_h, g.stride_h, g.in_h, g.out_h);
+}
+
+// The input row that output row oy reads for kernel row i.
+inline int64_t input_row(const ConvGeometry& g, int64_t i, int64_t oy) {
+  return oy * g.stride_h + i * g.dilation_h - g.pad_h;
+}
+
 // Note [Convolution rows as one block]
 // With stride 1 and an output as wide as the input ("same" padding, the usual 3x3 / padding 1),
 // the output rows [lo, hi) of one (channel, kernel row, kernel column) read consecutive input
@@ -86,16 +97,16 @@ void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
         if (same_width_rows(g)) {  // Note [Convolution rows as one block]
-          const ValidRange rows = valid_range(i * g.dilation_h - g.pad_h, 1, g.in_h, g.out_h);
+          const ValidRange rows = kernel_row_outputs(g, i);
           std::fill(row, row + rows.lo * g.out_w, T(0));
-          copy_shifted_block(plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w, dx,
+          copy_shifted_block(plane + input_row(g, i, rows.lo) * g.in_w, dx,
                              (rows.hi - rows.lo) * g.out_w, g.out_w, x, row + rows.lo * g.out_w);
           std::fill(row + rows.hi * g.out_w, row + ohw, T(0));
           continue;
         }
         for (int64_t oy = 0; oy < g.out_h; ++oy) {
           T* dst = row + oy * g.out_w;
-          const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
+          const int64_t iy = input_row(g, i, oy);
           if (iy < 0 || iy >= g.in_h) {
             std::fill(dst, dst + g.out_w, T(0));
             continue;
@@ -127,13 +138,13 @@ void col2im_add(T* col, int64_t channels, const ConvGeometry& g, T* in) {
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
         if (same_width_rows(g)) {  // Note [Convolution rows as one block]
-          const ValidRange rows = valid_range(i * g.dilation_h - g.pad_h, 1, g.in_h, g.out_h);
+          const ValidRange rows = kernel_row_outputs(g, i);
           add_shifted_block(row + rows.lo * g.out_w, dx, (rows.hi - rows.lo) * g.out_w, g.out_w, x,
-                            plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w);
+                            plane + input_row(g, i, rows.lo) * g.in_w);
           continue;
         }
         for (int64_t oy = 0; oy < g.out_h; ++oy) {
-          const int64_t iy = oy * g.stride_h + i * g.dilation_h - g.pad_h;
+          const int64_t iy = input_row(g, i, oy);
           if (iy < 0 || iy >= g.in_h) continue;
           const T* src = row + oy * g.out_w;
           T* dst = plane + iy * g.in_w;
@@ -170,12 +181,6 @@ void weights_by_kernel_rows(const T* w, const ConvGeometry& g, T* out) {
                     static_cast<size_t>(kw) * sizeof(T));
 }
 
-// The output rows whose input row for kernel row i (oy * stride_h + i * dilation_h - pad_h) lies
-// inside the input.
-inline ValidRange kernel_row_outputs(const ConvGeometry& g, int64_t i) {
-  return valid_range(i * g.dilation_h - g.pad_h, g.stride_h, g.in_h, g.out_h);
-}
-
 // Kernel row i of im2col, for the output rows `rows` = kernel_row_outputs(g, i) only:
 // col [channels * kW, (rows.hi - rows.lo) * oW], rows ordered (channel, kernel column).
 template <typename T>
@@ -189,13 +194,12 @@ void im2col_kernel_row(const T* in, int64_t channels, const ConvGeometry& g, int
       const int64_t dx = j * g.dilation_w - g.pad_w;
       const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
       if (same_width_rows(g)) {  // Note [Convolution rows as one block]
-        copy_shifted_block(plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w, dx, n, g.out_w,
-                           x, row);
+        copy_shifted_block(plane + input_row(g, i, rows.lo) * g.in_w, dx, n, g.out_w, x, row);
         continue;
       }
       for (int64_t oy = rows.lo; oy < rows.hi; ++oy) {
         T* dst = row + (oy - rows.lo) * g.out_w;
-        const T* src = plane + (oy * g.stride_h + i * g.dilation_h - g.pad_h) * g.in_w;
+        const T* src = plane + input_row(g, i, oy) * g.in_w;
         std::fill(dst, dst + x.lo, T(0));
         if (g.stride_w == 1) {
           std::memcpy(dst + x.lo, src + x.lo + dx, static_cast<size_t>(x.hi - x.lo) * sizeof(T));
@@ -220,13 +224,12 @@ void col2im_kernel_row_add(T* col, int64_t channels, const ConvGeometry& g, int6
       const int64_t dx = j * g.dilation_w - g.pad_w;
       const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
       if (same_width_rows(g)) {  // Note [Convolution rows as one block]
-        add_shifted_block(row, dx, n, g.out_w, x,
-                          plane + (rows.lo + i * g.dilation_h - g.pad_h) * g.in_w);
+        add_shifted_block(row, dx, n, g.out_w, x, plane + input_row(g, i, rows.lo) * g.in_w);
         continue;
       }
       for (int64_t oy = rows.lo; oy < rows.hi; ++oy) {
         const T* src = row + (oy - rows.lo) * g.out_w;
-        T* dst = plane + (oy * g.stride_h + i * g.dilation_h - g.pad_h) * g.in_w;
+        T* dst = plane + input_row(g, i, oy) * g.in_w;
         if (g.stride_w == 1) {
           T* d = dst + x.lo + dx;
           const T* s = src + x.lo;

@@ -43,10 +43,7 @@ Window window_of(const graph::Node& node, size_t dim) {
 // Whether every tap of every window lies inside an input dim of size `in` (static sizes only).
 bool always_inside(const Window& w, ExprPtr in, ExprPtr out) {
   if (w.padding != 0 || !in->is_integer() || !out->is_integer()) return false;
-  const auto no_symbols = [](ExprPtr) -> std::optional<int64_t> { return std::nullopt; };
-  const std::optional<int64_t> in_size = sym::evaluate(in, no_symbols);
-  const std::optional<int64_t> out_size = sym::evaluate(out, no_symbols);
-  return in_size && out_size && (*out_size - 1) * w.stride + w.dilation * (w.kernel - 1) < *in_size;
+  return (out->value() - 1) * w.stride + w.dilation * (w.kernel - 1) < in->value();
 }
 
 // The identity of max: -inf, or the dtype's smallest value.
