@@ -112,6 +112,15 @@ std::vector<SampleInput> conv2d_samples(ScalarType dt, std::mt19937_64& rng) {
       "3x5, padding (1, 2): rows as one block, per kernel row");
   add(mk({2, 3, 5, 8}, dt, rng), mk({4, 3, 1, 3}, dt, rng), mk({4}, dt, rng), {1}, {0, 1}, {1}, 1,
       "1x3, padding (0, 1): rows as one block");
+  // Note [Shallow products]: unrolled depth <= 16 runs as vector loops, not BLAS; 6 output
+  // channels (a block of four rows and two single rows) and 143 or 110 positions (vectors and a
+  // scalar tail).
+  add(mk({2, 1, 13, 11}, dt, rng), mk({6, 1, 3, 3}, dt, rng), mk({6}, dt, rng), {1}, {1}, {1}, 1,
+      "one channel, 3x3, padding 1 (shallow product)");
+  add(mk({3, 1, 13, 13}, dt, rng), mk({5, 1, 4, 4}, dt, rng), IValue(), {1}, {0}, {1}, 1,
+      "one channel, 4x4: depth 16 (shallow product)");
+  add(mk({2, 2, 10, 11}, dt, rng), mk({4, 2, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {1}, {1}, 1,
+      "two channels, 3x3: depth 18 (BLAS)");
   add(mk({0, 3, 6, 7}, dt, rng), mk({4, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1}, 1,
       "zero batch");
   add(mk({2, 0, 4, 4}, dt, rng), mk({3, 0, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1}, 1,
@@ -181,6 +190,8 @@ std::vector<SampleInput> conv2d_grad_samples(std::mt19937_64& rng) {
       "1x1 (no unrolling)");
   add(g64({3, 1, 4, 4}, rng), g64({2, 1, 3, 3}, rng), g64({2}, rng), {1}, {0}, {1}, 1,
       "3 samples (batch-parallel)");
+  add(g64({2, 1, 5, 6}, rng), g64({5, 1, 3, 3}, rng), g64({5}, rng), {1}, {1}, {1}, 1,
+      "one channel, padding 1: 30 positions (shallow product, vectors and a tail)");
   add(g64({2, 4, 4}, rng), g64({2, 2, 3, 3}, rng), g64({2}, rng), {1}, {1}, {1}, 1, "unbatched");
   add(g64({1, 2, 5, 4}, rng).transpose(2, 3), g64({2, 2, 2, 2}, rng, Layout::NonContiguous),
       IValue(), {1}, {0}, {1}, 1, "non-contiguous input and weight");

@@ -27,6 +27,7 @@
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/im2col.h"
+#include "src/kernels/cpu/shallow_gemm.h"
 
 namespace kiln::cpu {
 
@@ -106,6 +107,11 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
       if (!direct) {
         im2col(in, cg, g, col);
         b = col;
+      }
+      if (kdim <= kMaxShallowDepth) {  // Note [Shallow products] in shallow_gemm.h
+        shallow_product(og, ohw, kdim, pw + grp * og * kdim, kdim, b, ohw,
+                        pb != nullptr ? pb + grp * og : nullptr, dst, ohw);
+        continue;
       }
       blas_gemm(false, false, static_cast<int>(og), static_cast<int>(ohw), static_cast<int>(kdim),
                 pw + grp * og * kdim, static_cast<int>(kdim), b, static_cast<int>(ohw), T(0), dst,

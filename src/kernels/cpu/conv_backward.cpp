@@ -20,6 +20,7 @@
 #include "src/kernels/cpu/conv.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/im2col.h"
+#include "src/kernels/cpu/shallow_gemm.h"
 
 namespace kiln::cpu {
 namespace {
@@ -74,7 +75,15 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   const int64_t in_sample = g.in_channels * in_plane;
   const int64_t out_sample = g.out_channels * ohw;
   const int64_t weight_numel = g.out_channels * kdim;
-  if (gb != nullptr) bias_grad(go, gb, g);
+  const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
+                      g.pad_h == 0 && g.pad_w == 0;
+  const bool by_rows = !direct && conv_by_kernel_rows(g);
+  // Note [Shallow products] in shallow_gemm.h: a shallow weight gradient sums each row of
+  // grad_out for the bias gradient in the same pass.
+  const bool shallow = !by_rows && kdim <= kMaxShallowDepth;
+  const bool fused_bias =
+      gb != nullptr && gw != nullptr && shallow && g.batch > 0 && ohw > 0 && kdim > 0 && og > 0;
+  if (gb != nullptr && !fused_bias) bias_grad(go, gb, g);
   if (gw != nullptr) std::fill(gw, gw + weight_numel, T(0));
   if ((gi == nullptr && gw == nullptr) || g.batch == 0 || ohw == 0 || kdim == 0 || og == 0) {
     if (gi != nullptr) std::fill(gi, gi + g.batch * in_sample, T(0));
@@ -84,9 +93,6 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
              "convolution_backward: per-group sizes [{}, {}] x [{}, {}] exceed the 32-bit sizes "
              "BLAS takes",
              og, kdim, kdim, ohw);
-  const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
-                      g.pad_h == 0 && g.pad_w == 0;
-  const bool by_rows = !direct && conv_by_kernel_rows(g);
   const int64_t row_depth = cg * g.kernel_w;
   const bool parallel = conv_parallel_over_batch(g);
   const int threads = parallel ? omp_get_max_threads() : 1;
@@ -98,6 +104,8 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   // products run that way, else grad_weight's own layout, where thread 0 accumulates directly.
   const int acc_count = gw == nullptr ? 0 : by_rows ? threads : threads - 1;
   std::vector<T> weight_acc(static_cast<size_t>(acc_count * weight_numel), T(0));
+  // Bias gradient accumulators, one per thread, when it is summed with the weight gradient.
+  std::vector<T> bias_acc(fused_bias ? static_cast<size_t>(threads * g.out_channels) : 0, T(0));
   const int m = static_cast<int>(og), hw = static_cast<int>(ohw), k = static_cast<int>(kdim);
 
   // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is
@@ -143,7 +151,13 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
           im2col(x, cg, g, col);
           b = col;
         }
-        blas_gemm(false, true, m, k, hw, dy, hw, b, hw, T(1), acc + grp * og * kdim, k);
+        if (shallow) {
+          shallow_product_nt<T>(
+              m, k, hw, dy, hw, b, hw, acc + grp * og * kdim, k,
+              fused_bias ? bias_acc.data() + t * g.out_channels + grp * og : nullptr);
+        } else {
+          blas_gemm(false, true, m, k, hw, dy, hw, b, hw, T(1), acc + grp * og * kdim, k);
+        }
       }
       if (dx != nullptr) {
         if (direct) {
@@ -160,6 +174,13 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
     for (int64_t n = 0; n < g.batch; ++n) run_one(n);
   } else {
     for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+  }
+  if (fused_bias) {
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      T total = 0;
+      for (int t = 0; t < threads; ++t) total += bias_acc[t * g.out_channels + o];
+      gb[o] = total;
+    }
   }
   if (gw == nullptr) return;
   if (by_rows) {
