@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
-#include "kiln/ops/creation.h"
+#include "src/aot/absent_tangents.h"
 #include "src/aot/functionalize.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/lower/decompositions.h"
@@ -27,8 +29,38 @@ struct CompiledFunctionState {
   std::vector<int> mutated_inputs;
   std::vector<int> tangent_of_output;
   std::vector<int> grad_primals;
-  std::vector<graph::TensorMeta> tangent_metas;
+  int num_tangents = 0;
   std::string name;
+  // Note [Absent tangents]: the backward graph, and one compiled specialization per set of
+  // tangents that did not arrive, made on first use.
+  struct Specialized {
+    capture::CompiledGraph backward;
+    std::vector<bool> grad_defined;
+  };
+  graph::Graph backward_graph;
+  int num_saved = 0;
+  CompileInference compile;
+  trace::CompileId compile_id;
+  mutable std::mutex specialized_mutex;
+  mutable std::map<std::vector<bool>, std::shared_ptr<const Specialized>> specialized;
+
+  std::shared_ptr<const Specialized> specialized_for(const std::vector<bool>& absent) const {
+    std::lock_guard<std::mutex> lock(specialized_mutex);
+    auto it = specialized.find(absent);
+    if (it != specialized.end()) return it->second;
+    SpecializedBackward s = specialize_for_absent_tangents(backward_graph, num_saved, absent);
+    trace::CompileIdScope scope(compile_id);
+    trace::log_artifact("aot_backward_specialized", compile_id, [&] {
+      std::string mask;
+      for (bool a : absent) mask += a ? '0' : '1';
+      return fmt::format("tangents present: {}\n{}", mask, graph::to_string(s.graph));
+    });
+    auto made = std::make_shared<Specialized>();
+    made->backward = compile(s.graph, {});
+    made->grad_defined = std::move(s.grad_defined);
+    specialized.emplace(absent, made);
+    return made;
+  }
 };
 
 // Note [Compiled autograd function].
@@ -52,15 +84,25 @@ class CompiledFunctionBackward final : public autograd::Node {
                "backward() if you need to run it again",
                state_->name);
     std::vector<Tensor> inputs = saved_;
-    for (size_t t = 0; t < state_->tangent_metas.size(); ++t) {
-      const graph::TensorMeta& meta = state_->tangent_metas[t];
-      Tensor g = t < grads.size() ? grads[t] : Tensor();
-      if (!g.defined()) {
-        g = zeros(SymIntArrayRef(meta.sizes), TensorOptions().dtype(meta.dtype));
-      }
-      inputs.push_back(g.is_contiguous() ? g : g.contiguous());
+    std::vector<bool> absent(static_cast<size_t>(state_->num_tangents));
+    bool any_absent = false;
+    for (size_t t = 0; t < absent.size(); ++t) {
+      const Tensor g = t < grads.size() ? grads[t] : Tensor();
+      absent[t] = !g.defined();
+      any_absent |= absent[t];
+      if (g.defined()) inputs.push_back(g.is_contiguous() ? g : g.contiguous());
     }
-    std::vector<Tensor> out = state_->backward(inputs);
+    std::vector<Tensor> out;
+    if (!any_absent) {
+      out = state_->backward(inputs);
+    } else {
+      // Note [Absent tangents]: gradients of the branches that got none stay undefined.
+      const auto specialized = state_->specialized_for(absent);
+      std::vector<Tensor> computed = specialized->backward(inputs);
+      size_t next = 0;
+      for (bool defined : specialized->grad_defined)
+        out.push_back(defined && next < computed.size() ? computed[next++] : Tensor());
+    }
     KILN_CHECK(out.size() == next_edges_.size(), ValueError,
                "{}: the compiled backward returned {} gradients for {} inputs", state_->name,
                out.size(), next_edges_.size());
@@ -190,11 +232,14 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
   state->mutated_inputs = functional.mutated_inputs;
   state->tangent_of_output = joint.tangent_of_output;
   state->grad_primals = joint.grad_primals;
-  for (int t = 0; t < joint.num_tangents; ++t)
-    state->tangent_metas.push_back(joint.graph.placeholders()[joint.num_primals + t]->meta());
+  state->num_tangents = joint.num_tangents;
   state->name = fmt::format("compiled region {}", id.to_string());
   state->forward = compile(part.forward, inputs);
   state->backward = compile(part.backward, {});
+  state->backward_graph = part.backward.clone();
+  state->num_saved = static_cast<int>(part.saved.size());
+  state->compile = compile;
+  state->compile_id = id;
   return [state = std::shared_ptr<const CompiledFunctionState>(std::move(state))](
              std::span<const Tensor> in) { return run_forward(state, in); };
 }

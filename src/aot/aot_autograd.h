@@ -6,10 +6,12 @@
 // partitioner's choice, Note [Partitioning the joint graph]). When grad mode is on, one node,
 // CompiledFunctionBackward, becomes the grad_fn of every differentiable output; its next edges
 // are the gradient edges of the inputs that require grad. Its backward runs the compiled backward
-// graph on the saved values and the incoming gradients. Saved values are freed after a backward
-// without retain_graph; a second backward then raises. Double backward (create_graph=true) is not
-// supported: the compiled backward records no history, so it raises instead of returning
-// gradients that silently have none.
+// graph on the saved values and the incoming gradients; when some are undefined (outputs the loss
+// does not use), a backward graph specialized for their absence (Note [Absent tangents] in
+// absent_tangents.h). Saved values are freed after a backward without retain_graph; a second
+// backward then raises. Double backward (create_graph=true) is not supported: the compiled
+// backward records no history, so it raises instead of returning gradients that silently have
+// none.
 #pragma once
 
 #include <functional>

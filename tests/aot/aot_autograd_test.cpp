@@ -212,7 +212,8 @@ TEST(AotAutograd, SeveralOutputsSomeWithoutGradients) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_FALSE(out[1].requires_grad());
   EXPECT_EQ(out[1].dtype(), kInt64);
-  // Only the third output gets a gradient: the first's is zeros.
+  // Only the third output gets a gradient: the first's branch is left out (Note [Absent
+  // tangents]).
   out[2].sum().backward();
   Tensor compiled = x.grad().clone();
   x.grad().zero_();

@@ -173,8 +173,8 @@ void check_gradients(const std::vector<Program>& programs, const RunOptions& opt
     }
     for (size_t i = 0; i < expected.size() && mismatches[p].empty(); ++i) {
       // An input the loss does not reach gets no gradient from eager autograd; the compiled
-      // backward computes one for every input of the region, zeros here (Note [Compiled
-      // autograd function]).
+      // backward leaves out the branches of outputs the loss ignores (Note [Absent tangents]),
+      // but a region computes a gradient for every input it differentiates, zeros here.
       if (!expected[i].defined() && actual[i].defined() &&
           actual[i].abs().sum().item<double>() == 0)
         continue;
