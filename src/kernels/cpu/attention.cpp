@@ -70,6 +70,10 @@ void softmax_row(A* row, int64_t n) {
     std::fill(row, row + n, nan ? std::numeric_limits<A>::quiet_NaN() : A(0));
     return;
   }
+  if constexpr (std::is_same_v<A, float>) {
+    softmax_row_f32(row, row, n, /*log=*/false);
+    return;
+  }
   A sum = 0;
   for (int64_t j = 0; j < n; ++j) {
     row[j] = std::exp(row[j] - mx);

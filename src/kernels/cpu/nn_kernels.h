@@ -61,6 +61,12 @@ void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
 void embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
                         std::optional<int64_t> padding_idx, const Tensor& out);
 
+// ---- softmax (softmax.cpp) ----
+
+// softmax (log = false) or log_softmax of one contiguous float32 row, vectorized; y may be x.
+// A NaN anywhere makes the row NaN.
+void softmax_row_f32(const float* x, float* y, int64_t n, bool log);
+
 // ---- attention (attention.cpp) ----
 
 // q (B..., L, E), k (B..., S, E), v (B..., S, Ev) already broadcast to one batch shape; mask

@@ -5,8 +5,8 @@
 // (the library is built for the build machine, -march=native). Other dims take the strided path:
 // rows are [reduce, inner] blocks processed column-vectorized in opmath. NaN anywhere in a row
 // makes the whole row NaN, as in PyTorch; so does a row of all -inf or one with +inf.
-#include <hwy/highway.h>
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "src/kernels/cpu/loops.h"
+#include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/reduce.h"
 #include "src/kernels/cpu/tensor_iter.h"
 
 namespace kiln::cpu {
-namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -79,7 +79,8 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
     const float lse = std::log(sum);
     const auto vl = hn::Set(d, lse);
     i = 0;
-    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
+    for (; i + lanes <= n; i += lanes)
+      hn::StoreU(hn::Sub(hn::Sub(hn::LoadU(d, x + i), vm), vl), d, y + i);
     for (; i < n; ++i) y[i] = (x[i] - m) - lse;
   } else {
     const float inv = 1.0f / sum;
@@ -89,6 +90,8 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
     for (; i < n; ++i) y[i] *= inv;
   }
 }
+
+namespace {
 
 // Any floating T, one contiguous row, computed in acc_t (float for 16-bit types).
 template <typename T>
@@ -114,7 +117,8 @@ void softmax_cols(const T* x, T* y, int64_t n, int64_t inner, bool log) {
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < inner; ++c) m[c] = std::max(m[c], static_cast<acc_t>(x[r * inner + c]));
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t c = 0; c < inner; ++c) s[c] += std::exp(static_cast<acc_t>(x[r * inner + c]) - m[c]);
+    for (int64_t c = 0; c < inner; ++c)
+      s[c] += std::exp(static_cast<acc_t>(x[r * inner + c]) - m[c]);
   for (int64_t c = 0; c < inner; ++c) s[c] = log ? std::log(s[c]) : acc_t(1) / s[c];
   for (int64_t r = 0; r < n; ++r)
     for (int64_t c = 0; c < inner; ++c) {
@@ -145,7 +149,8 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
       return;
     }
 #pragma omp parallel for if (parallel)
-    for (int64_t r = 0; r < outer; ++r) softmax_cols(p + r * n * inner, o + r * n * inner, n, inner, log);
+    for (int64_t r = 0; r < outer; ++r)
+      softmax_cols(p + r * n * inner, o + r * n * inner, n, inner, log);
   });
 }
 
