@@ -57,7 +57,9 @@ ZeroRule rule_of(const Node& node) {
   if (first_arg_linear_ops().count(name) != 0) return ZeroRule::kFirstArg;
   if (name == "mul" || name == "mm" || name == "bmm" || name == "matmul") return ZeroRule::kAnyArg;
   if (name == "add" || name == "sub") return ZeroRule::kSum;
-  if (name == "cat" || name == "stack" || name == "where") return ZeroRule::kAllArgs;
+  if (name == "cat" || name == "stack" || name == "where" || name == "where.ScalarOther" ||
+      name == "where.ScalarSelf")
+    return ZeroRule::kAllArgs;
   // masked_fill(zero, mask, 0) and a constant pad with 0 stay zero; other values do not.
   if (name == "masked_fill")
     return constant_is(node.args().at(2), 0) ? ZeroRule::kFirstArg : ZeroRule::kNone;
@@ -145,10 +147,15 @@ class Specializer {
         return args.size() >= 2 && args[0].is_value() && args[1].is_value() &&
                is_zero(args[0].as_value()) && is_zero(args[1].as_value());
       case ZeroRule::kAllArgs: {
-        // cat/stack: every list element; where(condition, a, b): a and b.
-        if (node.op_def().name == "where")
-          return args.size() >= 3 && args[1].is_value() && args[2].is_value() &&
-                 is_zero(args[1].as_value()) && is_zero(args[2].as_value());
+        // cat/stack: every list element; where(condition, a, b): a and b, each a zero tensor or
+        // the constant 0 (a ReLU's backward is where(x > 0, grad, 0)).
+        if (node.op_def().name.starts_with("where")) {
+          auto zero_branch = [&](size_t i) {
+            return i < args.size() &&
+                   (args[i].is_value() ? is_zero(args[i].as_value()) : constant_is(args[i], 0));
+          };
+          return zero_branch(1) && zero_branch(2);
+        }
         if (args.empty() || !args[0].is_list()) return false;
         for (const Value* v : args[0].as_list())
           if (v == nullptr || !is_zero(v)) return false;

@@ -76,6 +76,21 @@ TEST(AbsentTangents, AnOpNotKnownToBeLinearGetsRealZeros) {
   expect_equal(graph::interpret(s.graph, std::vector<Tensor>{})[0], ones({3}));
 }
 
+TEST(AbsentTangents, ReluBackwardOfAZeroIsZero) {
+  // where(x > 0, zero, 0) is zero; where(x > 0, zero, 1) is not.
+  graph::Graph backward = graph::parse_graph(
+      "%0 : b8[3] = placeholder(\"saved0\")\n"
+      "%1 : f32[3] = placeholder(\"tangent0\")\n"
+      "%2 : f32[3] = where.ScalarOther(%0, %1, 0)\n"
+      "%3 : f32[3] = where.ScalarOther(%0, %1, 1)\n"
+      "return (%2, %3)\n");
+  SpecializedBackward s = specialize_for_absent_tangents(backward, 1, {true});
+  graph::verify(s.graph);
+  EXPECT_EQ(s.grad_defined, (std::vector<bool>{false, true}));
+  Tensor keep = tensor({1.0, -1.0, 2.0}) > 0;
+  expect_equal(graph::interpret(s.graph, std::vector<Tensor>{keep})[0], tensor({0.0, 1.0, 0.0}));
+}
+
 TEST(AbsentTangents, BroadcastingAddIsNotPassedThrough) {
   // add(zero[3], b[2, 3]) is b only because of broadcasting to b's shape; add(a[2, 1], zero[2, 3])
   // broadcasts a, so it must stay an add (with real zeros).
