@@ -24,6 +24,15 @@ int count_calls(const graph::Graph& g, const std::string& op) {
   return n;
 }
 
+// The pass on a graph written out as text; the result must verify.
+SpecializedBackward specialize(const char* backward_text, int num_saved,
+                               const std::vector<bool>& absent) {
+  graph::Graph backward = graph::parse_graph(backward_text);
+  SpecializedBackward s = specialize_for_absent_tangents(backward, num_saved, absent);
+  graph::verify(s.graph);
+  return s;
+}
+
 // saved0 = x, tangent0 flows into x's gradient through mul and sum; tangent1 through exp's
 // derivative; the two meet in an add.
 constexpr const char* kTwoBranches =
@@ -38,9 +47,7 @@ constexpr const char* kTwoBranches =
     "return (%6, %7)\n";
 
 TEST(AbsentTangents, AnAbsentBranchDisappearsAndItsOnlyGradientIsUndefined) {
-  graph::Graph backward = graph::parse_graph(kTwoBranches);
-  SpecializedBackward s = specialize_for_absent_tangents(backward, 1, {false, true});
-  graph::verify(s.graph);
+  SpecializedBackward s = specialize(kTwoBranches, 1, {false, true});
   // tangent1 is gone: exp and its mul are dead, the add passes tangent0 * x through, and the
   // second gradient (the sum of tangent1 alone) is not computed at all.
   EXPECT_EQ(s.grad_defined, (std::vector<bool>{true, false}));
@@ -54,8 +61,7 @@ TEST(AbsentTangents, AnAbsentBranchDisappearsAndItsOnlyGradientIsUndefined) {
 }
 
 TEST(AbsentTangents, TheOtherBranchAbsentKeepsBothGradients) {
-  graph::Graph backward = graph::parse_graph(kTwoBranches);
-  SpecializedBackward s = specialize_for_absent_tangents(backward, 1, {true, false});
+  SpecializedBackward s = specialize(kTwoBranches, 1, {true, false});
   EXPECT_EQ(s.grad_defined, (std::vector<bool>{true, true}));
   Tensor x = randn({4}), t1 = randn({4});
   std::vector<Tensor> out = graph::interpret(s.graph, std::vector<Tensor>{x, t1});
@@ -65,12 +71,11 @@ TEST(AbsentTangents, TheOtherBranchAbsentKeepsBothGradients) {
 
 TEST(AbsentTangents, AnOpNotKnownToBeLinearGetsRealZeros) {
   // add.Scalar(tangent, 1) is not zero when the tangent is: the pass materializes zeros for it.
-  graph::Graph backward = graph::parse_graph(
+  SpecializedBackward s = specialize(
       "%0 : f32[3] = placeholder(\"tangent0\")\n"
       "%1 : f32[3] = add.Scalar(%0, 1, alpha=1)\n"
-      "return (%1)\n");
-  SpecializedBackward s = specialize_for_absent_tangents(backward, 0, {true});
-  graph::verify(s.graph);
+      "return (%1)\n",
+      0, {true});
   EXPECT_EQ(s.grad_defined, (std::vector<bool>{true}));
   EXPECT_EQ(count_calls(s.graph, "full"), 1);
   expect_equal(graph::interpret(s.graph, std::vector<Tensor>{})[0], ones({3}));
@@ -78,29 +83,27 @@ TEST(AbsentTangents, AnOpNotKnownToBeLinearGetsRealZeros) {
 
 TEST(AbsentTangents, ReluBackwardOfAZeroIsZero) {
   // where(x > 0, zero, 0) is zero; where(x > 0, zero, 1) is not.
-  graph::Graph backward = graph::parse_graph(
+  SpecializedBackward s = specialize(
       "%0 : b8[3] = placeholder(\"saved0\")\n"
       "%1 : f32[3] = placeholder(\"tangent0\")\n"
       "%2 : f32[3] = where.ScalarOther(%0, %1, 0)\n"
       "%3 : f32[3] = where.ScalarOther(%0, %1, 1)\n"
-      "return (%2, %3)\n");
-  SpecializedBackward s = specialize_for_absent_tangents(backward, 1, {true});
-  graph::verify(s.graph);
+      "return (%2, %3)\n",
+      1, {true});
   EXPECT_EQ(s.grad_defined, (std::vector<bool>{false, true}));
   Tensor keep = tensor({1.0, -1.0, 2.0}) > 0;
   expect_equal(graph::interpret(s.graph, std::vector<Tensor>{keep})[0], tensor({0.0, 1.0, 0.0}));
 }
 
 TEST(AbsentTangents, BroadcastingAddIsNotPassedThrough) {
-  // add(zero[3], b[2, 3]) is b only because of broadcasting to b's shape; add(a[2, 1], zero[2, 3])
-  // broadcasts a, so it must stay an add (with real zeros).
-  graph::Graph backward = graph::parse_graph(
+  // add(a[2, 1], zero[2, 3]) is a broadcast to [2, 3], not a itself: it stays an add, with real
+  // zeros.
+  SpecializedBackward s = specialize(
       "%0 : f32[2, 1] = placeholder(\"saved0\")\n"
       "%1 : f32[2, 3] = placeholder(\"tangent0\")\n"
       "%2 : f32[2, 3] = add(%0, %1, alpha=1)\n"
-      "return (%2)\n");
-  SpecializedBackward s = specialize_for_absent_tangents(backward, 1, {true});
-  graph::verify(s.graph);
+      "return (%2)\n",
+      1, {true});
   Tensor a = randn({2, 1});
   expect_equal(graph::interpret(s.graph, std::vector<Tensor>{a})[0], a.expand({2, 3}));
 }

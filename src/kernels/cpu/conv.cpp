@@ -64,9 +64,7 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
   const T* pi = input.data_ptr<T>();
   const T* pw = weight.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
-  // A 1x1 kernel with stride 1 and no padding reads the input as it is: no unrolling.
-  const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
-                      g.pad_h == 0 && g.pad_w == 0;
+  const bool direct = conv_reads_input_directly(g);
   const bool by_rows = !direct && kdim > 0 && conv_by_kernel_rows(g);
   const int64_t row_depth = cg * g.kernel_w;  // the depth of one kernel row's product
   const int64_t col_size = direct ? 0 : by_rows ? row_depth * ohw : kdim * ohw;

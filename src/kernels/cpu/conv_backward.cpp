@@ -75,17 +75,16 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
   const int64_t in_sample = g.in_channels * in_plane;
   const int64_t out_sample = g.out_channels * ohw;
   const int64_t weight_numel = g.out_channels * kdim;
-  const bool direct = g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 &&
-                      g.pad_h == 0 && g.pad_w == 0;
+  const bool direct = conv_reads_input_directly(g);
   const bool by_rows = !direct && conv_by_kernel_rows(g);
+  const bool no_products = g.batch == 0 || ohw == 0 || kdim == 0 || og == 0;
   // Note [Shallow products] in shallow_gemm.h: a shallow weight gradient sums each row of
-  // grad_out for the bias gradient in the same pass.
-  const bool shallow = !by_rows && kdim <= kMaxShallowDepth;
-  const bool fused_bias =
-      gb != nullptr && gw != nullptr && shallow && g.batch > 0 && ohw > 0 && kdim > 0 && og > 0;
+  // grad_out for the bias gradient in the same pass. (A per-kernel-row product is never shallow.)
+  const bool shallow = kdim <= kMaxShallowDepth;
+  const bool fused_bias = gb != nullptr && gw != nullptr && shallow && !no_products;
   if (gb != nullptr && !fused_bias) bias_grad(go, gb, g);
   if (gw != nullptr) std::fill(gw, gw + weight_numel, T(0));
-  if ((gi == nullptr && gw == nullptr) || g.batch == 0 || ohw == 0 || kdim == 0 || og == 0) {
+  if ((gi == nullptr && gw == nullptr) || no_products) {
     if (gi != nullptr) std::fill(gi, gi + g.batch * in_sample, T(0));
     return;
   }
