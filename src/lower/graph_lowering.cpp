@@ -183,7 +183,10 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
 // Note [Realization]
 // When does a value get its own memory? The rules, all here:
 // - reductions always (their lowering creates the buffer);
-// - inputs of extern kernels and graph outputs (as_strided, lower_outputs);
+// - inputs of extern kernels and graph outputs (as_strided, lower_outputs); a graph output that
+//   other nodes read too is realized where it is computed, so they read it instead of computing
+//   it again (a residual sum that a layer norm reduces and the backward saves: stored at the end,
+//   the forward computed it twice and read its three inputs twice);
 // - values read by more than one consumer when recomputing them in each would cost too much:
 //   more than kMaxInlineOps operations or kMaxInlineReads loads in the body, or more than
 //   kMaxInlineUsers consumers (Inductor's realize_opcount/reads thresholds play the same part);
@@ -250,7 +253,9 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
     const bool reduced =
         std::any_of(out->users().begin(), out->users().end(),
                     [&](const graph::Node* u) { return reduces_a_small_row(*u, *out); });
-    if (users > static_cast<size_t>(kMaxInlineUsers) || deps.op_count() > kMaxInlineOps ||
+    const bool output =
+        std::find(graph_.outputs().begin(), graph_.outputs().end(), out) != graph_.outputs().end();
+    if (output || users > static_cast<size_t>(kMaxInlineUsers) || deps.op_count() > kMaxInlineOps ||
         deps.reads().size() > static_cast<size_t>(kMaxInlineReads) ||
         (reduced && deps.expensive_op_count() > 0)) {
       it->second.storage()->realize(*this);

@@ -23,6 +23,7 @@
 // on the calling thread's stack: run() is const and any number of threads may call it at once.
 #include "src/runtime/executor.h"
 
+#include <chrono>
 #include <optional>
 
 #include "kiln/autograd.h"
@@ -32,6 +33,7 @@
 #include "src/graph/graph.h"
 #include "src/graph/text.h"
 #include "src/runtime/program_schedule.h"
+#include "src/runtime/step_profile.h"
 #include "src/sym/compiled_expr.h"
 
 namespace kiln::runtime {
@@ -243,6 +245,8 @@ struct Executor::Impl {
   std::vector<int> materialize_at_end;
   std::vector<std::pair<int, LayoutEvaluator>> outputs;
   size_t max_kernel_args = 0;
+  // One entry per step when this Executor times its steps (Note [Step profile]); else empty.
+  std::vector<StepProfileEntry*> profile;
 
   Impl(Program p, std::shared_ptr<const KernelLibrary> lib);
 
@@ -255,6 +259,8 @@ struct Executor::Impl {
   Tensor view_of(const Tensor& base, const LayoutEvaluator& view, const Frame& f,
                  Describe describe) const;
   void run_extern(Frame& f, const ExternCall& call, size_t step) const;
+  void run_step(Frame& f, size_t i, SmallVector<void*, 16>& args) const;
+  void register_profile();
 };
 
 Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
@@ -338,6 +344,7 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
   }
   for (const OutputDesc& out : P.outputs)
     outputs.emplace_back(out.buffer, LayoutEvaluator(out.view, symbols));
+  if (step_profiling_enabled()) register_profile();
 }
 
 void Executor::Impl::bind_inputs(Frame& f) const {
@@ -537,6 +544,42 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
   }
 }
 
+void Executor::Impl::run_step(Frame& f, size_t i, SmallVector<void*, 16>& args) const {
+  const StepCall& step = steps[i];
+  for (int b : step.materialize) materialize(f, b);
+  if (const auto* kernel = std::get_if<KernelCall>(&step.call)) {
+    for (size_t a = 0; a < kernel->buffers.size(); ++a) args[a] = f.pointers[kernel->buffers[a]];
+    kernel->fn(args.data(), f.symbols.data());
+  } else if (const auto* call = std::get_if<ExternCall>(&step.call)) {
+    run_extern(f, *call, i);
+  } else {
+    const auto& copy = std::get<CopyCall>(step.call);
+    buffer_tensor(f, copy.dst).copy_(buffer_tensor(f, copy.src));
+  }
+}
+
+// Note [Step profile] in step_profile.h. Names a step by the program (its library's hash, which
+// is also the cached .so's name) and what it runs.
+void Executor::Impl::register_profile() {
+  const std::string label =
+      program.source_hash.empty() ? "program" : program.source_hash.substr(0, 8);
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    if (const auto* kernel = std::get_if<KernelStep>(&program.steps[i])) {
+      profile.push_back(
+          new_step_profile_entry(fmt::format("{} {}", label, kernel->name), "generated kernels"));
+    } else if (const auto* call = std::get_if<ExternCall>(&steps[i].call)) {
+      const graph::Node& node = *call->graph->calls()[0];
+      std::string outputs;
+      for (const graph::Value* v : node.outputs())
+        outputs += (outputs.empty() ? "" : ", ") + graph::to_string(v->meta());
+      profile.push_back(new_step_profile_entry(
+          fmt::format("{} {} -> {}", label, node.op_def().name, outputs), node.op_def().name));
+    } else {
+      profile.push_back(new_step_profile_entry(fmt::format("{} copy", label), "copy"));
+    }
+  }
+}
+
 std::vector<Tensor> Executor::Impl::run(std::span<const Tensor> inputs) const {
   KILN_CHECK(inputs.size() == static_cast<size_t>(program.num_inputs), ValueError,
              "Executor: the program takes {} inputs, got {}", program.num_inputs, inputs.size());
@@ -553,17 +596,17 @@ std::vector<Tensor> Executor::Impl::run(std::span<const Tensor> inputs) const {
 
   SmallVector<void*, 16> args(max_kernel_args, nullptr);
   for (size_t i = 0; i < steps.size(); ++i) {
-    const StepCall& step = steps[i];
-    for (int b : step.materialize) materialize(f, b);
-    if (const auto* kernel = std::get_if<KernelCall>(&step.call)) {
-      for (size_t a = 0; a < kernel->buffers.size(); ++a) args[a] = f.pointers[kernel->buffers[a]];
-      kernel->fn(args.data(), f.symbols.data());
-    } else if (const auto* call = std::get_if<ExternCall>(&step.call)) {
-      run_extern(f, *call, i);
-    } else {
-      const auto& copy = std::get<CopyCall>(step.call);
-      buffer_tensor(f, copy.dst).copy_(buffer_tensor(f, copy.src));
+    if (profile.empty()) {
+      run_step(f, i, args);
+      continue;
     }
+    const auto start = std::chrono::steady_clock::now();
+    run_step(f, i, args);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    profile[i]->nanoseconds.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count(),
+        std::memory_order_relaxed);
+    profile[i]->calls.fetch_add(1, std::memory_order_relaxed);
   }
   for (int b : materialize_at_end) materialize(f, b);
 

@@ -53,7 +53,9 @@ TEST(Inductor, ColumnReductionsAcrossLanesMatchEager) {
                                x.amax({1, 2})};
   };
   auto f = compile(fn, inductor());
-  for (int64_t cols : {8, 13, 3}) {
+  // 139 and 200 columns: blocks of several vectors (Note [Lane blocks]), then a partial block
+  // of vectors and scalars.
+  for (int64_t cols : {8, 13, 3, 139, 200}) {
     Tensor x = randn({37, 5, cols}), y = randn({37, 5, cols});
     x.narrow(2, cols - 1, 1).narrow(0, 4, 1).fill_(NAN);  // NaN in the last column
     const std::vector<Tensor> got = f(x, y), want = fn(x, y);

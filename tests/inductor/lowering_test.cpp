@@ -453,6 +453,54 @@ return (%1)
   EXPECT_EQ(l.code.kernels.find("kiln_hsum"), std::string::npos) << l.code.kernels;
 }
 
+// Note [Lane blocks]: wide outputs accumulate several vectors of lanes per pass over the rows,
+// shared among the kernel's nodes; the last partial block runs vectors, then scalars.
+TEST(Lowering, WideColumnSumsAccumulateBlocksOfVectors) {
+  Lowered one = lower_text(R"(
+%0 : f32[32, 1024] = placeholder("a")
+%1 : f32[1024] = sum(%0, [0], False, None)
+return (%1)
+)");
+  EXPECT_NE(one.code.kernels.find("kiln_block * 64"), std::string::npos) << one.code.kernels;
+  EXPECT_NE(one.code.kernels.find("kiln_lane7"), std::string::npos) << one.code.kernels;
+  Lowered two = lower_text(R"(
+%0 : f32[32, 1024] = placeholder("a")
+%1 : f32[32, 1024] = placeholder("b")
+%2 : f32[1024] = sum(%0, [0], False, None)
+%3 : f32[32, 1024] = mul(%0, %1)
+%4 : f32[1024] = sum(%3, [0], False, None)
+return (%2, %4)
+)");
+  EXPECT_EQ(count_kernels(two), 1) << two.code.kernels;
+  EXPECT_NE(two.code.kernels.find("kiln_lane3"), std::string::npos) << two.code.kernels;
+  EXPECT_EQ(two.code.kernels.find("kiln_lane4"), std::string::npos) << two.code.kernels;
+  // 100 columns make one vector per block: 12 blocks of 8 lanes and a scalar tail.
+  Lowered narrow = lower_text(R"(
+%0 : f32[64, 100] = placeholder("a")
+%1 : f32[100] = sum(%0, [0], False, None)
+return (%1)
+)");
+  EXPECT_EQ(narrow.code.kernels.find("kiln_lane1"), std::string::npos) << narrow.code.kernels;
+}
+
+// Note [Realization]: a graph output that another node also reads is stored where it is
+// computed, and the reduction reads it: the add's inputs are loaded once, not twice.
+TEST(Lowering, AnOutputReadByOtherNodesIsComputedOnce) {
+  Lowered l = lower_text(R"(
+%0 : f32[16, 256] = placeholder("a")
+%1 : f32[16, 256] = placeholder("b")
+%2 : f32[16, 256] = add(%0, %1)
+%3 : f32[16] = sum(%2, [1], False, None)
+%4 : f32[16, 256] = mul(%2, 2)
+return (%2, %3, %4)
+)");
+  size_t vector_loads_of_b = 0;  // b is the kernel's arg1
+  for (size_t at = l.code.kernels.find("kiln_loadu(arg1"); at != std::string::npos;
+       at = l.code.kernels.find("kiln_loadu(arg1", at + 1))
+    ++vector_loads_of_b;
+  EXPECT_EQ(vector_loads_of_b, 1u) << l.code.kernels;
+}
+
 // Sibling column sums (a layer norm's weight and bias gradients) share one pass over the rows
 // across lanes, also when they read through a reshape (whose // and % the loop ranges simplify).
 TEST(Lowering, SiblingColumnSumsThroughAReshapeShareOneLaneKernel) {

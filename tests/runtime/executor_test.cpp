@@ -8,6 +8,7 @@
 #include "kiln/kiln.h"
 #include "runtime_test_helpers.h"
 #include "src/runtime/executor.h"
+#include "src/runtime/step_profile.h"
 
 namespace kiln::runtime {
 namespace {
@@ -210,8 +211,8 @@ TEST(Executor, CopyStepWritesAKernelResultBackIntoAnInput) {
   EXPECT_GT(x.version(), version);
 }
 
-TEST(Executor, ExternMatmulReadsAViewOfAnInputAndFeedsAKernel) {
-  // relu(a @ w.t()) with a: [s0, 4], w: [3, 4]; mm runs eagerly on a transposed view of w.
+// relu(a @ w.t()) with a: [s0, 4], w: [3, 4]; mm runs eagerly on a transposed view of w.
+Program mm_relu_program() {
   Program p;
   p.num_inputs = 2;
   p.symbols = {S("s0"), S("s1")};
@@ -234,6 +235,12 @@ TEST(Executor, ExternMatmulReadsAViewOfAnInputAndFeedsAKernel) {
   mm_step.outputs = {2};
   p.steps = {mm_step, KernelStep{"relu_2d_f32", {2, 3}}};
   p.outputs = {OutputDesc{3, contiguous({S("s0"), S("s1")})}};
+  p.source_hash = kernels()->hash();
+  return p;
+}
+
+TEST(Executor, ExternMatmulReadsAViewOfAnInputAndFeedsAKernel) {
+  Program p = mm_relu_program();
   const Executor executor(std::move(p), kernels());
   for (int64_t rows : {2, 5}) {
     const Tensor a = randn({rows, 4});
@@ -359,6 +366,35 @@ TEST(Executor, RunsFromManyThreadsAtOnce) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// Note [Step profile]: an Executor built while profiling is on times each step; the report
+// names the program, the kernel or the extern op with its output, and counts the calls.
+TEST(Executor, StepProfileTimesEveryStep) {
+  set_step_profiling(true);
+  const Executor profiled(mm_relu_program(), kernels());
+  set_step_profiling(false);
+  const Executor unprofiled(mm_relu_program(), kernels());
+  reset_step_profile();
+  const std::vector<Tensor> inputs{randn({3, 4}), randn({3, 4})};
+  for (int i = 0; i < 3; ++i) profiled.run(inputs);
+  unprofiled.run(inputs);
+  const std::string report = step_profile_report();
+  const std::string program = kernels()->hash().substr(0, 8);
+  EXPECT_THAT(report, HasSubstr("3 calls"));
+  EXPECT_THAT(report, HasSubstr(program + " mm -> f32[s0, s1]"));
+  EXPECT_THAT(report, HasSubstr(program + " relu_2d_f32"));
+  EXPECT_THAT(report, HasSubstr("generated kernels"));
+  EXPECT_THAT(report, ::testing::Not(HasSubstr("4 calls")));
+  reset_step_profile();
+  EXPECT_EQ(step_profile_report(), "");
+}
+
+TEST(Executor, StepProfileSettingIsOneOrZero) {
+  EXPECT_TRUE(step_profile_setting("1"));
+  EXPECT_FALSE(step_profile_setting("0"));
+  EXPECT_FALSE(step_profile_setting(nullptr));
+  expect_error<ValueError>([] { step_profile_setting("yes"); }, {"KILN_PROFILE='yes'", "1", "0"});
 }
 
 TEST(Executor, BadInputsAreErrorsNamingTheProblem) {
