@@ -1,7 +1,7 @@
-// The backward ops of the nn family (src/ops/nn_backward.cpp): dedicated kernels for the
-// gradients of the normalizations, cross_entropy and embedding, called by their derivative
-// formulas (src/autograd/formulas/nn.cpp). Not part of the public API: users get these gradients
-// through autograd.
+// The backward ops of the nn family (src/ops/nn_backward.cpp, nn_attention.cpp): dedicated kernels
+// for the gradients of the normalizations, cross_entropy, embedding and attention, called by their
+// derivative formulas (src/autograd/formulas/nn.cpp). Not part of the public API: users get these
+// gradients through autograd.
 #pragma once
 
 #include <array>
@@ -40,5 +40,14 @@ Tensor cross_entropy_backward(const Tensor& grad_output, const Tensor& input, co
 // d embedding / d weight: (num_weights, D), the padding_idx row zero.
 Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices,
                                 int64_t num_weights, std::optional<int64_t> padding_idx);
+
+// The gradients of scaled_dot_product_attention with respect to (query, key, value), for
+// dropout_p = 0 (Note [Attention backward] in src/kernels/cpu/attention.cpp), each in the batch
+// shape the three broadcast to; those not in output_mask come back as empty [0] tensors. The
+// op has no derivative of its own: double backward goes through the formula's composite form.
+std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_attention_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
+    const Tensor& attn_mask, bool is_causal, std::optional<double> scale,
+    std::array<bool, 3> output_mask);
 
 }  // namespace kiln

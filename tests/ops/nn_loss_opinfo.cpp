@@ -11,60 +11,133 @@ using Ints = std::vector<int64_t>;
 
 // ---- scaled_dot_product_attention ----
 
-std::vector<Tensor> ref_sdpa(const Stack& a) {
-  const Tensor q = a[0].tensor(), k = a[1].tensor(), v = a[2].tensor(), mask = opt(a[3]);
-  const bool causal = a[5].to_bool();
-  const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
-  const double scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : a[6].to_double();
-  auto batch = [](const Tensor& t) { return t.sizes().slice(0, static_cast<size_t>(t.dim() - 2)); };
-  DimVector bs = broadcast_shapes("ref", batch(q), batch(k));
-  bs = broadcast_shapes("ref", bs, batch(v));
-  const Ints bv(bs.begin(), bs.end());
-  auto full = [&](Ints tail) {
-    Ints s = bv;
+// The reference attention of one call in float64, from argument `first` of the stack on (q, k,
+// v, mask, dropout_p, is_causal, scale): the batch shape, the operands broadcast to it and the
+// probabilities of each query row.
+struct RefAttention {
+  Ints batch;
+  int64_t B, L, E, S, Ev;
+  double scale;
+  bool causal;
+  Tensor mask;
+  std::vector<double> q, k, v, m;
+
+  RefAttention(const Stack& a, size_t first) {
+    const Tensor qt = a[first].tensor(), kt = a[first + 1].tensor(), vt = a[first + 2].tensor();
+    mask = opt(a[first + 3]);
+    causal = a[first + 5].to_bool();
+    L = qt.size(-2), E = qt.size(-1), S = kt.size(-2), Ev = vt.size(-1);
+    scale =
+        a[first + 6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : a[first + 6].to_double();
+    auto batch_of = [](const Tensor& t) {
+      return t.sizes().slice(0, static_cast<size_t>(t.dim() - 2));
+    };
+    DimVector bs = broadcast_shapes("ref", batch_of(qt), batch_of(kt));
+    bs = broadcast_shapes("ref", bs, batch_of(vt));
+    batch.assign(bs.begin(), bs.end());
+    B = prod(batch);
+    q = vals(qt.expand(full({L, E})));
+    k = vals(kt.expand(full({S, E})));
+    v = vals(vt.expand(full({S, Ev})));
+    if (mask.defined()) m = vals(mask.expand(full({L, S})));
+  }
+
+  Ints full(Ints tail) const {
+    Ints s = batch;
     s.insert(s.end(), tail.begin(), tail.end());
     return s;
-  };
-  const std::vector<double> qv = vals(q.expand(full({L, E}))), kv = vals(k.expand(full({S, E}))),
-                            vv = vals(v.expand(full({S, Ev})));
-  std::vector<double> mv;
-  if (mask.defined()) mv = vals(mask.expand(full({L, S})));
-  const int64_t B = prod(bv);
-  std::vector<double> out(static_cast<size_t>(B * L * Ev), 0.0);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < L; ++i) {
-      std::vector<double> p(static_cast<size_t>(S));
-      bool all_masked = true;
-      double mx = -INFINITY;
-      for (int64_t j = 0; j < S; ++j) {
-        // The scale goes inside the sum (PyTorch scales q and k): E = 0 gives 0, not 0 * inf.
-        double s = 0;
-        for (int64_t e = 0; e < E; ++e)
-          s += qv[static_cast<size_t>((b * L + i) * E + e)] * scale *
-               kv[static_cast<size_t>((b * S + j) * E + e)];
-        if (causal && j > i) s = -INFINITY;
-        if (mask.defined()) {
-          const double m = mv[static_cast<size_t>((b * L + i) * S + j)];
-          if (mask.dtype() == kBool) {
-            if (m == 0) s = -INFINITY;
-          } else {
-            s += m;
-          }
+  }
+  double Q(int64_t b, int64_t i, int64_t e) const {
+    return q[static_cast<size_t>((b * L + i) * E + e)];
+  }
+  double K(int64_t b, int64_t j, int64_t e) const {
+    return k[static_cast<size_t>((b * S + j) * E + e)];
+  }
+  double V(int64_t b, int64_t j, int64_t e) const {
+    return v[static_cast<size_t>((b * S + j) * Ev + e)];
+  }
+
+  // softmax(scale q k^T + mask) of row i; zeros when every key is masked (PyTorch's
+  // _safe_softmax).
+  std::vector<double> probabilities(int64_t b, int64_t i) const {
+    std::vector<double> p(static_cast<size_t>(S));
+    bool all_masked = true;
+    double mx = -INFINITY;
+    for (int64_t j = 0; j < S; ++j) {
+      // The scale goes inside the sum (PyTorch scales q and k): E = 0 gives 0, not 0 * inf.
+      double s = 0;
+      for (int64_t e = 0; e < E; ++e) s += Q(b, i, e) * scale * K(b, j, e);
+      if (causal && j > i) s = -INFINITY;
+      if (mask.defined()) {
+        const double mj = m[static_cast<size_t>((b * L + i) * S + j)];
+        if (mask.dtype() == kBool) {
+          if (mj == 0) s = -INFINITY;
+        } else {
+          s += mj;
         }
-        p[static_cast<size_t>(j)] = s;
-        if (s != -INFINITY) all_masked = false;
-        mx = std::max(mx, s);
       }
-      if (all_masked) continue;  // PyTorch's _safe_softmax: zeros
-      double sum = 0;
-      for (double& x : p) sum += (x = std::exp(x - mx));
-      for (int64_t j = 0; j < S; ++j)
-        for (int64_t e = 0; e < Ev; ++e)
-          out[static_cast<size_t>((b * L + i) * Ev + e)] +=
-              p[static_cast<size_t>(j)] / sum * vv[static_cast<size_t>((b * S + j) * Ev + e)];
+      p[static_cast<size_t>(j)] = s;
+      if (s != -INFINITY) all_masked = false;
+      mx = std::max(mx, s);
+    }
+    if (all_masked) return std::vector<double>(static_cast<size_t>(S), 0.0);
+    double sum = 0;
+    for (double& x : p) sum += (x = std::exp(x - mx));
+    for (double& x : p) x /= sum;
+    return p;
+  }
+};
+
+std::vector<Tensor> ref_sdpa(const Stack& a) {
+  const RefAttention r(a, 0);
+  std::vector<double> out(static_cast<size_t>(r.B * r.L * r.Ev), 0.0);
+  for (int64_t b = 0; b < r.B; ++b) {
+    for (int64_t i = 0; i < r.L; ++i) {
+      const std::vector<double> p = r.probabilities(b, i);
+      for (int64_t j = 0; j < r.S; ++j)
+        for (int64_t e = 0; e < r.Ev; ++e)
+          out[static_cast<size_t>((b * r.L + i) * r.Ev + e)] +=
+              p[static_cast<size_t>(j)] * r.V(b, j, e);
     }
   }
-  return {result(out, full({L, Ev}), q.dtype())};
+  return {result(out, r.full({r.L, r.Ev}), a[0].tensor().dtype())};
+}
+
+// The textbook gradients of out = P v with P = softmax(scale q k^T + mask), per row:
+// dv_j += p_j g, dp_j = g . v_j, ds_j = p_j (dp_j - sum_l p_l dp_l), dq += scale ds_j k_j,
+// dk_j += scale ds_j q_i.
+std::vector<Tensor> ref_sdpa_backward(const Stack& a) {
+  const RefAttention r(a, 1);
+  const std::vector<double> g = vals(a[0].tensor().expand(r.full({r.L, r.Ev})));
+  std::vector<double> dq(static_cast<size_t>(r.B * r.L * r.E), 0.0),
+      dk(static_cast<size_t>(r.B * r.S * r.E), 0.0), dv(static_cast<size_t>(r.B * r.S * r.Ev), 0.0);
+  for (int64_t b = 0; b < r.B; ++b) {
+    for (int64_t i = 0; i < r.L; ++i) {
+      const std::vector<double> p = r.probabilities(b, i);
+      auto G = [&](int64_t e) { return g[static_cast<size_t>((b * r.L + i) * r.Ev + e)]; };
+      std::vector<double> dp(static_cast<size_t>(r.S), 0.0);
+      double dot = 0;
+      for (int64_t j = 0; j < r.S; ++j) {
+        for (int64_t e = 0; e < r.Ev; ++e) {
+          dv[static_cast<size_t>((b * r.S + j) * r.Ev + e)] += p[static_cast<size_t>(j)] * G(e);
+          dp[static_cast<size_t>(j)] += G(e) * r.V(b, j, e);
+        }
+        dot += p[static_cast<size_t>(j)] * dp[static_cast<size_t>(j)];
+      }
+      for (int64_t j = 0; j < r.S; ++j) {
+        const double ds = p[static_cast<size_t>(j)] * (dp[static_cast<size_t>(j)] - dot);
+        for (int64_t e = 0; e < r.E; ++e) {
+          dq[static_cast<size_t>((b * r.L + i) * r.E + e)] += r.scale * ds * r.K(b, j, e);
+          dk[static_cast<size_t>((b * r.S + j) * r.E + e)] += r.scale * ds * r.Q(b, i, e);
+        }
+      }
+    }
+  }
+  const IntArrayRef want = a[8].int_list();
+  const ScalarType dt = a[1].tensor().dtype();
+  return {want[0] ? result(dq, r.full({r.L, r.E}), dt) : result({}, {0}, dt),
+          want[1] ? result(dk, r.full({r.S, r.E}), dt) : result({}, {0}, dt),
+          want[2] ? result(dv, r.full({r.S, r.Ev}), dt) : result({}, {0}, dt)};
 }
 
 std::vector<SampleInput> sdpa_samples(ScalarType dt, std::mt19937_64& rng) {
@@ -125,6 +198,39 @@ std::vector<SampleInput> sdpa_grad_samples(std::mt19937_64& rng) {
   add(t({2, 3}, Layout::NonContiguous), t({3, 4}).t(), t({4, 2}, Layout::Expanded), IValue(), false,
       IValue(), "non-contiguous q, transposed k, expanded v");
   return s;
+}
+
+// Every forward sample with a gradient of the output's shape, all three gradients wanted, and
+// two samples with some left out.
+std::vector<SampleInput> sdpa_backward_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  const IValue all = std::vector<int64_t>{1, 1, 1};
+  for (SampleInput& f : sdpa_samples(dt, rng)) {
+    const Tensor out = ref_sdpa(f.args)[0];
+    Stack args{make_tensor(shape_of(out), dt, rng, -2, 2)};
+    for (const IValue& arg : f.args) args.push_back(arg);
+    args.push_back(all);
+    s.push_back({std::move(args), std::move(f.description)});
+  }
+  auto t = [&](Ints sizes) { return make_tensor(sizes, dt, rng, -2, 2); };
+  s.push_back({{t({2, 4, 3}), t({2, 4, 5}), t({2, 6, 5}), t({2, 6, 3}), IValue(), 0.0, false,
+                IValue(), std::vector<int64_t>{0, 0, 1}},
+               "only grad_value"});
+  s.push_back({{t({2, 4, 3}), t({2, 4, 5}), t({2, 6, 5}), t({2, 6, 3}), IValue(), 0.0, true, 0.5,
+                std::vector<int64_t>{1, 1, 0}},
+               "grad_query and grad_key, causal, scale 0.5"});
+  return s;
+}
+
+std::vector<ErrorCase> sdpa_backward_errors() {
+  auto args = [](Tensor g, Tensor q, IValue mask = std::vector<int64_t>{1, 1, 1}) {
+    return Stack{g, q, zeros({5, 4}), zeros({5, 4}), IValue(), 0.0, false, IValue(), mask};
+  };
+  return {{args(zeros({3, 5}), zeros({3, 4})), ErrorKind::Shape, "grad_out shape"},
+          {args(zeros({3, 4}, kFloat64), zeros({3, 4})), ErrorKind::DType, "grad_out dtype"},
+          {args(zeros({3, 4}), zeros({3, 5})), ErrorKind::Shape, "E mismatch"},
+          {args(zeros({3, 4}), zeros({3, 4}), std::vector<int64_t>{1, 1}), ErrorKind::Value,
+           "output_mask of 2 flags"}};
 }
 
 std::vector<ErrorCase> sdpa_errors() {
@@ -442,6 +548,13 @@ const bool registered = [] {
                           return dt == kFloat32 ? std::pair{1e-5, 1e-5} : default_tolerance(dt);
                         },
                     .grad_samples = sdpa_grad_samples});
+  register_op_info({.name = "scaled_dot_product_attention_backward",
+                    .samples = sdpa_backward_samples,
+                    .reference = ref_sdpa_backward,
+                    .error_cases = sdpa_backward_errors,
+                    .tolerance = [](ScalarType dt) {
+                      return dt == kFloat32 ? std::pair{1e-4, 1e-4} : default_tolerance(dt);
+                    }});
   register_op_info(
       {.name = "cross_entropy",
        .samples = [](ScalarType dt,

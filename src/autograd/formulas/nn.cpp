@@ -542,12 +542,28 @@ void embedding_dense_double_backward(GradContext& ctx) {
 //   dv = P^T g, dS = P (g v^T - rowsum(g v^T P)), dq = scale dS k, dk = scale dS^T q,
 //   d(float mask) = dS.
 // Broadcast batch dims are summed back by the engine.
+//
+// Without create_graph and without a float mask's gradient this is one call of the
+// scaled_dot_product_attention_backward op (Note [Attention backward]), which is also what a
+// compiled backward runs; double backward needs the composite form below, whose ops have
+// derivatives of their own.
 void sdpa_backward_formula(GradContext& ctx) {
   const Tensor q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
   const Tensor mask = optional_input(ctx, 3);
-  const double scale =
-      ctx.arg(6).is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(-1))) : ctx.double_arg(6);
+  const std::optional<double> given_scale =
+      ctx.arg(6).is_none() ? std::nullopt : std::optional(ctx.double_arg(6));
   const Tensor g = ctx.grad(0);
+  if (!GradMode::is_enabled() && !ctx.needs_grad(3)) {
+    const auto [dq, dk, dv] = scaled_dot_product_attention_backward(
+        g, q, k, v, mask, ctx.bool_arg(5), given_scale,
+        {ctx.needs_grad(0), ctx.needs_grad(1), ctx.needs_grad(2)});
+    if (ctx.needs_grad(0)) ctx.set_grad(0, dq);
+    if (ctx.needs_grad(1)) ctx.set_grad(1, dk);
+    if (ctx.needs_grad(2)) ctx.set_grad(2, dv);
+    return;
+  }
+  const double scale =
+      given_scale ? *given_scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   Tensor s = q.matmul(k.transpose(-2, -1)) * scale;
   if (ctx.bool_arg(5)) {
     const Tensor above = ones({s.size(-2), s.size(-1)}, kBool).triu(1);

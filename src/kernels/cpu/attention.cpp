@@ -1,7 +1,7 @@
-// scaled_dot_product_attention: for each batch entry, P = softmax(scale * Q K^T + mask) and
-// O = P V, with both products in OpenBLAS and the masked softmax in between. Batch entries run in
-// parallel (OpenBLAS runs single-threaded inside an OpenMP region); a single entry lets BLAS
-// use the threads instead.
+// scaled_dot_product_attention and its backward: for each batch entry, P = softmax(scale * Q K^T +
+// mask) and O = P V, with the products in OpenBLAS and the masked softmax in between. Batch
+// entries run in parallel (OpenBLAS runs single-threaded inside an OpenMP region); a single entry
+// lets BLAS use the threads instead.
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,12 +16,18 @@
 namespace kiln::cpu {
 namespace {
 
+// c = alpha * op(a) op(b) for an [m, n] c; an empty product (k == 0) is zeros.
 template <typename T>
-void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T* c, int64_t ldc) {
-  blas_gemm(CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-            static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-            static_cast<int>(ldb), T(0), c, static_cast<int>(ldc));
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return;
+  }
+  blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+            static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+            static_cast<int>(lda), b, static_cast<int>(ldb), T(0), c, static_cast<int>(ldc));
 }
 
 // Element offset of batch entry b in a tensor whose leading `nb` dims are the batch dims.
@@ -62,16 +68,17 @@ const A* blas_matrix(const Tensor& t, int64_t off, std::vector<A>& buf, int64_t&
 // becomes zeros, as PyTorch's math backend (_safe_softmax) gives.
 template <typename A>
 void softmax_row(A* row, int64_t n) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (softmax_row_f32(row, row, n, /*log=*/false) == -std::numeric_limits<float>::infinity())
+      std::fill(row, row + n, 0.0f);
+    return;
+  }
   A mx = -std::numeric_limits<A>::infinity();
   for (int64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
   if (mx == -std::numeric_limits<A>::infinity()) {
     bool nan = false;
     for (int64_t j = 0; j < n; ++j) nan = nan || std::isnan(row[j]);
     std::fill(row, row + n, nan ? std::numeric_limits<A>::quiet_NaN() : A(0));
-    return;
-  }
-  if constexpr (std::is_same_v<A, float>) {
-    softmax_row_f32(row, row, n, /*log=*/false);
     return;
   }
   A sum = 0;
@@ -83,6 +90,118 @@ void softmax_row(A* row, int64_t n) {
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
+// The attention probabilities of one call: P = softmax(scale * Q K^T + mask) per batch entry,
+// shared by the forward and the backward (which recomputes P instead of saving it) so that both
+// see the same P, masked rows included.
+template <typename T, typename A>
+class Probabilities {
+ public:
+  Probabilities(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal, double scale,
+                int64_t B)
+      : q_(q), k_(k), is_causal_(is_causal), scale_(static_cast<A>(scale)) {
+    const int64_t nb = q.dim() - 2;
+    qo_ = batch_offsets(q, nb, B);
+    ko_ = batch_offsets(k, nb, B);
+    // A float mask is read in the compute type (a copy when its dtype differs); a bool mask as
+    // bytes. Offsets and strides are those of the tensor actually read.
+    mask_ = mask.defined() && mask.dtype() != kBool ? mask.to(scalar_type_of<A>) : mask;
+    if (mask_.defined()) {
+      mo_ = batch_offsets(mask_, nb, B);
+      mrs_ = mask_.stride(-2);
+      mcs_ = mask_.stride(-1);
+      if (mask_.dtype() == kBool)
+        bmask_ = mask_.data_ptr<bool>();
+      else
+        amask_ = mask_.data_ptr<A>();
+    }
+  }
+
+  // One thread's copies of operands BLAS cannot read in place.
+  struct Scratch {
+    std::vector<A> q, k;
+  };
+
+  // Fills P ([L, S], row-major) for batch entry b; returns Q and K as BLAS reads them.
+  void compute(int64_t b, Scratch& scratch, A* P, const A*& Q, int64_t& ldq, const A*& K,
+               int64_t& ldk) const {
+    constexpr A kNegInf = -std::numeric_limits<A>::infinity();
+    const int64_t L = q_.size(-2), E = q_.size(-1), S = k_.size(-2);
+    Q = blas_matrix<T, A>(q_, qo_[b], scratch.q, ldq);
+    K = blas_matrix<T, A>(k_, ko_[b], scratch.k, ldk);
+    gemm(false, true, L, S, E, scale_, Q, ldq, K, ldk, P, S);
+    for (int64_t i = 0; i < L; ++i) {
+      A* row = P + i * S;
+      if (is_causal_)
+        for (int64_t j = i + 1; j < S; ++j) row[j] = kNegInf;
+      if (bmask_ != nullptr) {
+        const bool* keep = bmask_ + mo_[b] + i * mrs_;
+        for (int64_t j = 0; j < S; ++j)
+          if (!keep[j * mcs_]) row[j] = kNegInf;
+      } else if (amask_ != nullptr) {
+        const A* add = amask_ + mo_[b] + i * mrs_;
+        for (int64_t j = 0; j < S; ++j) row[j] += add[j * mcs_];
+      }
+      softmax_row(row, S);
+    }
+  }
+
+ private:
+  const Tensor& q_;
+  const Tensor& k_;
+  bool is_causal_;
+  A scale_;
+  std::vector<int64_t> qo_, ko_, mo_;
+  Tensor mask_;
+  int64_t mrs_ = 0, mcs_ = 0;
+  const bool* bmask_ = nullptr;
+  const A* amask_ = nullptr;
+};
+
+// Runs body(b, in_team) for every batch entry: in parallel over the entries when there are
+// several and enough work, else on the calling thread (BLAS then uses the threads). Only a
+// parallel run opens a region: OpenBLAS's region inside a one-thread region is nested, and libgomp
+// creates fresh threads for it on every call (see gemm_blas in blas.cpp). `make_state` builds one
+// per-thread state passed to every body call of that thread.
+template <typename MakeState, typename Body>
+void for_each_entry(int64_t B, int64_t work, MakeState make_state, Body body) {
+  if (B > 1 && work > kParallelGrain) {
+#pragma omp parallel
+    {
+      auto state = make_state();
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < B; ++b) body(b, state);
+    }
+  } else {
+    auto state = make_state();
+    for (int64_t b = 0; b < B; ++b) body(b, state);
+  }
+}
+
+// Writes an [n] compute-type result to T memory (a no-op view when T is the compute type).
+template <typename T, typename A>
+class Output {
+ public:
+  Output(T* data, int64_t n) : data_(data), n_(n) {
+    if constexpr (!std::is_same_v<T, A>) buffer_.resize(static_cast<size_t>(n));
+  }
+  A* data() {
+    if constexpr (std::is_same_v<T, A>) {
+      return data_;
+    } else {
+      return buffer_.data();
+    }
+  }
+  void finish() {
+    if constexpr (!std::is_same_v<T, A>)
+      for (int64_t i = 0; i < n_; ++i) data_[i] = static_cast<T>(buffer_[static_cast<size_t>(i)]);
+  }
+
+ private:
+  T* data_;
+  int64_t n_;
+  std::vector<A> buffer_;
+};
+
 }  // namespace
 
 void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -92,82 +211,99 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
   const int64_t nb = q.dim() - 2;
   const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
   const int64_t B = out.numel() / (L * Ev);
-  const std::vector<int64_t> qo = batch_offsets(q, nb, B), ko = batch_offsets(k, nb, B),
-                             vo = batch_offsets(v, nb, B);
+  const std::vector<int64_t> vo = batch_offsets(v, nb, B);
   visit_dtype_in<dtypes::kFloating>(q.dtype(), "scaled_dot_product_attention", [&]<typename T>() {
     using A = opmath_t<T>;
-    constexpr A kNegInf = -std::numeric_limits<A>::infinity();
-    T* op = out.data_ptr<T>();
-    // A float mask is read in the compute type (a copy when its dtype differs); a bool mask as
-    // bytes. Offsets and strides are those of the tensor actually read.
-    const Tensor m = mask.defined() && mask.dtype() != kBool ? mask.to(scalar_type_of<A>) : mask;
-    const std::vector<int64_t> mo = m.defined() ? batch_offsets(m, nb, B) : std::vector<int64_t>();
-    const int64_t mrs = m.defined() ? int64_t{m.stride(-2)} : 0,
-                  mcs = m.defined() ? int64_t{m.stride(-1)} : 0;
-    const bool* bmask = m.defined() && m.dtype() == kBool ? m.data_ptr<bool>() : nullptr;
-    const A* amask = m.defined() && m.dtype() != kBool ? m.data_ptr<A>() : nullptr;
-    const int64_t work = B * L * S * (E + Ev);
-    // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is nested,
-    // and libgomp creates fresh threads for it on every call (see gemm_blas in blas.cpp).
-    auto worker = [&](bool in_team) {
-      std::vector<A> qbuf, kbuf, vbuf, scores(static_cast<size_t>(L * S)), obuf;
-      auto run_one = [&](int64_t b) {
-        int64_t ldq = 1, ldk = 1, ldv = 1;
-        const A* Q = blas_matrix<T, A>(q, qo[b], qbuf, ldq);
-        const A* K = blas_matrix<T, A>(k, ko[b], kbuf, ldk);
-        const A* V = blas_matrix<T, A>(v, vo[b], vbuf, ldv);
-        A* P = scores.data();
-        if (S > 0) {
-          if (E > 0) {
-            gemm(true, L, S, E, static_cast<A>(scale), Q, ldq, K, ldk, P, S);
-          } else {
-            std::fill(scores.begin(), scores.end(), A(0));  // an empty dot product
-          }
-        }
-        for (int64_t i = 0; i < L; ++i) {
-          A* row = P + i * S;
-          if (is_causal)
-            for (int64_t j = i + 1; j < S; ++j) row[j] = kNegInf;
-          if (bmask != nullptr) {
-            const bool* keep = bmask + mo[b] + i * mrs;
-            for (int64_t j = 0; j < S; ++j)
-              if (!keep[j * mcs]) row[j] = kNegInf;
-          } else if (amask != nullptr) {
-            const A* add = amask + mo[b] + i * mrs;
-            for (int64_t j = 0; j < S; ++j) row[j] += add[j * mcs];
-          }
-          softmax_row(row, S);
-        }
-        A* O;
-        if constexpr (std::is_same_v<T, A>) {
-          O = op + b * L * Ev;
-        } else {
-          obuf.resize(static_cast<size_t>(L * Ev));
-          O = obuf.data();
-        }
-        if (S > 0) {
-          gemm(false, L, Ev, S, A(1), P, S, V, ldv, O, Ev);
-        } else {
-          std::fill(O, O + L * Ev, A(0));  // no keys: an empty weighted sum
-        }
-        if constexpr (!std::is_same_v<T, A>) {
-          for (int64_t i = 0; i < L * Ev; ++i) op[b * L * Ev + i] = static_cast<T>(O[i]);
-        }
-      };
-      if (in_team) {
-#pragma omp for schedule(static)
-        for (int64_t b = 0; b < B; ++b) run_one(b);
-      } else {
-        for (int64_t b = 0; b < B; ++b) run_one(b);
-      }
+    const Probabilities<T, A> probabilities(q, k, mask, is_causal, scale, B);
+    struct State {
+      typename Probabilities<T, A>::Scratch scratch;
+      std::vector<A> v, scores;
     };
-    if (B > 1 && work > kParallelGrain) {
-#pragma omp parallel
-      worker(true);
-    } else {
-      worker(false);
-    }
+    auto make_state = [&] {
+      State st;
+      st.scores.resize(static_cast<size_t>(L * S));
+      return st;
+    };
+    for_each_entry(B, B * L * S * (E + Ev), make_state, [&](int64_t b, State& st) {
+      const A *Q, *K;
+      int64_t ldq = 1, ldk = 1, ldv = 1;
+      A* P = st.scores.data();
+      probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
+      const A* V = blas_matrix<T, A>(v, vo[b], st.v, ldv);
+      Output<T, A> O(out.data_ptr<T>() + b * L * Ev, L * Ev);
+      gemm(false, false, L, Ev, S, A(1), P, S, V, ldv, O.data(), Ev);  // no keys: zeros
+      O.finish();
+    });
   });
+}
+
+// Note [Attention backward]
+// With P recomputed from q and k (the forward saves nothing but its inputs):
+//   dv = P^T g, dP = g v^T, dS = P * (dP - rowsum(dP * P)), dq = scale dS k, dk = scale dS^T q.
+// One batch entry (a head) at a time, so P and dS stay in the thread's cache between the five
+// products, instead of five batched matmuls and softmax-backward passes over [B, L, S] tensors
+// in memory (which also needed copies of the heads into batched layouts). A masked-out score has
+// P = 0, so it gets no gradient; a fully masked row is zeros and passes none on.
+void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                           const Tensor& v, const Tensor& mask, bool is_causal,
+                                           double scale, const Tensor& grad_q, const Tensor& grad_k,
+                                           const Tensor& grad_v) {
+  const int64_t nb = q.dim() - 2;
+  const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
+  int64_t B = 1;
+  for (int64_t d = 0; d < nb; ++d) B *= q.size(d);
+  if (B == 0) return;
+  const bool want_v = grad_v.defined(), want_scores = grad_q.defined() || grad_k.defined();
+  const std::vector<int64_t> vo = batch_offsets(v, nb, B), go = batch_offsets(grad, nb, B);
+  visit_dtype_in<dtypes::kFloating>(
+      q.dtype(), "scaled_dot_product_attention_backward", [&]<typename T>() {
+        using A = opmath_t<T>;
+        const Probabilities<T, A> probabilities(q, k, mask, is_causal, scale, B);
+        struct State {
+          typename Probabilities<T, A>::Scratch scratch;
+          std::vector<A> v, g, scores, grad_scores;
+        };
+        auto make_state = [&] {
+          State st;
+          st.scores.resize(static_cast<size_t>(L * S));
+          if (want_scores) st.grad_scores.resize(static_cast<size_t>(L * S));
+          return st;
+        };
+        for_each_entry(B, B * L * S * (2 * E + 3 * Ev), make_state, [&](int64_t b, State& st) {
+          const A *Q, *K;
+          int64_t ldq = 1, ldk = 1, ldv = 1, ldg = 1;
+          A* P = st.scores.data();
+          probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
+          const A* G = blas_matrix<T, A>(grad, go[b], st.g, ldg);
+          if (want_v) {
+            Output<T, A> dv(grad_v.data_ptr<T>() + b * S * Ev, S * Ev);
+            gemm(true, false, S, Ev, L, A(1), P, S, G, ldg, dv.data(), Ev);
+            dv.finish();
+          }
+          if (!want_scores) return;
+          const A* V = blas_matrix<T, A>(v, vo[b], st.v, ldv);
+          A* dS = st.grad_scores.data();
+          gemm(false, true, L, S, Ev, A(1), G, ldg, V, ldv, dS, S);
+          for (int64_t i = 0; i < L; ++i) {
+            const A* p = P + i * S;
+            A* ds = dS + i * S;
+            A dot = 0;
+            for (int64_t j = 0; j < S; ++j) dot += ds[j] * p[j];
+            for (int64_t j = 0; j < S; ++j) ds[j] = p[j] * (ds[j] - dot);
+          }
+          const A sc = static_cast<A>(scale);
+          if (grad_q.defined()) {
+            Output<T, A> dq(grad_q.data_ptr<T>() + b * L * E, L * E);
+            gemm(false, false, L, E, S, sc, dS, S, K, ldk, dq.data(), E);
+            dq.finish();
+          }
+          if (grad_k.defined()) {
+            Output<T, A> dk(grad_k.data_ptr<T>() + b * S * E, S * E);
+            gemm(true, false, S, E, L, sc, dS, S, Q, ldq, dk.data(), E);
+            dk.finish();
+          }
+        });
+      });
 }
 
 }  // namespace kiln::cpu

@@ -64,8 +64,10 @@ void embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_w
 // ---- softmax (softmax.cpp) ----
 
 // softmax (log = false) or log_softmax of one contiguous float32 row, vectorized; y may be x.
-// A NaN anywhere makes the row NaN.
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log);
+// A NaN anywhere makes the row NaN. Returns the row's max (NaN when the row has one); a row that
+// is all -inf (max -inf) comes back as NaN, which a caller with other rules (attention's fully
+// masked rows) replaces.
+float softmax_row_f32(const float* x, float* y, int64_t n, bool log);
 
 // ---- attention (attention.cpp) ----
 
@@ -74,6 +76,12 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log);
 void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& mask, bool is_causal, double scale,
                                   const Tensor& out);
+// grad (B..., L, Ev) and the forward's inputs as above; grad_q/k/v contiguous in q/k/v's shapes,
+// each undefined when not wanted (Note [Attention backward] in attention.cpp).
+void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                           const Tensor& v, const Tensor& mask, bool is_causal,
+                                           double scale, const Tensor& grad_q, const Tensor& grad_k,
+                                           const Tensor& grad_v);
 
 // ---- losses (loss.cpp) ----
 

@@ -22,30 +22,40 @@ namespace kiln::cpu {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
-void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
+float softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  // Pass 1: the max, with two accumulators so loads overlap.
+  // Pass 1: the max, with two accumulators so loads overlap. A NaN anywhere in the row makes the
+  // whole row NaN (as PyTorch); the vector max drops NaN, so the same pass looks for it.
   auto m0 = hn::Set(d, -std::numeric_limits<float>::infinity());
   auto m1 = m0;
+  auto nan = hn::Zero(d);
   int64_t i = 0;
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    m0 = hn::Max(m0, hn::LoadU(d, x + i));
-    m1 = hn::Max(m1, hn::LoadU(d, x + i + lanes));
+    const auto v0 = hn::LoadU(d, x + i), v1 = hn::LoadU(d, x + i + lanes);
+    m0 = hn::Max(m0, v0);
+    m1 = hn::Max(m1, v1);
+    nan = hn::Or(nan, hn::Or(hn::VecFromMask(d, hn::IsNaN(v0)), hn::VecFromMask(d, hn::IsNaN(v1))));
   }
-  for (; i + lanes <= n; i += lanes) m0 = hn::Max(m0, hn::LoadU(d, x + i));
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    m0 = hn::Max(m0, v);
+    nan = hn::Or(nan, hn::VecFromMask(d, hn::IsNaN(v)));
+  }
   float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  // A NaN anywhere in the row makes the whole row NaN (as PyTorch); the vector max and exp above
-  // drop NaN, so it is looked for explicitly.
-  if (!std::isnan(m)) {
-    bool has_nan = false;
-    for (int64_t k = 0; k < n; ++k) has_nan |= x[k] != x[k];
-    if (has_nan) m = std::numeric_limits<float>::quiet_NaN();
+  bool has_nan = !hn::AllFalse(d, hn::MaskFromVec(nan));
+  for (; i < n; ++i) {
+    m = std::max(m, x[i]);
+    has_nan |= std::isnan(x[i]);
   }
-  if (std::isnan(m)) {
+  if (has_nan) {
     std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
-    return;
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  if (m == -std::numeric_limits<float>::infinity()) {
+    // Every element -inf (or an empty row): exp(x - m) would be NaN; the caller decides.
+    std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+    return m;
   }
   // Pass 2: e = exp(x - m) (stored for softmax) and its sum.
   const auto vm = hn::Set(d, m);
@@ -89,6 +99,7 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
     for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), vi), d, y + i);
     for (; i < n; ++i) y[i] *= inv;
   }
+  return m;
 }
 
 namespace {
