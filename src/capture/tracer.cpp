@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kiln/autograd.h"
+#include "src/capture/replacements.h"
 #include "src/core/shape.h"
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
@@ -461,8 +462,10 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   const auto backend_start = std::chrono::steady_clock::now();
   {
     CompileOptionsScope options(*req_.options);
-    seg_->compiled = compile_paused(
-        lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), seg_->graph, inputs);
+    // Note [Replacements reach the backend]
+    seg_->compiled =
+        compile_paused(lookup_backend(seg_->eager_only ? "eager" : req_.options->backend),
+                       simplified_for_backend(seg_->graph, env_), inputs);
   }
   result_.backend_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();

@@ -306,6 +306,17 @@ TEST(FuzzRunner, SymbolicSizesThatBroadcastAtTheirHintsAreGuarded) {
             "");
 }
 
+// Found by this fuzzer with --dynamic (kiln-fuzz --dynamic --seed 3, indices 30, 84, 89, 94; seed
+// 5 indices 1 and 50): expanding [s0, s1 + 1] to [s0, 4] guards s1 == 3, but the backend saw the
+// expand of a size s1 + 1 and took it for a broadcast of a size-1 dim, returning column 0 in
+// every column. Fixed by Note [Replacements reach the backend] (src/capture/replacements.h).
+TEST(FuzzRunner, SizesPinnedByAGuardReachTheBackendSimplified) {
+  auto fn = [](const Tensor& x, const Tensor& y) { return cat({x, y}, 1).expand({-1, 4}) * 2; };
+  auto f = compile(fn, {.dynamic = true});
+  const Tensor x = randn({5, 1}), y = randn({5, 3});
+  EXPECT_EQ(compare_value(f(x, y), fn(x, y), ValueInfo{.exact = true}), "");
+}
+
 TEST(FuzzRunner, BackendComesFromTheEnvironment) {
   const char* saved = std::getenv("KILN_FUZZ_BACKEND");
   const std::string restore = saved ? saved : "";
