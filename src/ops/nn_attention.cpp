@@ -109,11 +109,7 @@ void cpu_sdpa(OpCall& call) {
 // scale?, output_mask): the gradients of q, k and v in their broadcast batch shape (the engine
 // sums broadcast dims back); one not in output_mask is an empty [0] tensor.
 std::array<bool, 3> attention_grad_mask(const OpCall& call) {
-  const IntArrayRef m = call.ints(8);
-  KILN_CHECK(m.size() == 3, ValueError,
-             "{}: output_mask must hold 3 flags (grad_query, grad_key, grad_value), got {}",
-             call.name(), shape_str(m));
-  return {m[0] != 0, m[1] != 0, m[2] != 0};
+  return read_output_mask(call, 8, "grad_query, grad_key, grad_value");
 }
 
 AttentionShapes check_attention_backward(const OpCall& call) {
@@ -176,10 +172,8 @@ std::tuple<Tensor, Tensor, Tensor> scaled_dot_product_attention_backward(
     const Tensor& attn_mask, bool is_causal, std::optional<double> scale,
     std::array<bool, 3> output_mask) {
   static const OpId id = op_id("scaled_dot_product_attention_backward");
-  return three_tensors(dispatch::call_boxed(
-      id, grad_out, query, key, value, opt_tensor(attn_mask), 0.0, is_causal, scale,
-      std::vector<int64_t>{int64_t{output_mask[0]}, int64_t{output_mask[1]},
-                           int64_t{output_mask[2]}}));
+  return three_tensors(dispatch::call_boxed(id, grad_out, query, key, value, opt_tensor(attn_mask),
+                                            0.0, is_causal, scale, output_mask_value(output_mask)));
 }
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

@@ -23,11 +23,7 @@ SymInt sym_prod(SymIntArrayRef s) {
 
 // output_mask: three 0/1 flags (grad_input, grad_weight, grad_bias).
 NormGradMask read_mask(const OpCall& call, size_t i) {
-  const IntArrayRef m = call.ints(i);
-  KILN_CHECK(m.size() == 3, ValueError,
-             "{}: output_mask must hold 3 flags (grad_input, grad_weight, grad_bias), got {}",
-             call.name(), shape_str(m));
-  return {m[0] != 0, m[1] != 0, m[2] != 0};
+  return read_output_mask(call, i, "grad_input, grad_weight, grad_bias");
 }
 
 void check_grad_like_input(const OpCall& call, const Tensor& grad, const Tensor& input) {
@@ -206,10 +202,6 @@ void cpu_embedding_backward(OpCall& call) {
                           call.arg(3).optional_int(), call.output(0));
 }
 
-IValue mask_value(NormGradMask m) {
-  return std::vector<int64_t>{int64_t{m[0]}, int64_t{m[1]}, int64_t{m[2]}};
-}
-
 }  // namespace
 
 void register_nn_backward_ops(OpRegistry& r) {
@@ -259,7 +251,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(
     const Tensor& rstd, const Tensor& weight, NormGradMask mask) {
   static const OpId id = op_id("native_layer_norm_backward");
   return three_tensors(dispatch::call_boxed(id, grad_out, input, normalized_shape, mean, rstd,
-                                            opt_tensor(weight), mask_value(mask)));
+                                            opt_tensor(weight), output_mask_value(mask)));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
@@ -267,7 +259,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm_backward(
     const Tensor& invstd, bool training, NormGradMask mask) {
   static const OpId id = op_id("native_batch_norm_backward");
   return three_tensors(dispatch::call_boxed(id, grad_out, input, opt_tensor(weight), mean, invstd,
-                                            training, mask_value(mask)));
+                                            training, output_mask_value(mask)));
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(
@@ -275,7 +267,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward(
     const Tensor& weight, int64_t num_groups, NormGradMask mask) {
   static const OpId id = op_id("native_group_norm_backward");
   return three_tensors(dispatch::call_boxed(id, grad_out, input, mean, rstd, opt_tensor(weight),
-                                            num_groups, mask_value(mask)));
+                                            num_groups, output_mask_value(mask)));
 }
 
 Tensor cross_entropy_backward(const Tensor& grad_output, const Tensor& input, const Tensor& target,

@@ -2,6 +2,7 @@
 // nn_loss.cpp, nn_backward.cpp).
 #pragma once
 
+#include <array>
 #include <string_view>
 
 #include "src/kernels/cpu/nn_kernels.h"
@@ -88,6 +89,20 @@ inline void check_index_target(std::string_view op, const Tensor& target, const 
 // The three outputs of a native_* op as a tuple.
 inline std::tuple<Tensor, Tensor, Tensor> three_tensors(Stack out) {
   return {std::move(out[0].tensor()), std::move(out[1].tensor()), std::move(out[2].tensor())};
+}
+
+// A backward op's output_mask argument i: three 0/1 flags, one per gradient it can return, named
+// by `names` in the error ("grad_input, grad_weight, grad_bias").
+inline std::array<bool, 3> read_output_mask(const OpCall& call, size_t i, std::string_view names) {
+  const IntArrayRef m = call.ints(i);
+  KILN_CHECK(m.size() == 3, ValueError, "{}: output_mask must hold 3 flags ({}), got {}",
+             call.name(), names, shape_str(m));
+  return {m[0] != 0, m[1] != 0, m[2] != 0};
+}
+
+// The output_mask argument for `m`.
+inline IValue output_mask_value(std::array<bool, 3> m) {
+  return std::vector<int64_t>{int64_t{m[0]}, int64_t{m[1]}, int64_t{m[2]}};
 }
 
 }  // namespace kiln
