@@ -717,22 +717,25 @@ TEST(Decompositions, SymbolicSizesDecomposeAndRunForEverySize) {
   }
 }
 
-// A decomposition that would need a guard (a group of a symbolic number of channels) raises a
-// kiln::Error naming the node and leaves the graph as it was.
-TEST(Decompositions, AGuardItWouldNeedIsAnErrorAndTheGraphIsUnchanged) {
+// Note [Decompositions never guard]: a decomposition that would need a guard (a group of a
+// symbolic number of channels) leaves its node whole, to run as an extern call of the eager
+// kernel; compiled with every size symbolic, such a graph gives eager's values.
+TEST(Decompositions, ANodeWhoseDecompositionWouldGuardIsKeptWhole) {
   const std::string text =
       "%0 : f32[2, s0, 3] = placeholder(\"x\")\n"
       "%1 : f32[2, s0, 3], %2 : f32[2, 2], %3 : f32[2, 2] = native_group_norm(%0, None, None, 2, "
       "1e-05)\n"
       "return (%1)\n";
   Graph g = graph::parse_graph(text);
-  try {
-    decompose(g);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("native_group_norm"), std::string::npos) << e.what();
-  }
+  decompose(g);
   EXPECT_EQ(graph::to_string(g), text);
+
+  auto fn = [](const Tensor& x) { return group_norm(x, 2) * 2; };
+  auto f = compile(fn, {.dynamic = true});
+  for (int64_t channels : {4, 6}) {
+    const Tensor x = randn({2, channels, 3});
+    expect_matches(f(x), fn(x), "channels " + std::to_string(channels));
+  }
 }
 
 // A backend that decomposes what kiln::compile captured and runs it with the interpreter: the
