@@ -157,7 +157,7 @@ class Probabilities {
   const A* amask_ = nullptr;
 };
 
-// Runs body(b, in_team) for every batch entry: in parallel over the entries when there are
+// Runs body(b, state) for every batch entry: in parallel over the entries when there are
 // several and enough work, else on the calling thread (BLAS then uses the threads). Only a
 // parallel run opens a region: OpenBLAS's region inside a one-thread region is nested, and libgomp
 // creates fresh threads for it on every call (see gemm_blas in blas.cpp). `make_state` builds one
@@ -177,29 +177,30 @@ void for_each_entry(int64_t B, int64_t work, MakeState make_state, Body body) {
   }
 }
 
-// Writes an [n] compute-type result to T memory (a no-op view when T is the compute type).
+// Writes an [n] compute-type result to T memory: in place when T is the compute type, else through
+// the thread's `scratch` (reused across batch entries), converted by finish().
 template <typename T, typename A>
 class Output {
  public:
-  Output(T* data, int64_t n) : data_(data), n_(n) {
-    if constexpr (!std::is_same_v<T, A>) buffer_.resize(static_cast<size_t>(n));
+  Output(T* data, int64_t n, std::vector<A>& scratch) : data_(data), n_(n), scratch_(scratch) {
+    if constexpr (!std::is_same_v<T, A>) scratch_.resize(static_cast<size_t>(n));
   }
   A* data() {
     if constexpr (std::is_same_v<T, A>) {
       return data_;
     } else {
-      return buffer_.data();
+      return scratch_.data();
     }
   }
   void finish() {
     if constexpr (!std::is_same_v<T, A>)
-      for (int64_t i = 0; i < n_; ++i) data_[i] = static_cast<T>(buffer_[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < n_; ++i) data_[i] = static_cast<T>(scratch_[static_cast<size_t>(i)]);
   }
 
  private:
   T* data_;
   int64_t n_;
-  std::vector<A> buffer_;
+  std::vector<A>& scratch_;
 };
 
 }  // namespace
@@ -217,7 +218,7 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
     const Probabilities<T, A> probabilities(q, k, mask, is_causal, scale, B);
     struct State {
       typename Probabilities<T, A>::Scratch scratch;
-      std::vector<A> v, scores;
+      std::vector<A> v, scores, out;
     };
     auto make_state = [&] {
       State st;
@@ -230,7 +231,7 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
       A* P = st.scores.data();
       probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
       const A* V = blas_matrix<T, A>(v, vo[b], st.v, ldv);
-      Output<T, A> O(out.data_ptr<T>() + b * L * Ev, L * Ev);
+      Output<T, A> O(out.data_ptr<T>() + b * L * Ev, L * Ev, st.out);
       gemm(false, false, L, Ev, S, A(1), P, S, V, ldv, O.data(), Ev);  // no keys: zeros
       O.finish();
     });
@@ -261,7 +262,7 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
         const Probabilities<T, A> probabilities(q, k, mask, is_causal, scale, B);
         struct State {
           typename Probabilities<T, A>::Scratch scratch;
-          std::vector<A> v, g, scores, grad_scores;
+          std::vector<A> v, g, scores, grad_scores, out;
         };
         auto make_state = [&] {
           State st;
@@ -276,7 +277,7 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
           probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
           const A* G = blas_matrix<T, A>(grad, go[b], st.g, ldg);
           if (want_v) {
-            Output<T, A> dv(grad_v.data_ptr<T>() + b * S * Ev, S * Ev);
+            Output<T, A> dv(grad_v.data_ptr<T>() + b * S * Ev, S * Ev, st.out);
             gemm(true, false, S, Ev, L, A(1), P, S, G, ldg, dv.data(), Ev);
             dv.finish();
           }
@@ -293,12 +294,12 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
           }
           const A sc = static_cast<A>(scale);
           if (grad_q.defined()) {
-            Output<T, A> dq(grad_q.data_ptr<T>() + b * L * E, L * E);
+            Output<T, A> dq(grad_q.data_ptr<T>() + b * L * E, L * E, st.out);
             gemm(false, false, L, E, S, sc, dS, S, K, ldk, dq.data(), E);
             dq.finish();
           }
           if (grad_k.defined()) {
-            Output<T, A> dk(grad_k.data_ptr<T>() + b * S * E, S * E);
+            Output<T, A> dk(grad_k.data_ptr<T>() + b * S * E, S * E, st.out);
             gemm(true, false, S, E, L, sc, dS, S, Q, ldq, dk.data(), E);
             dk.finish();
           }
