@@ -316,28 +316,63 @@ TEST(Inductor, ASecondCompileOfTheSameGraphHitsTheGraphCache) {
 namespace kiln {
 namespace {
 
-TEST(Inductor, AnOpWithoutAGeneratedFormRunsAsAnExternCall) {
-  // erfinv has no generated form; the graph around it still compiles (no eager fallback).
-  const auto dir = std::filesystem::temp_directory_path() / "kiln_inductor_erfinv_test";
+// How many graphs fell back to eager, and how many got generated code, while `body` ran.
+struct BackendOutcomes {
+  int fallbacks = 0, generated = 0;
+};
+template <typename F>
+BackendOutcomes backend_outcomes(const std::string& name, F&& body) {
+  const auto dir = std::filesystem::temp_directory_path() / name;
   std::filesystem::remove_all(dir);
   trace::set_directory_for_testing(dir.string());
-  auto fn = [](const Tensor& x) { return (x * 0.5).erfinv() + 1; };
-  auto f = compile(fn, inductor());
-  Tensor x = rand({5, 7}) * 1.8 - 0.9;
-  testing::expect_equal(f(x), fn(x));
+  body();
   trace::set_directory_for_testing(std::nullopt);
-  int fallbacks = 0, generated = 0;
+  BackendOutcomes o;
   for (const std::string& file : trace::trace_files(dir.string())) {
     for (const trace::Record& r : trace::read_trace(file)) {
       if (r.kind != "artifact") continue;
-      fallbacks += r.artifact_name() == "inductor_fallback";
-      generated +=
+      o.fallbacks += r.artifact_name() == "inductor_fallback";
+      o.generated +=
           r.artifact_name() == "inductor_output_code" || r.artifact_name() == "inductor_cache";
     }
   }
-  EXPECT_EQ(fallbacks, 0);
-  EXPECT_EQ(generated, 1);
   std::filesystem::remove_all(dir);
+  return o;
+}
+
+TEST(Inductor, AnOpWithoutAGeneratedFormRunsAsAnExternCall) {
+  // erfinv has no generated form; the graph around it still compiles (no eager fallback).
+  const BackendOutcomes o = backend_outcomes("kiln_inductor_erfinv_test", [] {
+    auto fn = [](const Tensor& x) { return (x * 0.5).erfinv() + 1; };
+    auto f = compile(fn, inductor());
+    Tensor x = rand({5, 7}) * 1.8 - 0.9;
+    testing::expect_equal(f(x), fn(x));
+  });
+  EXPECT_EQ(o.fallbacks, 0);
+  EXPECT_EQ(o.generated, 1);
+}
+
+// x[:, -3:] and x[-1:] on symbolic sizes: the start counts from the end and is clamped at 0
+// (PyTorch's rule), so a dim shorter than the slice gives all of it. The graph compiles; it used
+// to run eagerly (found by kiln-fuzz --dynamic, seed 3, index 71).
+TEST(Inductor, NegativeSliceStartsOnSymbolicSizesCompile) {
+  const BackendOutcomes o = backend_outcomes("kiln_inductor_negative_slice_test", [] {
+    auto fn = [](const Tensor& x) {
+      return std::vector<Tensor>{x.slice(1, -3, std::nullopt) * 2,
+                                 x.slice(1, -7, std::nullopt, 2).sum({1}), x.slice(0, -5, 4) + 1,
+                                 x.slice(0, -1, std::nullopt)};
+    };
+    auto f = compile(fn, inductor(true));
+    for (int64_t n : {10, 12, 23, 4, 9}) {
+      SCOPED_TRACE(n);
+      Tensor x = randn({n, n - 2});
+      std::vector<Tensor> got = f(x), want = fn(x);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) testing::expect_equal(got[i], want[i]);
+    }
+  });
+  EXPECT_EQ(o.fallbacks, 0);
+  EXPECT_GE(o.generated, 1);
 }
 
 // Note [Exact comparisons]: an integer Scalar outside the tensor's dtype is not wrapped into it

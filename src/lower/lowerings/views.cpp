@@ -10,7 +10,8 @@ namespace {
 std::vector<TensorBox> one(TensorBox b) { return {std::move(b)}; }
 
 // Row-major flatten of `index` over `sizes`, then unflatten over `to`.
-Index reshape_index(const Index& index, const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& to) {
+Index reshape_index(const Index& index, const std::vector<ExprPtr>& sizes,
+                    const std::vector<ExprPtr>& to) {
   ExprPtr flat = sym::integer(0);
   for (size_t d = 0; d < sizes.size(); ++d) flat = sym::add(sym::mul(flat, sizes[d]), index[d]);
   Index out(to.size());
@@ -31,10 +32,12 @@ std::vector<TensorBox> lower_view(GraphLowering& l, const graph::Node& node) {
   // An empty view is never read; its index arithmetic would divide by a zero size.
   for (ExprPtr s : sizes) {
     if (s == sym::integer(0)) {
-      return one(x.view(sizes, [n = from.size()](const Index&) { return Index(n, sym::integer(0)); }));
+      return one(
+          x.view(sizes, [n = from.size()](const Index&) { return Index(n, sym::integer(0)); }));
     }
   }
-  return one(x.view(sizes, [sizes, from](const Index& i) { return reshape_index(i, sizes, from); }));
+  return one(
+      x.view(sizes, [sizes, from](const Index& i) { return reshape_index(i, sizes, from); }));
 }
 
 std::vector<TensorBox> lower_permute(GraphLowering& l, const graph::Node& node) {
@@ -90,16 +93,18 @@ std::vector<TensorBox> lower_slice(GraphLowering& l, const graph::Node& node) {
     if (s.is_symbolic()) {
       start = s.expr();
     } else {
-      // PyTorch's rules: a negative start counts from the end; the start is clamped to the size.
+      // PyTorch's rules: a negative start counts from the end; the start is clamped to
+      // [0, size]. On a symbolic size the clamp stays in the index as max(size + start, 0) (a
+      // start past the end leaves no elements to index).
       int64_t v = s.raw();
-      ExprPtr size = x.sizes()[dim];
-      if (v < 0) {
-        KILN_CHECK(size->is_integer(), NotImplementedError,
-                   "lower: slice with a negative start on a symbolic size");
-        v = std::max<int64_t>(v + size->value(), 0);
+      const ExprPtr size = x.sizes()[dim];
+      if (!size->is_integer()) {
+        start =
+            v < 0 ? sym::max(sym::add(size, sym::integer(v)), sym::integer(0)) : sym::integer(v);
+      } else {
+        if (v < 0) v = std::max<int64_t>(v + size->value(), 0);
+        start = sym::integer(std::min(v, size->value()));
       }
-      if (size->is_integer()) v = std::min(v, size->value());
-      start = sym::integer(v);
     }
   }
   ExprPtr step = to_expr(arg_constant(node, 4).to_sym_int());
@@ -121,8 +126,10 @@ std::vector<TensorBox> lower_select(GraphLowering& l, const graph::Node& node) {
     index = idx.expr();
   } else {
     int64_t v = idx.raw();
-    if (v < 0) index = sym::add(x.sizes()[dim], sym::integer(v));
-    else index = sym::integer(v);
+    if (v < 0)
+      index = sym::add(x.sizes()[dim], sym::integer(v));
+    else
+      index = sym::integer(v);
   }
   std::vector<ExprPtr> sizes = to_exprs(out_meta(node).sizes);
   return one(x.view(sizes, [dim, index](const Index& i) {
@@ -134,7 +141,8 @@ std::vector<TensorBox> lower_select(GraphLowering& l, const graph::Node& node) {
 
 std::vector<TensorBox> lower_unsqueeze(GraphLowering& l, const graph::Node& node) {
   const TensorBox& x = arg_box(l, node, 0);
-  const int64_t dim = wrap_dim(arg_constant(node, 1).to_int(), static_cast<int64_t>(x.dim()) + 1, "unsqueeze");
+  const int64_t dim =
+      wrap_dim(arg_constant(node, 1).to_int(), static_cast<int64_t>(x.dim()) + 1, "unsqueeze");
   std::vector<ExprPtr> sizes = to_exprs(out_meta(node).sizes);
   return one(x.view(sizes, [dim](const Index& i) {
     Index in = i;
@@ -151,7 +159,8 @@ std::vector<TensorBox> lower_squeeze(GraphLowering& l, const graph::Node& node) 
   std::vector<bool> removed(x.dim(), false);
   const ExprPtr one_size = sym::integer(1);
   if (node.op_def().name == "squeeze.dim") {
-    removed[wrap_dim(arg_constant(node, 1).to_int(), static_cast<int64_t>(x.dim()), "squeeze")] = true;
+    removed[wrap_dim(arg_constant(node, 1).to_int(), static_cast<int64_t>(x.dim()), "squeeze")] =
+        true;
   } else {
     for (size_t d = 0; d < x.dim(); ++d) removed[d] = x.sizes()[d] == one_size;
   }
