@@ -116,7 +116,8 @@ struct Edge {
 
 // Metadata of one gradient a node receives (= one output of its forward op).
 struct GradMeta {
-  DimVector sizes;
+  SymDimVector
+      sizes;  // symbolic while AOT autograd traces (Note [AOT autograd with symbolic sizes])
   ScalarType dtype = kFloat32;
 };
 

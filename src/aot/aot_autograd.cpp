@@ -5,15 +5,18 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/ops/creation.h"
 #include "src/aot/absent_tangents.h"
 #include "src/aot/functionalize.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/lower/decompositions.h"
+#include "src/sym/shape_env.h"
 #include "src/trace/logs.h"
 #include "src/trace/trace.h"
 
@@ -31,6 +34,7 @@ struct CompiledFunctionState {
   std::vector<int> grad_primals;
   int num_tangents = 0;
   std::string name;
+  bool symbolic = false;  // Note [AOT autograd with symbolic sizes]
   // Note [Absent tangents]: the backward graph, and one compiled specialization per set of
   // tangents that did not arrive, made on first use.
   struct Specialized {
@@ -87,7 +91,13 @@ class CompiledFunctionBackward final : public autograd::Node {
     std::vector<bool> absent(static_cast<size_t>(state_->num_tangents));
     bool any_absent = false;
     for (size_t t = 0; t < absent.size(); ++t) {
-      const Tensor g = t < grads.size() ? grads[t] : Tensor();
+      Tensor g = t < grads.size() ? grads[t] : Tensor();
+      if (!g.defined() && state_->symbolic) {
+        // Note [AOT autograd with symbolic sizes]: zeros keep every symbol's binding.
+        const autograd::GradMeta& meta = input_metadata()[t];
+        const SymDimVector sizes(meta.sizes.begin(), meta.sizes.end());
+        g = zeros(sizes, meta.dtype);
+      }
       absent[t] = !g.defined();
       any_absent |= absent[t];
       if (g.defined()) inputs.push_back(g.is_contiguous() ? g : g.contiguous());
@@ -185,6 +195,49 @@ void decompose_normalizations(graph::Graph& g) {
   lower::decompose(g, keep);
 }
 
+bool has_symbolic_inputs(const graph::Graph& g) {
+  for (const graph::Value* p : g.placeholders())
+    if (p->meta().is_symbolic()) return true;
+  return false;
+}
+
+// Note [AOT autograd with symbolic sizes]: the compiled backward learns each symbol's value from
+// an input whose size or stride is that symbol; one it cannot learn fails here, not at run time.
+void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
+  std::set<sym::ExprPtr> bound, used;
+  for (const graph::Value* p : g.placeholders()) {
+    const graph::TensorMeta& m = p->meta();
+    for (const auto* dims : {&m.sizes, &m.strides})
+      for (SymInt s : *dims)
+        if (s.is_symbolic() && s.expr()->is_symbol()) bound.insert(s.expr());
+  }
+  const auto use = [&](SymInt s) {
+    if (!s.is_symbolic()) return;
+    for (sym::ExprPtr free : sym::free_symbols(s.expr())) used.insert(free);
+  };
+  for (const graph::Node* node : g.nodes()) {
+    for (const graph::Value* v : node->outputs()) {
+      for (SymInt s : v->meta().sizes) use(s);
+      for (SymInt s : v->meta().strides) use(s);
+      use(v->meta().offset);
+    }
+    if (node->kind() != graph::NodeKind::Call) continue;
+    for (const graph::Arg& arg : node->args()) {
+      if (arg.is_value() || arg.is_list()) continue;
+      const IValue& c = arg.as_constant();
+      if (c.is_int()) use(c.to_sym_int());
+      if (c.is_int_list())
+        for (SymInt s : c.sym_int_list()) use(s);
+    }
+  }
+  for (sym::ExprPtr s : used)
+    KILN_CHECK(bound.contains(s), NotImplementedError,
+               "AOT autograd: the {} graph needs the value of {}, but none of its inputs has it "
+               "as a size or stride (Note [AOT autograd with symbolic sizes]); the graph runs "
+               "through the eager autograd engine",
+               what, s->name());
+}
+
 }  // namespace
 
 capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
@@ -198,10 +251,23 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
                "AOT autograd: the graph mutates input {}, which requires grad; such graphs run "
                "through the eager autograd engine",
                captured.placeholders()[i]->producer()->source());
-  JointGraph joint = build_joint_graph(functional.graph, requires_grad, functional.num_outputs);
+  // Note [AOT autograd with symbolic sizes]
+  const bool symbolic = has_symbolic_inputs(captured);
+  sym::ShapeEnv* env = symbolic ? capture::current_trace_shape_env() : nullptr;
+  KILN_CHECK(!symbolic || env != nullptr, NotImplementedError,
+             "AOT autograd: the graph has symbolic sizes but was not compiled from a trace (no "
+             "ShapeEnv to evaluate them); it runs through the eager autograd engine");
+  JointGraph joint = [&] {
+    const sym::ShapeEnv::Scope scope(env);
+    return build_joint_graph(functional.graph, requires_grad, functional.num_outputs);
+  }();
   decompose_normalizations(joint.graph);
   check_outputs_are_fresh(joint);
-  Partition part = partition(joint, partitioner);
+  Partition part = [&] {
+    const sym::ShapeEnv::Scope scope(env);
+    return partition(joint, partitioner);
+  }();
+  if (symbolic) check_symbols_are_bound(part.backward, "backward");
 
   const std::string partitioner_name = partitioner == Partitioner::MinCut ? "min_cut" : "default";
   trace::log_artifact("aot_joint_graph", id, [&] { return graph::to_string(joint.graph); });
@@ -234,6 +300,7 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
   state->grad_primals = joint.grad_primals;
   state->num_tangents = joint.num_tangents;
   state->name = fmt::format("compiled region {}", id.to_string());
+  state->symbolic = symbolic;
   state->forward = compile(part.forward, inputs);
   state->backward = compile(part.backward, {});
   state->backward_graph = part.backward.clone();

@@ -11,6 +11,7 @@
 #include "src/core/shape.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/meta_inference.h"
+#include "src/sym/shape_env.h"
 
 namespace kiln::aot {
 namespace {
@@ -152,9 +153,10 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
              "build_joint_graph: {} requires_grad flags for {} inputs", requires_grad.size(),
              primals.size());
   for (const graph::Value* p : primals)
-    KILN_CHECK(!p->meta().is_symbolic(), NotImplementedError,
-               "AOT autograd: input {} has symbolic sizes; graphs with dynamic shapes are "
-               "differentiated by the eager autograd engine for now",
+    KILN_CHECK(!p->meta().is_symbolic() || sym::ShapeEnv::current() != nullptr, NotImplementedError,
+               "AOT autograd: input {} has symbolic sizes but no ShapeEnv is active to evaluate "
+               "them (Note [AOT autograd with symbolic sizes]); the graph is differentiated by "
+               "the eager autograd engine",
                p->producer()->source());
   for (const graph::Node* node : forward.calls())
     KILN_CHECK(!node->mutates(), NotImplementedError,
@@ -186,7 +188,7 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
   {
     RecordScope record(recorder);
     EnableGradGuard grad_on;
-    outputs = graph::interpret(forward, fakes);
+    outputs = graph::interpret_symbolic(forward, fakes);
   }
   joint.num_forward_outputs = static_cast<int>(outputs.size());
 

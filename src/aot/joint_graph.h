@@ -36,8 +36,10 @@ struct JointGraph {
 };
 
 // Traces `forward` (a captured graph) with autograd. `requires_grad[i]` says whether primal i
-// needs a gradient. NotImplementedError when the graph cannot be differentiated this way yet
-// (symbolic sizes, an op without a derivative formula, a real tensor created outside the ops).
+// needs a gradient. Symbolic sizes need the trace's ShapeEnv active (Note [AOT autograd with
+// symbolic sizes] in aot_autograd.h). NotImplementedError when the graph cannot be differentiated
+// this way yet (symbolic sizes without a ShapeEnv, an op without a derivative formula, a real
+// tensor created outside the ops).
 // Only the first `num_differentiable_outputs` outputs (all when -1) may get tangents: the rest are
 // the final values of mutated inputs (Note [Functionalization]), which carry no gradient.
 JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad,

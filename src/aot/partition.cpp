@@ -23,9 +23,11 @@ Partitioner parse_partitioner(const std::string& name) {
       "partitioner: unknown partitioner '{}'; use \"min_cut\" (the default) or \"default\"", name));
 }
 
+// Symbolic sizes count at their hints, the sizes of the call being compiled (Note [AOT autograd
+// with symbolic sizes] in aot_autograd.h).
 int64_t value_bytes(const graph::TensorMeta& meta) {
   int64_t n = 1;
-  for (const SymInt& s : meta.sizes) n *= s.raw();
+  for (const SymInt& s : meta.sizes) n *= s.hint();
   return n * static_cast<int64_t>(element_size(meta.dtype));
 }
 
@@ -33,7 +35,7 @@ namespace {
 
 int64_t numel(const graph::TensorMeta& meta) {
   int64_t n = 1;
-  for (const SymInt& s : meta.sizes) n *= s.raw();
+  for (const SymInt& s : meta.sizes) n *= s.hint();
   return n;
 }
 

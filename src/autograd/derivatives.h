@@ -69,12 +69,15 @@ constexpr uint32_t bits(std::initializer_list<int> indices) {
 struct ArgMeta {
   bool defined = false;
   bool needs_grad = false;
-  DimVector sizes;
+  SymDimVector sizes;  // symbolic while AOT autograd traces a graph with symbolic sizes
   ScalarType dtype = kFloat32;
   int edge = -1;  // index into the node's next_edges, -1 when no gradient flows
 };
 
 class OpBackward;
+
+// Integer sizes: a symbolic size is guarded to its hint (the graph specializes on it).
+DimVector int_sizes(SymIntArrayRef sizes);
 
 class GradContext {
  public:
@@ -99,7 +102,9 @@ class GradContext {
   size_t num_args() const;
   // Metadata of tensor argument i, saved or not.
   const ArgMeta& meta(size_t i) const;
-  IntArrayRef sizes(size_t i) const { return meta(i).sizes; }
+  SymIntArrayRef sizes(size_t i) const { return meta(i).sizes; }
+  // The sizes as integers: a symbolic size is guarded to its hint (the graph specializes on it).
+  DimVector int_sizes(size_t i) const;
   ScalarType dtype(size_t i) const { return meta(i).dtype; }
   bool defined(size_t i) const { return meta(i).defined; }
   const std::vector<ArgMeta>& list_meta(size_t i) const;

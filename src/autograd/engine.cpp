@@ -23,7 +23,7 @@ class GraphRoot final : public Node {
   TensorList grads_;
 };
 
-bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
+bool is_expandable_to(SymIntArrayRef shape, SymIntArrayRef desired) {
   if (shape.size() > desired.size()) return false;
   const size_t offset = desired.size() - shape.size();
   for (size_t i = 0; i < shape.size(); ++i)
@@ -32,11 +32,11 @@ bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
 }
 
 // Sums a broadcast gradient back to `shape`.
-Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
+Tensor sum_to(const Tensor& grad, SymIntArrayRef shape) {
   const int64_t lead = grad.dim() - static_cast<int64_t>(shape.size());
   DimVector dims;
   for (int64_t d = 0; d < grad.dim(); ++d) {
-    if (d < lead || (shape[d - lead] == 1 && grad.size(d) != 1)) dims.push_back(d);
+    if (d < lead || (shape[d - lead] == 1 && grad.sym_sizes()[d] != 1)) dims.push_back(d);
   }
   Tensor out = dims.empty() ? grad : grad.sum(dims, /*keepdim=*/true);
   if (lead > 0 || out.dim() != static_cast<int64_t>(shape.size())) out = out.reshape(shape);
@@ -47,11 +47,11 @@ Tensor sum_to(const Tensor& grad, IntArrayRef shape) {
 // broadcast gradient to the input's shape, casts to the input's dtype.
 Tensor validate(const Node& node, size_t index, Tensor grad, const Edge& edge) {
   const GradMeta& meta = edge.node->input_metadata()[edge.input_nr];
-  if (grad.sizes() != IntArrayRef(meta.sizes)) {
-    KILN_CHECK(is_expandable_to(meta.sizes, grad.sizes()), ShapeError,
+  if (grad.sym_sizes() != SymIntArrayRef(meta.sizes)) {
+    KILN_CHECK(is_expandable_to(meta.sizes, grad.sym_sizes()), ShapeError,
                "{} returned a gradient of shape {} for input {}, which has shape {}; a backward "
                "formula is wrong (please report it)",
-               node.name(), shape_str(grad.sizes()), index, shape_str(meta.sizes));
+               node.name(), shape_str(grad.sym_sizes()), index, shape_str(meta.sizes));
     grad = sum_to(grad, meta.sizes);
   }
   if (grad.dtype() != meta.dtype) grad = grad.to(meta.dtype);

@@ -15,7 +15,7 @@ size_t next_hook_id() { return ++hook_counter; }
 Node::Node() : sequence_nr_(next_sequence_nr++) {}
 
 uint32_t Node::add_input_metadata(const Tensor& t) {
-  input_metadata_.push_back({DimVector(t.sizes().begin(), t.sizes().end()), t.dtype()});
+  input_metadata_.push_back({SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end()), t.dtype()});
   return static_cast<uint32_t>(input_metadata_.size() - 1);
 }
 

@@ -48,6 +48,14 @@ Tensor GradContext::grad(size_t i) const {
 
 size_t GradContext::num_args() const { return node_.args_.size(); }
 
+DimVector int_sizes(SymIntArrayRef sizes) {
+  DimVector out;
+  for (SymInt s : sizes) out.push_back(s.guard_int());
+  return out;
+}
+
+DimVector GradContext::int_sizes(size_t i) const { return autograd::int_sizes(sizes(i)); }
+
 const IValue& GradContext::arg(size_t i) const {
   KILN_CHECK(i < node_.args_.size(), Error, "internal: {} formula reads argument {} of {}",
              node_.name(), i, node_.args_.size());
@@ -134,7 +142,7 @@ ArgMeta arg_meta_of(const Tensor& t) {
   m.defined = t.defined();
   if (!m.defined) return m;
   m.needs_grad = requires_grad(t);
-  m.sizes = DimVector(t.sizes().begin(), t.sizes().end());
+  m.sizes = SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end());
   m.dtype = t.dtype();
   return m;
 }

@@ -162,9 +162,9 @@ std::pair<std::vector<Edge>, TensorList> make_roots(const TensorList& outputs,
                  caller, i, shape_str(out.sizes()));
       g = ones_like(out);
     } else {
-      KILN_CHECK(g.sizes() == out.sizes(), ShapeError,
+      KILN_CHECK(g.sym_sizes() == out.sym_sizes(), ShapeError,
                  "{}: the gradient of output {} has shape {} but the output has shape {}", caller,
-                 i, shape_str(g.sizes()), shape_str(out.sizes()));
+                 i, shape_str(g.sym_sizes()), shape_str(out.sym_sizes()));
     }
     edges.push_back(gradient_edge(out));
     grads.push_back(std::move(g));

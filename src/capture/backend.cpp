@@ -91,4 +91,16 @@ CompileOptionsScope::CompileOptionsScope(const CompileOptions& options)
 
 CompileOptionsScope::~CompileOptionsScope() { g_current_options = saved_; }
 
+namespace {
+thread_local sym::ShapeEnv* g_trace_shape_env = nullptr;
+}  // namespace
+
+sym::ShapeEnv* current_trace_shape_env() { return g_trace_shape_env; }
+
+TraceShapeEnvScope::TraceShapeEnvScope(sym::ShapeEnv* env) : saved_(g_trace_shape_env) {
+  g_trace_shape_env = env;
+}
+
+TraceShapeEnvScope::~TraceShapeEnvScope() { g_trace_shape_env = saved_; }
+
 }  // namespace kiln::capture

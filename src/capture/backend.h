@@ -14,6 +14,9 @@
 namespace kiln::graph {
 class Graph;
 }
+namespace kiln::sym {
+class ShapeEnv;
+}
 
 namespace kiln::capture {
 
@@ -42,6 +45,22 @@ class CompileOptionsScope {
 
  private:
   const CompileOptions* saved_;
+};
+
+// The ShapeEnv of the trace whose graph a backend is compiling on this thread, or null. A backend
+// that traces further over the graph's symbolic sizes (AOT autograd's joint graph) evaluates its
+// size conditions there; the guards it adds join the compiled entry's guards (Note [AOT autograd
+// with symbolic sizes] in src/aot/aot_autograd.h). The tracer sets it around each backend call.
+sym::ShapeEnv* current_trace_shape_env();
+class TraceShapeEnvScope {
+ public:
+  explicit TraceShapeEnvScope(sym::ShapeEnv* env);
+  ~TraceShapeEnvScope();
+  TraceShapeEnvScope(const TraceShapeEnvScope&) = delete;
+  TraceShapeEnvScope& operator=(const TraceShapeEnvScope&) = delete;
+
+ private:
+  sym::ShapeEnv* saved_;
 };
 
 // What the `count` backend has seen since the last reset (like PyTorch's CompileCounter).

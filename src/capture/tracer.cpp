@@ -64,6 +64,8 @@ class Tracer final : public TracingHooks {
   graph::Value* lift(const InputRef& ref, const Tensor& fake);
   graph::TensorMeta meta_of(const Tensor& fake) const;
   void finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> needed);
+  // Moves the shape guards recorded since the last call into the entry's guards.
+  void take_shape_guards();
   void start_segment(const std::string& key);
   [[noreturn]] void graph_break_error(const std::string& reason, const std::source_location& loc);
   std::vector<int64_t> symbol_hints() const;
@@ -436,10 +438,7 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   for (size_t j = 0; j < out_fakes.size(); ++j)
     prior_[out_fakes[j]] = OutputRef{depth_, static_cast<int>(j)};
   // Shape guards and runtime asserts recorded while this segment was traced.
-  const auto& shape_guards = env_.guards();
-  for (size_t i = shape_guard_mark_; i < shape_guards.size(); ++i)
-    guards().shape_guards.push_back({shape_guards[i].condition, shape_guards[i].origin});
-  shape_guard_mark_ = shape_guards.size();
+  take_shape_guards();
   for (const auto& [i, defs] : checks) {
     RuntimeCheck check{asserts[i].condition, asserts[i].origin, {}};
     for (const auto& [symbol, def] : defs)
@@ -462,11 +461,15 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   const auto backend_start = std::chrono::steady_clock::now();
   {
     CompileOptionsScope options(*req_.options);
+    // Note [AOT autograd with symbolic sizes] (src/aot/aot_autograd.h): the backend may trace on
+    // over the graph's symbols, and the guards it adds hold for this entry too.
+    TraceShapeEnvScope shape_env(&env_);
     // Note [Replacements reach the backend]
     seg_->compiled =
         compile_paused(lookup_backend(seg_->eager_only ? "eager" : req_.options->backend),
                        simplified_for_backend(seg_->graph, env_), inputs);
   }
+  take_shape_guards();
   result_.backend_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - backend_start).count();
   result_.graphs += 1;
@@ -478,6 +481,13 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   }
   outputs_by_depth_.push_back(run_paused(*seg_, inputs));
   check_runtime_asserts(*seg_, outputs_by_depth_, result_.symbols, symbol_hints());
+}
+
+void Tracer::take_shape_guards() {
+  const auto& shape_guards = env_.guards();
+  for (size_t i = shape_guard_mark_; i < shape_guards.size(); ++i)
+    guards().shape_guards.push_back({shape_guards[i].condition, shape_guards[i].origin});
+  shape_guard_mark_ = shape_guards.size();
 }
 
 void Tracer::start_segment(const std::string& key) {

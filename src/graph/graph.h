@@ -279,6 +279,11 @@ void verify(const Graph& g);
 // Runs the graph's ops through the dispatcher on `inputs` (one per placeholder); returns the
 // graph's outputs.
 std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs);
+// Runs the graph on fake tensors whose sizes are its placeholders' own (symbolic) sizes, under
+// the ShapeEnv that made them: symbolic constants (view sizes) stay symbolic instead of taking
+// values, so nothing is specialized (AOT autograd's joint trace, Note [AOT autograd with
+// symbolic sizes] in src/aot/aot_autograd.h).
+std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs);
 
 // ---- passes (passes.cpp) ----
 // Removes calls whose outputs are unused and that have no side effects; returns #removed.

@@ -98,7 +98,8 @@ class Env {
 
 const Tensor& lookup(const Env& env, const Value* v) { return env.lookup(v); }
 
-Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols) {
+// `symbols` null: constants stay as they are (interpret_symbolic).
+Stack box_arguments(const Node& node, const Env& env, const SymBindings* symbols) {
   Stack stack;
   for (const Arg& a : node.args()) {
     switch (a.kind()) {
@@ -112,7 +113,8 @@ Stack box_arguments(const Node& node, const Env& env, const SymBindings& symbols
         break;
       }
       case Arg::Kind::Constant:
-        stack.emplace_back(symbols.concretize(a.as_constant(), node));
+        stack.emplace_back(symbols != nullptr ? symbols->concretize(a.as_constant(), node)
+                                              : a.as_constant());
         break;
     }
   }
@@ -148,29 +150,23 @@ std::vector<Tensor> flatten_outputs(Stack& out) {
 
 }  // namespace
 
-std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
+namespace {
+
+void check_input_count(const Graph& g, std::span<const Tensor> inputs) {
   const std::span<Value* const> placeholders = g.placeholders();
-  if (inputs.size() != placeholders.size()) {
-    std::string names;
-    for (const Value* p : placeholders)
-      names += (names.empty() ? "" : ", ") + p->producer()->source();
-    throw ValueError(fmt::format("interpret: the graph takes {} inputs ({}) but got {} tensors",
-                                 placeholders.size(), names, inputs.size()));
-  }
-  SymBindings symbols;
+  if (inputs.size() == placeholders.size()) return;
+  std::string names;
+  for (const Value* p : placeholders)
+    names += (names.empty() ? "" : ", ") + p->producer()->source();
+  throw ValueError(fmt::format("interpret: the graph takes {} inputs ({}) but got {} tensors",
+                               placeholders.size(), names, inputs.size()));
+}
+
+// Runs the calls; `symbols` as in box_arguments.
+std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
+                              SymBindings* symbols) {
   Env env(g.next_value_id());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    bind_input(placeholders[i], inputs[i], symbols);
-    env.bind(placeholders[i], inputs[i]);
-  }
-  // Sizes first: a symbol that is both a size and a stride takes the size (strides of a
-  // non-contiguous input need not match the traced ones).
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const SymDimVector& strides = placeholders[i]->meta().strides;
-    for (size_t d = 0; d < strides.size() && d < static_cast<size_t>(inputs[i].dim()); ++d)
-      symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
-  }
-  symbols.check_deferred();
+  for (size_t i = 0; i < inputs.size(); ++i) env.bind(g.placeholders()[i], inputs[i]);
   for (const Node* node : g.calls()) {
     // Built only on error: printing a node costs more than running a small op.
     auto context = [node] { return fmt::format("interpret: {}: ", to_string(*node)); };
@@ -190,9 +186,10 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
                results.size(), node->outputs().size());
     for (size_t i = 0; i < results.size(); ++i) {
       const Value* v = node->outputs()[i];
-      if (results[i].defined() && results[i].dim() == static_cast<int64_t>(v->meta().sizes.size()))
+      if (symbols != nullptr && results[i].defined() &&
+          results[i].dim() == static_cast<int64_t>(v->meta().sizes.size()))
         for (size_t d = 0; d < v->meta().sizes.size(); ++d)
-          symbols.bind_if_unbound(v->meta().sizes[d], results[i].sizes()[d]);
+          symbols->bind_if_unbound(v->meta().sizes[d], results[i].sizes()[d]);
       env.bind(v, std::move(results[i]));
     }
   }
@@ -205,6 +202,37 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
     }
   }
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
+  check_input_count(g, inputs);
+  const std::span<Value* const> placeholders = g.placeholders();
+  SymBindings symbols;
+  for (size_t i = 0; i < inputs.size(); ++i) bind_input(placeholders[i], inputs[i], symbols);
+  // Sizes first: a symbol that is both a size and a stride takes the size (strides of a
+  // non-contiguous input need not match the traced ones).
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const SymDimVector& strides = placeholders[i]->meta().strides;
+    for (size_t d = 0; d < strides.size() && d < static_cast<size_t>(inputs[i].dim()); ++d)
+      symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
+  }
+  symbols.check_deferred();
+  return run_calls(g, inputs, &symbols);
+}
+
+std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs) {
+  check_input_count(g, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorMeta& meta = g.placeholders()[i]->meta();
+    KILN_CHECK(inputs[i].defined() && inputs[i].dtype() == meta.dtype &&
+                   inputs[i].sym_sizes() == SymIntArrayRef(meta.sizes),
+               ValueError,
+               "interpret_symbolic: input '{}' should be {} with the same (symbolic) sizes",
+               g.placeholders()[i]->producer()->source(), to_string(meta));
+  }
+  return run_calls(g, inputs, nullptr);
 }
 
 }  // namespace kiln::graph

@@ -192,6 +192,116 @@ TEST(AotAutograd, MlpParameterGradientsMatchEager) {
   EXPECT_EQ(f.stats().compiles, 1);  // the second step is a cache hit
 }
 
+// Note [AOT autograd with symbolic sizes]: with every dim symbolic, one compile serves every
+// batch size: the forward and the backward are both compiled (no fallback to the eager engine in
+// the trace), the gradients equal eager's, and the saved bytes are counted at the first call's
+// sizes.
+TEST(AotAutograd, SymbolicBatchSizesCompileTheBackwardOnce) {
+  nn::Sequential model({std::make_shared<nn::Linear>(20, 16), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(16, 5)});
+  auto loss_fn = [](nn::Module& m, const Tensor& x, const Tensor& target) {
+    return nn::functional::cross_entropy(m(x).tanh() * 3, target);
+  };
+  CompileOptions o = options();
+  o.dynamic = true;
+  auto f = compile(loss_fn, o);
+  int fallbacks = 0;
+  const auto partitions = artifacts("aot_partition", [&] {
+    for (int64_t batch : {8, 13, 5, 32}) {
+      SCOPED_TRACE(batch);
+      Tensor x = randn({batch, 20}), target = randint(0, 5, {batch});
+      model.zero_grad();
+      Tensor loss = f(model, x, target);
+      ASSERT_TRUE(loss.grad_fn() != nullptr);
+      if (loss.grad_fn()->name() != "CompiledFunctionBackward") ++fallbacks;
+      loss.backward();
+      std::vector<Tensor> compiled;
+      for (const Tensor& p : model.parameters()) compiled.push_back(p.grad().clone());
+      model.zero_grad();
+      Tensor eager_loss = loss_fn(model, x, target);
+      eager_loss.backward();
+      expect_equal(loss.detach(), eager_loss.detach());
+      const std::vector<Tensor> params = model.parameters();
+      for (size_t i = 0; i < params.size(); ++i) expect_equal(compiled[i], params[i].grad());
+    }
+  });
+  EXPECT_EQ(fallbacks, 0);
+  EXPECT_EQ(f.stats().compiles, 1);
+  ASSERT_EQ(partitions.size(), 1u);
+  EXPECT_GT(nlohmann::json::parse(*partitions[0].payload)["saved_bytes"].get<int64_t>(), 0);
+}
+
+// The same with two outputs of which the backward reaches only one (Note [Absent tangents]):
+// the missing tangent is zeros of the output's size at that call.
+TEST(AotAutograd, SymbolicSizesWithAnAbsentTangent) {
+  auto fn = [](const Tensor& x, const Tensor& w) {
+    Tensor h = matmul(x, w).sigmoid();
+    return std::vector<Tensor>{h * 2, (h * x.sum({1}, true)).exp()};
+  };
+  CompileOptions o = options();
+  o.dynamic = true;
+  auto f = compile(fn, o);
+  for (int64_t n : {6, 11}) {
+    SCOPED_TRACE(n);
+    Tensor x = randn({n, 7}).requires_grad_(), w = randn({7, n + 2}).requires_grad_();
+    std::vector<Tensor> out = f(x, w);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[1].grad_fn()->name(), "CompiledFunctionBackward");
+    out[1].sum().backward();
+    Tensor gx = x.grad().clone(), gw = w.grad().clone();
+    x.grad().zero_();
+    w.grad().zero_();
+    fn(x, w)[1].sum().backward();
+    expect_equal(gx, x.grad());
+    expect_equal(gw, w.grad());
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+// A guard a backward formula adds while the joint graph is traced (layer_norm's backward reads
+// its input's sizes as integers) joins the compiled entry's guards: another size recompiles
+// instead of reusing a backward made for the first.
+TEST(AotAutograd, GuardsFromTheBackwardTraceJoinTheEntry) {
+  auto fn = [](const Tensor& x, const Tensor& w) {
+    return nn::functional::layer_norm(x * w, {x.size(1)}).tanh().sum();
+  };
+  CompileOptions o = options();
+  o.dynamic = true;
+  auto f = compile(fn, o);
+  for (int64_t n : {5, 7, 5}) {
+    SCOPED_TRACE(n);
+    Tensor x = randn({n, 6}).requires_grad_(), w = randn({n, 6}).requires_grad_();
+    f(x, w).backward();
+    Tensor gx = x.grad().clone(), gw = w.grad().clone();
+    x.grad().zero_();
+    w.grad().zero_();
+    fn(x, w).backward();
+    expect_equal(gx, x.grad());
+    expect_equal(gw, w.grad());
+  }
+  EXPECT_EQ(f.stats().compiles, 2);  // 5, then 7; the second 5 is a cache hit
+}
+
+// sum's backward only expands the gradient [s0] back to [s0, s1]: no input of the backward has
+// s1 as a size, so the graph runs through the eager engine (with eager's gradient) and the trace
+// says why.
+TEST(AotAutograd, ABackwardNeedingASymbolNoInputCarriesRunsEagerly) {
+  auto fn = [](const Tensor& x) { return x.sum({1}) * 2; };
+  CompileOptions o = options();
+  o.dynamic = true;
+  auto f = compile(fn, o);
+  const auto fallbacks = artifacts("inductor_fallback", [&] {
+    Tensor x = randn({4, 6}).requires_grad_();
+    Tensor y = f(x);
+    EXPECT_NE(y.grad_fn()->name(), "CompiledFunctionBackward");
+    y.sum().backward();
+    expect_equal(x.grad(), full({4, 6}, 2.0));
+  });
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_NE(fallbacks[0].payload->find("needs the value of s1"), std::string::npos)
+      << *fallbacks[0].payload;
+}
+
 TEST(AotAutograd, InputsThatDoNotRequireGradGetNoGradient) {
   auto f = compile([](const Tensor& w, const Tensor& x) { return (w * x).exp().sum(); }, options());
   Tensor w = randn({6}).requires_grad_(), x = randn({6});

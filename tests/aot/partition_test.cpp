@@ -53,7 +53,13 @@ TEST(JointGraph, IntegerOutputsHaveNoTangent) {
   EXPECT_EQ(joint.num_tangents, 1);
 }
 
-TEST(JointGraph, SymbolicSizesAndMutationAreNotImplementedYet) {
+TEST(JointGraph, UnsupportedGraphsAreRejected) {
+  // Symbolic sizes need the trace's ShapeEnv (Note [AOT autograd with symbolic sizes]).
+  graph::Graph symbolic = parse(
+      "%0 : f32[s0] = placeholder(\"x\")\n"
+      "%1 : f32[s0] = exp(%0)\n"
+      "return (%1)\n");
+  EXPECT_THROW(build_joint_graph(symbolic, {true}), NotImplementedError);
   graph::Graph inplace = parse(
       "%0 : f32[4] = placeholder(\"x\")\n"
       "%1 : f32[4] = exp(%0)\n"

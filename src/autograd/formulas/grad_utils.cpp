@@ -24,7 +24,8 @@ Tensor unsqueeze_reduced(const Tensor& grad, IntArrayRef dims, int64_t rank, boo
   return g;
 }
 
-Tensor expand_reduced(const Tensor& grad, IntArrayRef dims, IntArrayRef input_sizes, bool keepdim) {
+Tensor expand_reduced(const Tensor& grad, IntArrayRef dims, SymIntArrayRef input_sizes,
+                      bool keepdim) {
   return unsqueeze_reduced(grad, dims, static_cast<int64_t>(input_sizes.size()), keepdim)
       .expand(input_sizes);
 }

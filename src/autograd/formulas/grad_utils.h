@@ -15,6 +15,7 @@ DimVector reduced_dims(IntArrayRef dims, int64_t rank);
 Tensor unsqueeze_reduced(const Tensor& grad, IntArrayRef dims, int64_t rank, bool keepdim);
 
 // `grad` expanded to the input's full shape after unsqueeze_reduced.
-Tensor expand_reduced(const Tensor& grad, IntArrayRef dims, IntArrayRef input_sizes, bool keepdim);
+Tensor expand_reduced(const Tensor& grad, IntArrayRef dims, SymIntArrayRef input_sizes,
+                      bool keepdim);
 
 }  // namespace kiln::autograd

@@ -17,7 +17,7 @@ void gather_backward(GradContext& ctx) {
 // the gradient's shape makes it a scatter_add.
 void index_select_backward(GradContext& ctx) {
   const Tensor g = ctx.grad();
-  const IntArrayRef self = ctx.sizes(0);
+  const DimVector self = ctx.int_sizes(0);
   if (self.empty()) {  // a 0-dim self: every selected element is the one value
     ctx.set_grad(0, g.sum().reshape({}));
     return;
@@ -50,7 +50,7 @@ void scatter_backward(GradContext& ctx) {
   const int64_t dim = ctx.int_arg(1);
   const Tensor index = ctx.input(2);
   if (ctx.needs_grad(0)) ctx.set_grad(0, g.scatter(dim, index, Scalar(0.0)));
-  if (ctx.needs_grad(3)) ctx.set_grad(3, scatter_src_grad(g, dim, index, ctx.sizes(3)));
+  if (ctx.needs_grad(3)) ctx.set_grad(3, scatter_src_grad(g, dim, index, ctx.int_sizes(3)));
 }
 
 // scatter.value(self, dim, index, value)
@@ -63,7 +63,7 @@ void scatter_add_backward(GradContext& ctx) {
   const Tensor g = ctx.grad();
   if (ctx.needs_grad(0)) ctx.set_grad(0, g);
   if (ctx.needs_grad(3))
-    ctx.set_grad(3, scatter_src_grad(g, ctx.int_arg(1), ctx.input(2), ctx.sizes(3)));
+    ctx.set_grad(3, scatter_src_grad(g, ctx.int_arg(1), ctx.input(2), ctx.int_sizes(3)));
 }
 
 // index(self, indices): every indexed position gets the gradients of all result elements that

@@ -74,7 +74,7 @@ ConvParams conv_params(const GradContext& ctx) {
     p.padding = DimVector(ctx.ints(4).begin(), ctx.ints(4).end());
     return p;
   }
-  const IntArrayRef weight = ctx.sizes(1);
+  const DimVector weight = ctx.int_sizes(1);
   const size_t spatial = weight.size() - 2;
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t total = element(p.dilation, i) * (weight[2 + i] - 1);
@@ -219,7 +219,7 @@ void adaptive_avg_pool2d_backward_formula(GradContext& ctx) {
 
 void adaptive_avg_pool2d_backward_backward(GradContext& ctx) {
   if (!ctx.needs_grad(0)) return;
-  const IntArrayRef out = ctx.sizes(0);
+  const DimVector out = ctx.int_sizes(0);
   ctx.set_grad(0, adaptive_avg_pool2d(ctx.grad(), {out[out.size() - 2], out[out.size() - 1]}));
 }
 

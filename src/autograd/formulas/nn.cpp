@@ -154,7 +154,7 @@ NormBackwardGrads norm_backward_grads(const NormView& v, bool batch_stats, const
 // Sets argument i's gradient, reshaped to its sizes (or expanded, for a broadcast view).
 void set_reshaped(GradContext& ctx, size_t i, const Tensor& g, IntArrayRef view) {
   if (!ctx.needs_grad(i) || !g.defined()) return;
-  ctx.set_grad(i, expand_to(g, view, ctx.sizes(i)));
+  ctx.set_grad(i, expand_to(g, view, ctx.int_sizes(i)));
 }
 
 // The incoming gradient of a backward op's output i, or undefined when the mask left it empty.
@@ -190,7 +190,7 @@ void native_layer_norm_backward_formula(GradContext& ctx) {
 // native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?, mask)
 void native_layer_norm_double_backward(GradContext& ctx) {
   const NormGradMask mask = read_mask(ctx, 6);
-  const NormView v = layer_norm_view(ctx.sizes(1), ctx.ints(2));
+  const NormView v = layer_norm_view(ctx.int_sizes(1), ctx.ints(2));
   const NormBackwardGrads r = norm_backward_grads(
       v, true, ctx.input(0), ctx.input(1), ctx.input(3), ctx.input(4), optional_input(ctx, 5),
       masked_grad(ctx, 0, mask[0]), masked_grad(ctx, 1, mask[1]), masked_grad(ctx, 2, mask[2]));
@@ -244,7 +244,7 @@ void native_batch_norm_backward_formula(GradContext& ctx) {
 // native_batch_norm_backward(grad_out, input, weight?, mean, invstd, training, mask)
 void native_batch_norm_double_backward(GradContext& ctx) {
   const NormGradMask mask = read_mask(ctx, 6);
-  const NormView v = batch_norm_view(ctx.sizes(1));
+  const NormView v = batch_norm_view(ctx.int_sizes(1));
   const NormBackwardGrads r =
       norm_backward_grads(v, ctx.bool_arg(5), ctx.input(0), ctx.input(1), ctx.input(3),
                           ctx.input(4), optional_input(ctx, 2), masked_grad(ctx, 0, mask[0]),
@@ -280,7 +280,7 @@ void native_group_norm_backward_formula(GradContext& ctx) {
 // native_group_norm_backward(grad_out, input, mean, rstd, weight?, num_groups, mask)
 void native_group_norm_double_backward(GradContext& ctx) {
   const NormGradMask mask = read_mask(ctx, 6);
-  const NormView v = group_norm_view(ctx.sizes(1), ctx.int_arg(5));
+  const NormView v = group_norm_view(ctx.int_sizes(1), ctx.int_arg(5));
   const NormBackwardGrads r = norm_backward_grads(
       v, true, ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), optional_input(ctx, 4),
       masked_grad(ctx, 0, mask[0]), masked_grad(ctx, 1, mask[1]), masked_grad(ctx, 2, mask[2]));

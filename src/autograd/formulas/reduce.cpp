@@ -31,7 +31,7 @@ void sum_backward(GradContext& ctx) {
 
 // mean(self, dim, keepdim, dtype): divide the small gradient, then expand it (a view).
 void mean_backward(GradContext& ctx) {
-  const IntArrayRef sizes = ctx.sizes(0);
+  const DimVector sizes = ctx.int_sizes(0);
   const int64_t count = reduced_count(sizes, ctx.ints(1));
   ctx.set_grad(0, expand_reduced(ctx.grad() / static_cast<double>(count), ctx.ints(1), sizes,
                                  ctx.bool_arg(2)));
@@ -118,7 +118,7 @@ Tensor select_along_dim(const Tensor& g, const Tensor& indices, int64_t dim, Int
 
 // max.dim/min.dim(self, dim, keepdim) -> (values, indices)
 void max_dim_backward(GradContext& ctx) {
-  const IntArrayRef sizes = ctx.sizes(0);
+  const DimVector sizes = ctx.int_sizes(0);
   if (sizes.empty()) {
     ctx.set_grad(0, ctx.grad(0));
     return;
@@ -249,7 +249,7 @@ void cumprod_backward(GradContext& ctx) {
 // gradient goes back to where the value came from.
 void scatter_values_backward(GradContext& ctx, int64_t dim_arg) {
   const Tensor g = ctx.grad(0);
-  const IntArrayRef sizes = ctx.sizes(0);
+  const DimVector sizes = ctx.int_sizes(0);
   if (sizes.empty()) {
     ctx.set_grad(0, g);
     return;

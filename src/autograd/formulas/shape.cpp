@@ -14,12 +14,12 @@ namespace {
 void cat_backward(GradContext& ctx) {
   const Tensor g = ctx.grad();
   const int64_t d = wrap_dim("cat", ctx.int_arg(1), g.dim());
-  int64_t offset = 0;
+  SymInt offset = 0;
   const std::vector<ArgMeta>& inputs = ctx.list_meta(0);
   for (size_t j = 0; j < inputs.size(); ++j) {
-    const IntArrayRef s = inputs[j].sizes;
+    const SymIntArrayRef s = inputs[j].sizes;
     if (s.size() == 1 && s[0] == 0) continue;
-    const int64_t n = s[static_cast<size_t>(d)];
+    const SymInt n = s[static_cast<size_t>(d)];
     if (ctx.needs_grad(0, j)) ctx.set_grad(0, j, g.narrow(d, offset, n));
     offset += n;
   }
@@ -38,7 +38,7 @@ void roll_backward(GradContext& ctx) {
 // copies up.
 void repeat_backward(GradContext& ctx) {
   const IntArrayRef reps = ctx.ints(1);
-  const IntArrayRef in = ctx.sizes(0);
+  const DimVector in = ctx.int_sizes(0);
   const int64_t lead = static_cast<int64_t>(reps.size()) - static_cast<int64_t>(in.size());
   DimVector split, summed;
   for (int64_t i = 0; i < static_cast<int64_t>(reps.size()); ++i) {
@@ -83,7 +83,7 @@ void pad_backward(GradContext& ctx) {
     ctx.set_grad(0, pad(g, back));
     return;
   }
-  const IntArrayRef in = ctx.sizes(0);
+  const DimVector in = ctx.int_sizes(0);
   Tensor r = g;
   const int64_t rank = static_cast<int64_t>(in.size());
   for (size_t k = 0; k < pads.size() / 2; ++k) {

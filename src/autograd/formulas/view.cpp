@@ -49,7 +49,7 @@ void permute_backward(GradContext& ctx) {
 }
 // squeeze(self): re-insert every size-1 dim of the input (views, no copy).
 void squeeze_backward(GradContext& ctx) {
-  const IntArrayRef sizes = ctx.sizes(0);
+  const SymIntArrayRef sizes = ctx.sizes(0);
   Tensor g = ctx.grad();
   for (size_t d = 0; d < sizes.size(); ++d)
     if (sizes[d] == 1) g = g.unsqueeze(static_cast<int64_t>(d));
@@ -57,7 +57,7 @@ void squeeze_backward(GradContext& ctx) {
 }
 // squeeze.dim(self, dim): a no-op unless that dim had size 1.
 void squeeze_dim_backward(GradContext& ctx) {
-  const IntArrayRef sizes = ctx.sizes(0);
+  const SymIntArrayRef sizes = ctx.sizes(0);
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const Tensor g = ctx.grad();
   if (rank == 0) {
@@ -75,7 +75,7 @@ void unsqueeze_backward(GradContext& ctx) {
 // select(self, dim, index): the gradient unsqueezed at dim, kept at `index` by a comparison with
 // the positions along dim (one `where`, differentiable in the gradient).
 void select_backward(GradContext& ctx) {
-  const IntArrayRef sizes = ctx.sizes(0);
+  const DimVector sizes = ctx.int_sizes(0);
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const int64_t dim = wrap_dim("select backward", ctx.int_arg(1), rank);
   int64_t index = ctx.int_arg(2);
@@ -97,8 +97,7 @@ void slice_backward(GradContext& ctx) {
   if (functional_formulas() && step == 1) {
     // Note [Functional backward formulas]: zeros around the gradient, as one cat (which the
     // code generator writes as one loop), not a scatter.
-    const IntArrayRef sizes0 = ctx.sizes(0);
-    const DimVector in(sizes0.begin(), sizes0.end());
+    const DimVector in = ctx.int_sizes(0);
     const int64_t d = dim < 0 ? dim + static_cast<int64_t>(in.size()) : dim;
     const int64_t size = in[d];
     auto clamp = [&](std::optional<int64_t> v, int64_t fallback) {
@@ -120,7 +119,7 @@ void slice_backward(GradContext& ctx) {
     return;
   }
   ctx.set_grad(0, embed_view_grad(
-                      ctx.grad(), ctx.sizes(0),
+                      ctx.grad(), ctx.int_sizes(0),
                       [&](const Tensor& t) { return t.slice(dim, start, end, step); }, false));
 }
 
@@ -128,7 +127,7 @@ void slice_backward(GradContext& ctx) {
 void diagonal_backward(GradContext& ctx) {
   const int64_t offset = ctx.int_arg(1), dim1 = ctx.int_arg(2), dim2 = ctx.int_arg(3);
   ctx.set_grad(0, embed_view_grad(
-                      ctx.grad(), ctx.sizes(0),
+                      ctx.grad(), ctx.int_sizes(0),
                       [&](const Tensor& t) { return t.diagonal(offset, dim1, dim2); }, false));
 }
 
@@ -136,7 +135,7 @@ void diagonal_backward(GradContext& ctx) {
 void unfold_backward(GradContext& ctx) {
   const int64_t dim = ctx.int_arg(1), size = ctx.int_arg(2), step = ctx.int_arg(3);
   ctx.set_grad(0, embed_view_grad(
-                      ctx.grad(), ctx.sizes(0),
+                      ctx.grad(), ctx.int_sizes(0),
                       [&](const Tensor& t) { return t.unfold(dim, size, step); }, step < size));
 }
 
