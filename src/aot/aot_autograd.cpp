@@ -95,8 +95,7 @@ class CompiledFunctionBackward final : public autograd::Node {
       if (!g.defined() && state_->symbolic) {
         // Note [AOT autograd with symbolic sizes]: zeros keep every symbol's binding.
         const autograd::GradMeta& meta = input_metadata()[t];
-        const SymDimVector sizes(meta.sizes.begin(), meta.sizes.end());
-        g = zeros(sizes, meta.dtype);
+        g = zeros(meta.sizes, meta.dtype);
       }
       absent[t] = !g.defined();
       any_absent |= absent[t];

@@ -168,6 +168,25 @@ TEST(AotAutograd, MinCutSavesLessOnTheBenchmarkModelsWithEagersGradients) {
   }
 }
 
+// Runs a loss function compiled (`f`) and eagerly on `model`; the losses and the parameters'
+// gradients must be equal. Returns the compiled loss.
+template <typename Compiled, typename LossFn>
+Tensor loss_and_grads_match_eager(Compiled& f, const LossFn& loss_fn, nn::Module& model,
+                                  const Tensor& x, const Tensor& target) {
+  model.zero_grad();
+  Tensor loss = f(model, x, target);
+  loss.backward();
+  std::vector<Tensor> compiled;
+  for (const Tensor& p : model.parameters()) compiled.push_back(p.grad().clone());
+  model.zero_grad();
+  Tensor eager_loss = loss_fn(model, x, target);
+  eager_loss.backward();
+  expect_equal(loss.detach(), eager_loss.detach());
+  const std::vector<Tensor> params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) expect_equal(compiled[i], params[i].grad());
+  return loss;
+}
+
 TEST(AotAutograd, MlpParameterGradientsMatchEager) {
   nn::Sequential eager_model({std::make_shared<nn::Linear>(20, 16), std::make_shared<nn::GELU>(),
                               std::make_shared<nn::Linear>(16, 5)});
@@ -177,17 +196,7 @@ TEST(AotAutograd, MlpParameterGradientsMatchEager) {
   auto f = compile(loss_fn, options());
   Tensor x = randn({8, 20}), target = randint(0, 5, {8});
   for (int step = 0; step < 2; ++step) {
-    eager_model.zero_grad();
-    Tensor loss = f(eager_model, x, target);
-    loss.backward();
-    std::vector<Tensor> compiled;
-    for (const Tensor& p : eager_model.parameters()) compiled.push_back(p.grad().clone());
-    eager_model.zero_grad();
-    Tensor eager_loss = loss_fn(eager_model, x, target);
-    eager_loss.backward();
-    expect_equal(loss.detach(), eager_loss.detach());
-    const std::vector<Tensor> params = eager_model.parameters();
-    for (size_t i = 0; i < params.size(); ++i) expect_equal(compiled[i], params[i].grad());
+    loss_and_grads_match_eager(f, loss_fn, eager_model, x, target);
   }
   EXPECT_EQ(f.stats().compiles, 1);  // the second step is a cache hit
 }
@@ -210,19 +219,9 @@ TEST(AotAutograd, SymbolicBatchSizesCompileTheBackwardOnce) {
     for (int64_t batch : {8, 13, 5, 32}) {
       SCOPED_TRACE(batch);
       Tensor x = randn({batch, 20}), target = randint(0, 5, {batch});
-      model.zero_grad();
-      Tensor loss = f(model, x, target);
+      const Tensor loss = loss_and_grads_match_eager(f, loss_fn, model, x, target);
       ASSERT_TRUE(loss.grad_fn() != nullptr);
       if (loss.grad_fn()->name() != "CompiledFunctionBackward") ++fallbacks;
-      loss.backward();
-      std::vector<Tensor> compiled;
-      for (const Tensor& p : model.parameters()) compiled.push_back(p.grad().clone());
-      model.zero_grad();
-      Tensor eager_loss = loss_fn(model, x, target);
-      eager_loss.backward();
-      expect_equal(loss.detach(), eager_loss.detach());
-      const std::vector<Tensor> params = model.parameters();
-      for (size_t i = 0; i < params.size(); ++i) expect_equal(compiled[i], params[i].grad());
     }
   });
   EXPECT_EQ(fallbacks, 0);
