@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "bench/bench.h"
 #include "tools/omp_env.h"
@@ -25,6 +27,37 @@ void print_table(const std::vector<Result>& results) {
     fmt::print("{:<46} {:>10.4g} {:>8}   {}\n", r.name, r.kiln, r.unit, refs);
   }
   fmt::print("(ratios: >1 means Kiln is faster)\n");
+}
+
+// Note [Benchmark rounds]
+// The machines this runs on are shared: their speed changes for seconds to minutes at a time
+// (the same compiled training step measured 0.77 ms for one run and 1.26 ms for the next). With
+// one round, Kiln is measured first and PyTorch afterwards, so a slow phase during either skews
+// the ratio. `--rounds N` alternates N rounds of both and reports, for Kiln and every reference,
+// the median of the per-round values, so that a phase has to last through most rounds to move a
+// ratio.
+std::vector<Result> median_over_rounds(const std::vector<std::vector<Result>>& rounds) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  std::vector<Result> out;
+  for (const Result& first : rounds.front()) {
+    Result r = first;
+    std::vector<double> kiln;
+    std::map<std::string, std::vector<double>> refs;
+    for (const std::vector<Result>& round : rounds)
+      for (const Result& same : round)
+        if (same.name == first.name) {
+          kiln.push_back(same.kiln);
+          for (const auto& [ref, value] : same.refs) refs[ref].push_back(value);
+        }
+    r.kiln = median(kiln);
+    for (auto& [ref, values] : refs) r.refs[ref] = median(values);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 nlohmann::ordered_json to_json(const nlohmann::ordered_json& machine,
@@ -55,6 +88,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--torch-script", torch_script, "The PyTorch reference script");
   app.add_flag("--no-torch", no_torch, "Skip the PyTorch eager references");
+  int rounds_count = 1;
+  app.add_option("--rounds", rounds_count,
+                 "Measure Kiln and PyTorch this many times, alternating; report each value's "
+                 "median over the rounds")
+      ->check(CLI::PositiveNumber);
   std::vector<std::string> only;
   app.add_option(
          "--group", only,
@@ -81,31 +119,40 @@ int main(int argc, char** argv) {
   nlohmann::ordered_json machine = machine_info();
   std::cout << "machine: " << machine.dump() << "\n" << std::flush;
 
-  std::vector<Result> results;
   const std::vector<std::pair<std::string, std::vector<Result> (*)(const Options&)>> groups = {
       {"overhead", bench_overhead}, {"pointwise", bench_pointwise},
       {"matmul", bench_matmul},     {"nn", bench_nn},
       {"train", bench_train},       {"capture", bench_capture},
       {"compiled", bench_compiled}};
-  for (const auto& [group_name, group] : groups) {
-    if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
-    for (Result& r : group(options)) {
-      fmt::print("  {:<46} {:.4g} {}\n", r.name, r.kiln, r.unit);
-      std::fflush(stdout);
-      results.push_back(std::move(r));
+  // Note [Benchmark rounds]: each round measures Kiln, then PyTorch; the rounds alternate.
+  std::vector<std::vector<Result>> rounds;
+  for (int round = 0; round < rounds_count; ++round) {
+    if (rounds_count > 1) fmt::print("round {} of {}\n", round + 1, rounds_count);
+    std::vector<Result> results;
+    for (const auto& [group_name, group] : groups) {
+      if (!only.empty() && std::find(only.begin(), only.end(), group_name) == only.end()) continue;
+      for (Result& r : group(options)) {
+        fmt::print("  {:<46} {:.4g} {}\n", r.name, r.kiln, r.unit);
+        std::fflush(stdout);
+        results.push_back(std::move(r));
+      }
     }
-  }
-
-  if (!no_torch) {
-    std::vector<std::string> names;
-    for (const Result& r : results) names.push_back(r.name);
-    TorchRefs torch = torch_eager_refs(torch_script, names);
-    if (!torch.version.empty()) machine["torch"] = torch.version;
-    for (Result& r : results) {
-      auto it = torch.results.find(r.name);
-      if (it != torch.results.end()) r.refs["torch_eager"] = it->second;
+    if (!no_torch) {
+      std::vector<std::string> names;
+      for (const Result& r : results) names.push_back(r.name);
+      TorchRefs torch = torch_eager_refs(torch_script, names);
+      if (!torch.version.empty()) machine["torch"] = torch.version;
+      for (Result& r : results) {
+        auto it = torch.results.find(r.name);
+        if (it == torch.results.end()) continue;
+        r.refs["torch_eager"] = it->second;
+        fmt::print("  {:<46} {:.4g} {} (torch_eager)\n", r.name, it->second, r.unit);
+      }
     }
+    rounds.push_back(std::move(results));
   }
+  machine["rounds"] = rounds_count;
+  const std::vector<Result> results = median_over_rounds(rounds);
 
   print_table(results);
   if (!json_path.empty()) {

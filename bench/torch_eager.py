@@ -70,7 +70,7 @@ def train_step_mlp_b64():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
                                 torch.nn.Linear(512, 10))
-    return train_step(model, torch.randn(64, 784), torch.randint(0, 10, (64,)))
+    return train_step(model, torch.randn(64, 784), torch.randint(0, 10, (64,)), reps=101)
 
 
 def fmnist_cnn():
@@ -102,7 +102,7 @@ def compiled_train_step_transformer():
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
 
-    return median_seconds(step, reps=5, warmup=3) * 1e3
+    return median_seconds(step, reps=7, warmup=3) * 1e3
 
 
 def compiled_gelu_chain_16m():
