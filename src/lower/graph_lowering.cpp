@@ -341,8 +341,9 @@ void GraphLowering::lower_call(const graph::Node& node) {
   }
   // Mutating ops not handled above run eagerly on the buffers' memory.
   const LoweringFn* lowering = node.mutates() ? nullptr : find_lowering(node.op());
-  if (const LoweringFn* fn = lowering) {
-    std::vector<TensorBox> outs = (*fn)(*this, node);
+  std::vector<TensorBox> outs;
+  if (lowering != nullptr) outs = (*lowering)(*this, node);  // none: a case it leaves extern
+  if (!outs.empty()) {
     KILN_CHECK(outs.size() == node.outputs().size(), ValueError,
                "lower: the lowering of {} made {} outputs for {}", def.name, outs.size(),
                node.outputs().size());

@@ -72,7 +72,8 @@ class GraphLowering {
   int next_extern_group_ = 0;
 };
 
-// Lowering of one call: the node's output boxes (one per output).
+// Lowering of one call: the node's output boxes (one per output), or none to leave this call
+// (a case the lowering does not cover) to the op's extern kernel.
 using LoweringFn =
     std::function<std::vector<TensorBox>(GraphLowering& lowering, const graph::Node& node)>;
 // Registers a lowering for the op named `op`; ops without one run as extern kernels.

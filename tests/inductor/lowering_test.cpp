@@ -141,6 +141,35 @@ return (%2)
   EXPECT_NE(l.code.source.find("kiln_gather_n(arg0"), std::string::npos) << l.code.source;
 }
 
+// Note [Max pooling gradient as a pointwise value]: over tiling windows, max_pool2d_backward is one
+// kernel with the relu it rescans and the gradient's consumer, vector loads of the window's taps
+// and no extern call; over overlapping windows it stays the extern kernel.
+TEST(Lowering, MaxPoolBackwardOverTilingWindowsIsPointwise) {
+  auto lowered = [](const std::string& window) {
+    return lower_text(fmt::format(R"(
+%0 : f32[2, 4, 4, 4] = placeholder("grad")
+%1 : f32[2, 4, 8, 8] = placeholder("a")
+%2 : f32[2, 4, 8, 8] = relu(%1)
+%3 : f32[2, 4, 8, 8] = max_pool2d_backward(%0, %2, {})
+%4 : f32[2, 4, 8, 8] = mul(%3, %1)
+return (%4)
+)",
+                                  window));
+  };
+  Lowered tiled = lowered("[2, 2], [2, 2], [0, 0], [1, 1], False");
+  EXPECT_EQ(tiled.code.loop_ir.find("ExternKernel"), std::string::npos) << tiled.code.loop_ir;
+  EXPECT_EQ(count_computed(tiled), 1) << tiled.code.loop_ir;
+  EXPECT_EQ(occurrences(tiled.code.source, "extern \"C\" void kernel"), 1u);
+  EXPECT_NE(tiled.code.source.find("kiln_load_even_pairs(arg1"), std::string::npos)
+      << tiled.code.source;
+  Lowered overlapping = lowered("[3, 3], [1, 1], [1, 1], [1, 1], False");
+  EXPECT_NE(overlapping.code.loop_ir.find("ExternKernel max_pool2d_backward"), std::string::npos)
+      << overlapping.code.loop_ir;
+  Lowered ceil_mode = lowered("[2, 2], [2, 2], [0, 0], [1, 1], True");
+  EXPECT_NE(ceil_mode.code.loop_ir.find("ExternKernel max_pool2d_backward"), std::string::npos)
+      << ceil_mode.code.loop_ir;
+}
+
 // Note [Lane offsets]: each element repeated twice along the last dim (expand and reshape: an
 // index v // 2) is a vector load of pairs, with a masked gather for the tail; repeated three
 // times (v // 3, no constant offsets from lane 0) the loop stays scalar.

@@ -66,12 +66,15 @@ TEST(CompiledPooling, MaxPoolPropagatesNaNAndKeepsIntegerDtypes) {
 }
 
 // The input gradient through a compiled max_pool2d (AOT autograd: the forward is generated code,
-// the backward's max_pool2d_backward an extern kernel) equals eager's, with ties (relu's zeros:
-// the first position takes the gradient) and NaN (the last NaN takes it), over window shapes.
+// the backward's max_pool2d_backward generated code over tiling windows (Note [Max pooling
+// gradient as a pointwise value]) and an extern kernel otherwise) equals eager's, with ties
+// (relu's zeros: the first position takes the gradient) and NaN (the last NaN takes it), over
+// window shapes.
 TEST(CompiledPooling, MaxPoolBackwardMatchesEager) {
   const std::vector<PoolCase> cases = {
       {{2, 3, 28, 28}, {2}, {2}, {0}, {1}},      // the CNN's, exact
       {{2, 3, 7, 9}, {2}, {2}, {0}, {1}},        // uncovered last row and column
+      {{1, 2, 6, 6}, {3, 2}, {3, 2}, {0}, {1}},  // 3x2 tiles
       {{1, 2, 9, 12}, {3}, {3}, {0}, {1}},       // 3x3 tiles
       {{1, 2, 8, 6}, {2, 1}, {2, 1}, {0}, {1}},  // 2x1 tiles
       {{1, 2, 9, 9}, {3}, {1}, {1}, {1}},        // overlapping, padded: extern

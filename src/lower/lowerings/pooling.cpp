@@ -1,4 +1,5 @@
-// Lowering of max_pool2d (the values only; max_pool2d_with_indices stays an extern kernel).
+// Lowerings of max_pool2d (the values only; max_pool2d_with_indices stays an extern kernel) and of
+// max_pool2d_backward over tiling windows (Note [Max pooling gradient as a pointwise value]).
 //
 // Note [Max pooling as a pointwise value]
 // Each output element is the maximum of its window's taps, so max_pool2d is a pointwise value
@@ -23,20 +24,21 @@ struct Window {
   int64_t kernel, stride, padding, dilation;
 };
 
-// One spatial dim's window, as max_pool2d's schema gives it (one value or two; the stride
-// defaults to the kernel size).
-Window window_of(const graph::Node& node, size_t dim) {
-  auto pick = [&](size_t arg, int64_t fallback) {
+// One spatial dim's window, as max_pool2d's schema gives it from argument `first` on (kernel,
+// stride, padding, dilation; one value or two; the stride defaults to the kernel size).
+Window window_of(const graph::Node& node, size_t dim, size_t first = 1) {
+  auto pick = [&](size_t offset, int64_t fallback) {
+    const size_t arg = first + offset;
     if (!has_arg(node, arg)) return fallback;
     const IntArrayRef v = arg_constant(node, arg).int_list();
     if (v.empty()) return fallback;
     return v.size() == 1 ? v[0] : v[dim];
   };
   Window w;
-  w.kernel = pick(1, 1);
-  w.stride = pick(2, w.kernel);
-  w.padding = pick(3, 0);
-  w.dilation = pick(4, 1);
+  w.kernel = pick(0, 1);
+  w.stride = pick(1, w.kernel);
+  w.padding = pick(2, 0);
+  w.dilation = pick(3, 1);
   return w;
 }
 
@@ -105,8 +107,83 @@ std::vector<TensorBox> lower_max_pool2d(GraphLowering& l, const graph::Node& nod
   })};
 }
 
+// Note [Max pooling gradient as a pointwise value]
+// When the windows tile the input (stride == kernel, no padding, no dilation), every input element
+// lies in at most one window, so its gradient is a pointwise value over the input: the window's
+// gradient where the element is that window's argmax, else 0. The argmax is found again from the
+// input, with the eager kernel's rule (scan order, a larger value or a NaN takes over: the first
+// largest, the last NaN), as the window's tap number (kept in the compute type: a few small
+// integers). Being pointwise, it fuses with its producer (the recomputed batch norm and relu of
+// the demo CNN) and its consumers (relu's and batch norm's backward), where the extern kernel
+// wrote the gradient and read it back. Rows and columns past the last window (floor mode) get 0;
+// other windows (overlapping, padded, dilated, ceil_mode) and symbolic sizes stay extern kernels.
+std::vector<TensorBox> lower_max_pool2d_backward(GraphLowering& l, const graph::Node& node) {
+  if (has_arg(node, 6) && arg_constant(node, 6).to_bool()) return {};  // ceil_mode
+  const Window wh = window_of(node, 0, 2), ww = window_of(node, 1, 2);
+  for (const Window& win : {wh, ww})
+    if (win.stride != win.kernel || win.padding != 0 || win.dilation != 1) return {};
+  const TensorBox& grad = arg_box(l, node, 0);
+  const TensorBox& x = arg_box(l, node, 1);
+  const size_t h = x.dim() - 2, w = x.dim() - 1;
+  const ExprPtr in_h = x.sizes()[h], in_w = x.sizes()[w];
+  const ExprPtr out_h = grad.sizes()[h], out_w = grad.sizes()[w];
+  for (const ExprPtr& e : {in_h, in_w, out_h, out_w})
+    if (!e->is_integer()) return {};
+  if (out_h->value() == 0 || out_w->value() == 0) return {};
+  const bool covered =
+      in_h->value() == out_h->value() * wh.kernel && in_w->value() == out_w->value() * ww.kernel;
+  const graph::TensorMeta& out = out_meta(node);
+  const ScalarType dtype = out.dtype, c = compute_type(dtype);
+  const Loader input = x.make_loader(), grad_of = grad.make_loader();
+  return {make_pointwise(dtype, to_exprs(out.sizes), [=](const Index& i) {
+    // The window holding i; past the last window (floor mode) a clamped one, masked below.
+    auto window = [&](ExprPtr p, const Window& win, ExprPtr count) {
+      const ExprPtr o = sym::floordiv(p, sym::integer(win.kernel));
+      return covered ? o : sym::min(o, sym::sub(count, sym::integer(1)));
+    };
+    const ExprPtr oh = window(i[h], wh, out_h), ow = window(i[w], ww, out_w);
+    Val best, winner;
+    for (int64_t kh = 0; kh < wh.kernel; ++kh) {
+      for (int64_t kw = 0; kw < ww.kernel; ++kw) {
+        Index at = i;
+        at[h] = sym::add(sym::mul(oh, sym::integer(wh.kernel)), sym::integer(kh));
+        at[w] = sym::add(sym::mul(ow, sym::integer(ww.kernel)), sym::integer(kw));
+        const Val tap = cast(input(at), c);
+        const Val number = constant(static_cast<double>(kh * ww.kernel + kw), c);
+        if (kh == 0 && kw == 0) {
+          best = tap;
+          winner = number;
+          continue;
+        }
+        const Val takes = binary(BinaryOp::logical_or, binary(BinaryOp::gt, tap, best),
+                                 unary(UnaryOp::isnan, tap));
+        best = where(takes, tap, best);
+        winner = where(takes, number, winner);
+      }
+    }
+    const ExprPtr own_number =
+        sym::add(sym::mul(sym::mod(i[h], sym::integer(wh.kernel)), sym::integer(ww.kernel)),
+                 sym::mod(i[w], sym::integer(ww.kernel)));
+    Val takes_gradient = binary(BinaryOp::eq, winner, ops().index_expr(own_number, c));
+    if (!covered) {
+      const ExprPtr inside =
+          sym::logical_and(sym::lt(i[h], sym::integer(out_h->value() * wh.kernel)),
+                           sym::lt(i[w], sym::integer(out_w->value() * ww.kernel)));
+      takes_gradient =
+          binary(BinaryOp::logical_and, takes_gradient, ops().index_expr(inside, kBool));
+    }
+    Index at = i;
+    at[h] = oh;
+    at[w] = ow;
+    return cast(where(takes_gradient, cast(grad_of(at), c), constant(0, c)), dtype);
+  })};
+}
+
 }  // namespace
 
-void register_pooling_lowerings() { register_lowering("max_pool2d", lower_max_pool2d); }
+void register_pooling_lowerings() {
+  register_lowering("max_pool2d", lower_max_pool2d);
+  register_lowering("max_pool2d_backward", lower_max_pool2d_backward);
+}
 
 }  // namespace kiln::lower
