@@ -110,13 +110,19 @@ std::vector<TensorBox> lower_max_pool2d(GraphLowering& l, const graph::Node& nod
 // Note [Max pooling gradient as a pointwise value]
 // When the windows tile the input (stride == kernel, no padding, no dilation), every input element
 // lies in at most one window, so its gradient is a pointwise value over the input: the window's
-// gradient where the element is that window's argmax, else 0. The argmax is found again from the
-// input, with the eager kernel's rule (scan order, a larger value or a NaN takes over: the first
-// largest, the last NaN), as the window's tap number (kept in the compute type: a few small
-// integers). Being pointwise, it fuses with its producer (the recomputed batch norm and relu of
-// the demo CNN) and its consumers (relu's and batch norm's backward), where the extern kernel
-// wrote the gradient and read it back. Rows and columns past the last window (floor mode) get 0;
-// other windows (overlapping, padded, dilated, ceil_mode) and symbolic sizes stay extern kernels.
+// gradient where the element is that window's argmax, else 0. It is lowered in two values:
+//   winner:   over the pooled shape, the number of each window's argmax tap (in the compute type:
+//             a few small integers), found again from the input with the eager kernel's rule
+//             (scan order, a larger value or a NaN takes over: the first largest, the last NaN);
+//             realized, a quarter of the input's size for 2x2 windows;
+//   gradient: over the input, the window's gradient where the element's own tap number is the
+//             winner.
+// The winner fuses with the producer it rescans (the demo CNN's recomputed batch norm and relu,
+// each element computed once) and the gradient with its consumers (relu's and batch norm's
+// backward), where the extern kernel read the realized activation and wrote the gradient. A single
+// value over the input would find each window's argmax once per element of the window. Rows and
+// columns past the last window (floor mode) get 0; other windows (overlapping, padded, dilated,
+// ceil_mode) and symbolic sizes stay extern kernels.
 std::vector<TensorBox> lower_max_pool2d_backward(GraphLowering& l, const graph::Node& node) {
   if (has_arg(node, 6) && arg_constant(node, 6).to_bool()) return {};  // ceil_mode
   const Window wh = window_of(node, 0, 2), ww = window_of(node, 1, 2);
@@ -134,37 +140,46 @@ std::vector<TensorBox> lower_max_pool2d_backward(GraphLowering& l, const graph::
       in_h->value() == out_h->value() * wh.kernel && in_w->value() == out_w->value() * ww.kernel;
   const graph::TensorMeta& out = out_meta(node);
   const ScalarType dtype = out.dtype, c = compute_type(dtype);
-  const Loader input = x.make_loader(), grad_of = grad.make_loader();
-  return {make_pointwise(dtype, to_exprs(out.sizes), [=](const Index& i) {
-    // The window holding i; past the last window (floor mode) a clamped one, masked below.
-    auto window = [&](ExprPtr p, const Window& win, ExprPtr count) {
-      const ExprPtr o = sym::floordiv(p, sym::integer(win.kernel));
-      return covered ? o : sym::min(o, sym::sub(count, sym::integer(1)));
-    };
-    const ExprPtr oh = window(i[h], wh, out_h), ow = window(i[w], ww, out_w);
-    Val best, winner;
+
+  const Loader input = x.make_loader();
+  TensorBox winner = make_pointwise(c, grad.sizes(), [=](const Index& i) {
+    Val best, number;
     for (int64_t kh = 0; kh < wh.kernel; ++kh) {
       for (int64_t kw = 0; kw < ww.kernel; ++kw) {
         Index at = i;
-        at[h] = sym::add(sym::mul(oh, sym::integer(wh.kernel)), sym::integer(kh));
-        at[w] = sym::add(sym::mul(ow, sym::integer(ww.kernel)), sym::integer(kw));
+        at[h] = sym::add(sym::mul(i[h], sym::integer(wh.kernel)), sym::integer(kh));
+        at[w] = sym::add(sym::mul(i[w], sym::integer(ww.kernel)), sym::integer(kw));
         const Val tap = cast(input(at), c);
-        const Val number = constant(static_cast<double>(kh * ww.kernel + kw), c);
+        const Val tap_number = constant(static_cast<double>(kh * ww.kernel + kw), c);
         if (kh == 0 && kw == 0) {
           best = tap;
-          winner = number;
+          number = tap_number;
           continue;
         }
         const Val takes = binary(BinaryOp::logical_or, binary(BinaryOp::gt, tap, best),
                                  unary(UnaryOp::isnan, tap));
         best = where(takes, tap, best);
-        winner = where(takes, number, winner);
+        number = where(takes, tap_number, number);
       }
     }
+    return number;
+  });
+  winner.storage()->realize(l);
+
+  const Loader winner_of = winner.make_loader(), grad_of = grad.make_loader();
+  TensorBox gradient = make_pointwise(dtype, to_exprs(out.sizes), [=](const Index& i) {
+    // The window holding i; past the last window (floor mode) a clamped one, masked below.
+    auto window = [&](ExprPtr p, const Window& win, ExprPtr count) {
+      const ExprPtr o = sym::floordiv(p, sym::integer(win.kernel));
+      return covered ? o : sym::min(o, sym::sub(count, sym::integer(1)));
+    };
+    Index at = i;
+    at[h] = window(i[h], wh, out_h);
+    at[w] = window(i[w], ww, out_w);
     const ExprPtr own_number =
         sym::add(sym::mul(sym::mod(i[h], sym::integer(wh.kernel)), sym::integer(ww.kernel)),
                  sym::mod(i[w], sym::integer(ww.kernel)));
-    Val takes_gradient = binary(BinaryOp::eq, winner, ops().index_expr(own_number, c));
+    Val takes_gradient = binary(BinaryOp::eq, winner_of(at), ops().index_expr(own_number, c));
     if (!covered) {
       const ExprPtr inside =
           sym::logical_and(sym::lt(i[h], sym::integer(out_h->value() * wh.kernel)),
@@ -172,11 +187,10 @@ std::vector<TensorBox> lower_max_pool2d_backward(GraphLowering& l, const graph::
       takes_gradient =
           binary(BinaryOp::logical_and, takes_gradient, ops().index_expr(inside, kBool));
     }
-    Index at = i;
-    at[h] = oh;
-    at[w] = ow;
     return cast(where(takes_gradient, cast(grad_of(at), c), constant(0, c)), dtype);
-  })};
+  });
+  gradient.storage()->realize(l);
+  return {gradient};
 }
 
 }  // namespace
