@@ -80,7 +80,7 @@ TEST(CompiledPooling, MaxPoolBackwardMatchesEager) {
       {{1, 2, 9, 9}, {3}, {1}, {1}, {1}},        // overlapping, padded: extern
       {{1, 2, 7, 7}, {2}, {2}, {0}, {1}, true},  // ceil_mode: extern
   };
-  for (ScalarType dtype : {kFloat32, kFloat64}) {
+  for (ScalarType dtype : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
     for (const PoolCase& c : cases) {
       SCOPED_TRACE(fmt::format("{} shape {} kernel {} stride {} padding {} ceil {}",
                                dtype_name(dtype), fmt::join(c.shape, "x"), fmt::join(c.kernel, ","),
