@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kiln/ops/nn.h"
+#include "src/core/tensor_factory.h"
 #include "src/ops/nn_backward.h"
 #include "src/ops/nn_common.h"
 
@@ -91,9 +92,27 @@ double attention_scale(const OpCall& call, size_t scale_arg, const Tensor& q) {
                                        : call.double_arg(scale_arg);
 }
 
+// Note [Attention outputs in the projections' layout]
+// Multi-head attention makes q, k and v as (batch, heads, L, E) views of [batch, L, heads * E]
+// projections and turns the output back with transpose(1, 2).reshape(batch, L, heads * E). A
+// contiguous (batch, heads, L, E) output makes that reshape a copy, and the gradients of q, k and
+// v need the same copy on their way back to the projections' matmuls: four copies per layer and
+// step. So with 4-d operands every output is allocated as [batch, L, heads, E] and returned as
+// its (batch, heads, L, E) view, as PyTorch's CPU flash attention does; the reshape is then a view
+// in eager and compiled code alike (the compiled extern kernel's buffer has the same strides, the
+// meta function being the one that allocates). Other ranks stay contiguous.
+const Tensor& set_heads_output(OpCall& call, size_t i, ScalarType dtype, SymIntArrayRef sizes) {
+  if (sizes.size() != 4) return call.set_output(i, dtype, sizes);
+  const SymDimVector physical{sizes[0], sizes[2], sizes[1], sizes[3]};
+  const Tensor& storage = call.set_output(i, dtype, physical);
+  const SymIntArrayRef st = storage.sym_strides();
+  return call.set_output(i, make_view(storage, SymDimVector(sizes.begin(), sizes.end()),
+                                      SymDimVector{st[0], st[2], st[1], st[3]}, SymInt(0)));
+}
+
 void meta_sdpa(OpCall& call) {
   const AttentionShapes s = check_attention(call);
-  call.set_output(0, call.tensor(0).dtype(), s.out);
+  set_heads_output(call, 0, call.tensor(0).dtype(), s.out);
 }
 
 void cpu_sdpa(OpCall& call) {
@@ -129,9 +148,9 @@ void meta_sdpa_backward(OpCall& call) {
   const std::array<bool, 3> want = attention_grad_mask(call);
   const ScalarType dt = call.tensor(1).dtype();
   const SymDimVector empty{0};
-  call.set_output(0, dt, want[0] ? SymIntArrayRef(s.q) : SymIntArrayRef(empty));
-  call.set_output(1, dt, want[1] ? SymIntArrayRef(s.k) : SymIntArrayRef(empty));
-  call.set_output(2, dt, want[2] ? SymIntArrayRef(s.v) : SymIntArrayRef(empty));
+  set_heads_output(call, 0, dt, want[0] ? SymIntArrayRef(s.q) : SymIntArrayRef(empty));
+  set_heads_output(call, 1, dt, want[1] ? SymIntArrayRef(s.k) : SymIntArrayRef(empty));
+  set_heads_output(call, 2, dt, want[2] ? SymIntArrayRef(s.v) : SymIntArrayRef(empty));
 }
 
 void cpu_sdpa_backward(OpCall& call) {

@@ -6,6 +6,7 @@
 
 #include "kiln/kiln.h"
 #include "src/core/tensor_factory.h"
+#include "src/ops/nn_backward.h"
 
 namespace kiln {
 namespace {
@@ -103,17 +104,19 @@ TEST(CrossEntropy, LabelSmoothingBlendsNllWithUniformTarget) {
 }
 
 TEST(CrossEntropy, OneHotProbabilitiesEqualClassIndices) {
-  Tensor x = from_vector(std::vector<double>{0.3, -1, 2, 0.5, 0.1, -0.7}, std::vector<int64_t>{2, 3});
+  Tensor x =
+      from_vector(std::vector<double>{0.3, -1, 2, 0.5, 0.1, -0.7}, std::vector<int64_t>{2, 3});
   Tensor onehot = from_vector(std::vector<double>{0, 0, 1, 1, 0, 0}, std::vector<int64_t>{2, 3});
-  EXPECT_NEAR(cross_entropy(x, onehot).item<double>(), cross_entropy(x, tensor({2, 0})).item<double>(),
-              1e-12);
+  EXPECT_NEAR(cross_entropy(x, onehot).item<double>(),
+              cross_entropy(x, tensor({2, 0})).item<double>(), 1e-12);
   // With smoothing, too (no weights, no ignored targets: both formulas agree).
   EXPECT_NEAR(cross_entropy(x, onehot, {}, "mean", -100, 0.2).item<double>(),
               cross_entropy(x, tensor({2, 0}), {}, "mean", -100, 0.2).item<double>(), 1e-12);
 }
 
 TEST(CrossEntropy, EqualsNllLossOfLogSoftmax) {
-  Tensor x = from_vector(std::vector<double>{0.3, -1, 2, 0.5, 0.1, -0.7}, std::vector<int64_t>{2, 3});
+  Tensor x =
+      from_vector(std::vector<double>{0.3, -1, 2, 0.5, 0.1, -0.7}, std::vector<int64_t>{2, 3});
   std::vector<double> lp = vals(x);
   for (int r = 0; r < 2; ++r) {
     double s = 0;
@@ -121,8 +124,8 @@ TEST(CrossEntropy, EqualsNllLossOfLogSoftmax) {
     for (int c = 0; c < 3; ++c) lp[r * 3 + c] -= std::log(s);
   }
   Tensor logp = from_vector(lp, std::vector<int64_t>{2, 3});
-  EXPECT_NEAR(cross_entropy(x, tensor({1, 2})).item<double>(), nll_loss(logp, tensor({1, 2})).item<double>(),
-              1e-12);
+  EXPECT_NEAR(cross_entropy(x, tensor({1, 2})).item<double>(),
+              nll_loss(logp, tensor({1, 2})).item<double>(), 1e-12);
 }
 
 TEST(Losses, UnknownReductionIsValueErrorNamingTheOp) {
@@ -157,7 +160,8 @@ TEST(Embedding, OutOfRangeIndexNamesTheIndexAndTableSize) {
 
 TEST(Embedding, PaddingIdxDoesNotChangeTheForward) {
   Tensor w = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, std::vector<int64_t>{3, 2});
-  expect_near(embedding(w, tensor({0, 2}), 0), from_vector(std::vector<float>{1, 2, 5, 6}, std::vector<int64_t>{2, 2}));
+  expect_near(embedding(w, tensor({0, 2}), 0),
+              from_vector(std::vector<float>{1, 2, 5, 6}, std::vector<int64_t>{2, 2}));
 }
 
 Tensor lower_triangular(int64_t L, int64_t S) {
@@ -171,7 +175,8 @@ Tensor ramp(std::vector<int64_t> shape, double step) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = std::sin(step * static_cast<double>(i));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = std::sin(step * static_cast<double>(i));
   return from_vector(v, shape).to(kFloat32);
 }
 
@@ -190,14 +195,16 @@ TEST(Attention, BoolMaskEqualsMinusInfinityFloatMask) {
   const std::vector<double> kv = vals(keep);
   for (size_t i = 0; i < add.size(); ++i) add[i] = kv[i] != 0 ? 0.0 : -INFINITY;
   Tensor fmask = from_vector(add, std::vector<int64_t>{4, 6}).to(kFloat32);
-  expect_near(scaled_dot_product_attention(q, k, v, keep), scaled_dot_product_attention(q, k, v, fmask));
+  expect_near(scaled_dot_product_attention(q, k, v, keep),
+              scaled_dot_product_attention(q, k, v, fmask));
 }
 
 TEST(Attention, FullyMaskedRowGivesZerosLikePyTorchMathBackend) {
   Tensor q = ramp({3, 4}, 0.3), k = ramp({5, 4}, 0.7), v = ramp({5, 2}, 0.5);
   std::vector<double> keep(15, 1.0);
   for (int j = 0; j < 5; ++j) keep[static_cast<size_t>(5 + j)] = 0;  // row 1 attends to nothing
-  Tensor out = scaled_dot_product_attention(q, k, v, from_vector(keep, std::vector<int64_t>{3, 5}).to(kBool));
+  Tensor out = scaled_dot_product_attention(
+      q, k, v, from_vector(keep, std::vector<int64_t>{3, 5}).to(kBool));
   const std::vector<double> o = vals(out);
   EXPECT_EQ(o[2], 0.0);
   EXPECT_EQ(o[3], 0.0);
@@ -206,7 +213,40 @@ TEST(Attention, FullyMaskedRowGivesZerosLikePyTorchMathBackend) {
 
 TEST(Attention, DefaultScaleIsInverseSqrtOfHeadDim) {
   Tensor q = ramp({3, 16}, 0.3), k = ramp({5, 16}, 0.7), v = ramp({5, 2}, 0.5);
-  expect_near(scaled_dot_product_attention(q, k, v), scaled_dot_product_attention(q, k, v, {}, 0.0, false, 0.25));
+  expect_near(scaled_dot_product_attention(q, k, v),
+              scaled_dot_product_attention(q, k, v, {}, 0.0, false, 0.25));
+}
+
+// Note [Attention outputs in the projections' layout]: with 4-d operands the output and the
+// gradients are (batch, heads, L, E) views of [batch, L, heads, E] memory, so that multi-head
+// attention's transpose(1, 2).reshape(batch, L, heads * E) is a view; their values equal those of
+// the same heads computed as 3-d (contiguous) operands, for float32 and float16.
+TEST(Attention, FourDimOutputsAreLaidOutAsTheProjections) {
+  const int64_t B = 2, H = 3, L = 5, S = 4, E = 8, Ev = 6;
+  for (ScalarType dtype : {kFloat32, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor q = ramp({B, H, L, E}, 0.37).to(dtype), k = ramp({B, H, S, E}, 0.11).to(dtype);
+    Tensor v = ramp({B, H, S, Ev}, 0.23).to(dtype), g = ramp({B, H, L, Ev}, 0.29).to(dtype);
+    Tensor out = scaled_dot_product_attention(q, k, v);
+    EXPECT_EQ(out.strides(), IntArrayRef({L * H * Ev, Ev, H * Ev, 1}));
+    EXPECT_EQ(out.transpose(1, 2).reshape({B, L, H * Ev}).data_ptr(), out.data_ptr());
+    auto flat = [&](const Tensor& t) { return t.reshape({B * H, t.size(2), t.size(3)}); };
+    Tensor flat_out = scaled_dot_product_attention(flat(q), flat(k), flat(v));
+    EXPECT_TRUE(flat_out.is_contiguous());
+    const double tol = dtype == kFloat16 ? 0.0 : 1e-6;  // the same products, the same rounding
+    expect_near(flat(out).to(kFloat32), flat_out.to(kFloat32), tol);
+
+    auto [dq, dk, dv] = scaled_dot_product_attention_backward(g, q, k, v, {}, false, std::nullopt,
+                                                              {true, true, true});
+    auto [fdq, fdk, fdv] = scaled_dot_product_attention_backward(
+        flat(g), flat(q), flat(k), flat(v), {}, false, std::nullopt, {true, true, true});
+    EXPECT_EQ(dq.strides(), IntArrayRef({L * H * E, E, H * E, 1}));
+    EXPECT_EQ(dk.strides(), IntArrayRef({S * H * E, E, H * E, 1}));
+    EXPECT_EQ(dv.strides(), IntArrayRef({S * H * Ev, Ev, H * Ev, 1}));
+    expect_near(flat(dq).to(kFloat32), fdq.to(kFloat32), tol);
+    expect_near(flat(dk).to(kFloat32), fdk.to(kFloat32), tol);
+    expect_near(flat(dv).to(kFloat32), fdv.to(kFloat32), tol);
+  }
 }
 
 TEST(Attention, DropoutIsNotImplementedYet) {
@@ -224,7 +264,8 @@ TEST(GroupNorm, OneGroupPerChannelEqualsInstanceNormalization) {
     for (int i = 0; i < 5; ++i) m += xv[static_cast<size_t>(g * 5 + i)] / 5;
     for (int i = 0; i < 5; ++i) var += std::pow(xv[static_cast<size_t>(g * 5 + i)] - m, 2) / 5;
     for (int i = 0; i < 5; ++i)
-      EXPECT_NEAR(yv[static_cast<size_t>(g * 5 + i)], (xv[static_cast<size_t>(g * 5 + i)] - m) / std::sqrt(var + 1e-5), 1e-5);
+      EXPECT_NEAR(yv[static_cast<size_t>(g * 5 + i)],
+                  (xv[static_cast<size_t>(g * 5 + i)] - m) / std::sqrt(var + 1e-5), 1e-5);
   }
 }
 

@@ -177,13 +177,15 @@ void for_each_entry(int64_t B, int64_t work, MakeState make_state, Body body) {
   }
 }
 
-// Writes an [n] compute-type result to T memory: in place when T is the compute type, else through
-// the thread's `scratch` (reused across batch entries), converted by finish().
+// Writes a [rows, cols] compute-type result to T memory whose rows are `ld` apart (Note [Attention
+// outputs in the projections' layout] in src/ops/nn_attention.cpp): in place when T is the compute
+// type, else through the thread's `scratch` (reused across batch entries), converted by finish().
 template <typename T, typename A>
 class Output {
  public:
-  Output(T* data, int64_t n, std::vector<A>& scratch) : data_(data), n_(n), scratch_(scratch) {
-    if constexpr (!std::is_same_v<T, A>) scratch_.resize(static_cast<size_t>(n));
+  Output(T* data, int64_t rows, int64_t cols, int64_t ld, std::vector<A>& scratch)
+      : data_(data), rows_(rows), cols_(cols), ld_(ld), scratch_(scratch) {
+    if constexpr (!std::is_same_v<T, A>) scratch_.resize(static_cast<size_t>(rows * cols));
   }
   A* data() {
     if constexpr (std::is_same_v<T, A>) {
@@ -192,14 +194,17 @@ class Output {
       return scratch_.data();
     }
   }
+  int64_t ld() const { return std::is_same_v<T, A> ? ld_ : cols_; }
   void finish() {
     if constexpr (!std::is_same_v<T, A>)
-      for (int64_t i = 0; i < n_; ++i) data_[i] = static_cast<T>(scratch_[static_cast<size_t>(i)]);
+      for (int64_t r = 0; r < rows_; ++r)
+        for (int64_t c = 0; c < cols_; ++c)
+          data_[r * ld_ + c] = static_cast<T>(scratch_[static_cast<size_t>(r * cols_ + c)]);
   }
 
  private:
   T* data_;
-  int64_t n_;
+  int64_t rows_, cols_, ld_;
   std::vector<A>& scratch_;
 };
 
@@ -212,7 +217,7 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
   const int64_t nb = q.dim() - 2;
   const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
   const int64_t B = out.numel() / (L * Ev);
-  const std::vector<int64_t> vo = batch_offsets(v, nb, B);
+  const std::vector<int64_t> vo = batch_offsets(v, nb, B), oo = batch_offsets(out, nb, B);
   visit_dtype_in<dtypes::kFloating>(q.dtype(), "scaled_dot_product_attention", [&]<typename T>() {
     using A = opmath_t<T>;
     const Probabilities<T, A> probabilities(q, k, mask, is_causal, scale, B);
@@ -231,8 +236,8 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
       A* P = st.scores.data();
       probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
       const A* V = blas_matrix<T, A>(v, vo[b], st.v, ldv);
-      Output<T, A> O(out.data_ptr<T>() + b * L * Ev, L * Ev, st.out);
-      gemm(false, false, L, Ev, S, A(1), P, S, V, ldv, O.data(), Ev);  // no keys: zeros
+      Output<T, A> O(out.data_ptr<T>() + oo[b], L, Ev, out.stride(-2), st.out);
+      gemm(false, false, L, Ev, S, A(1), P, S, V, ldv, O.data(), O.ld());  // no keys: zeros
       O.finish();
     });
   });
@@ -256,6 +261,13 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
   if (B == 0) return;
   const bool want_v = grad_v.defined(), want_scores = grad_q.defined() || grad_k.defined();
   const std::vector<int64_t> vo = batch_offsets(v, nb, B), go = batch_offsets(grad, nb, B);
+  // The gradients' batch entries (Note [Attention outputs in the projections' layout]); an
+  // undefined gradient (not wanted) has none.
+  auto offsets_of = [&](const Tensor& t) {
+    return t.defined() ? batch_offsets(t, nb, B) : std::vector<int64_t>{};
+  };
+  const std::vector<int64_t> dqo = offsets_of(grad_q), dko = offsets_of(grad_k),
+                             dvo = offsets_of(grad_v);
   visit_dtype_in<dtypes::kFloating>(
       q.dtype(), "scaled_dot_product_attention_backward", [&]<typename T>() {
         using A = opmath_t<T>;
@@ -277,8 +289,8 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
           probabilities.compute(b, st.scratch, P, Q, ldq, K, ldk);
           const A* G = blas_matrix<T, A>(grad, go[b], st.g, ldg);
           if (want_v) {
-            Output<T, A> dv(grad_v.data_ptr<T>() + b * S * Ev, S * Ev, st.out);
-            gemm(true, false, S, Ev, L, A(1), P, S, G, ldg, dv.data(), Ev);
+            Output<T, A> dv(grad_v.data_ptr<T>() + dvo[b], S, Ev, grad_v.stride(-2), st.out);
+            gemm(true, false, S, Ev, L, A(1), P, S, G, ldg, dv.data(), dv.ld());
             dv.finish();
           }
           if (!want_scores) return;
@@ -294,13 +306,13 @@ void scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& q, 
           }
           const A sc = static_cast<A>(scale);
           if (grad_q.defined()) {
-            Output<T, A> dq(grad_q.data_ptr<T>() + b * L * E, L * E, st.out);
-            gemm(false, false, L, E, S, sc, dS, S, K, ldk, dq.data(), E);
+            Output<T, A> dq(grad_q.data_ptr<T>() + dqo[b], L, E, grad_q.stride(-2), st.out);
+            gemm(false, false, L, E, S, sc, dS, S, K, ldk, dq.data(), dq.ld());
             dq.finish();
           }
           if (grad_k.defined()) {
-            Output<T, A> dk(grad_k.data_ptr<T>() + b * S * E, S * E, st.out);
-            gemm(true, false, S, E, L, sc, dS, S, Q, ldq, dk.data(), E);
+            Output<T, A> dk(grad_k.data_ptr<T>() + dko[b], S, E, grad_k.stride(-2), st.out);
+            gemm(true, false, S, E, L, sc, dS, S, Q, ldq, dk.data(), dk.ld());
             dk.finish();
           }
         });
