@@ -116,13 +116,14 @@ std::vector<TensorBox> lower_max_pool2d(GraphLowering& l, const graph::Node& nod
 //             (scan order, a larger value or a NaN takes over: the first largest, the last NaN);
 //             realized, a quarter of the input's size for 2x2 windows;
 //   gradient: over the input, the window's gradient where the element's own tap number is the
-//             winner.
+//             winner; realized too, so that consumers read it instead of recomputing it (inlined
+//             into batch norm's backward reductions it made them 2-6x slower in the demo CNN),
+//             though a pointwise consumer over the same loops still shares its kernel.
 // The winner fuses with the producer it rescans (the demo CNN's recomputed batch norm and relu,
-// each element computed once) and the gradient with its consumers (relu's and batch norm's
-// backward), where the extern kernel read the realized activation and wrote the gradient. A single
-// value over the input would find each window's argmax once per element of the window. Rows and
-// columns past the last window (floor mode) get 0; other windows (overlapping, padded, dilated,
-// ceil_mode) and symbolic sizes stay extern kernels.
+// each element computed once), where the extern kernel read a realized activation. A single value
+// over the input would find each window's argmax once per element of the window. Rows and columns
+// past the last window (floor mode) get 0; other windows (overlapping, padded, dilated, ceil_mode)
+// and symbolic sizes stay extern kernels.
 std::vector<TensorBox> lower_max_pool2d_backward(GraphLowering& l, const graph::Node& node) {
   if (has_arg(node, 6) && arg_constant(node, 6).to_bool()) return {};  // ceil_mode
   const Window wh = window_of(node, 0, 2), ww = window_of(node, 1, 2);
