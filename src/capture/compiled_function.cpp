@@ -8,6 +8,7 @@
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "kiln/compile.h"
 #include "src/capture/tracer.h"
@@ -33,8 +34,9 @@ namespace capture {
 struct CacheEntry {
   GuardSet guards;
   SymbolTable symbols;
-  std::unique_ptr<Segment> root;
+  std::unique_ptr<Segment> root;                // null for an entry that runs eagerly
   std::vector<std::vector<bool>> dynamic_dims;  // the shape policy it was traced with
+  std::string eager_reason;                     // why this entry runs the function eagerly
 };
 
 struct FunctionState {
@@ -58,6 +60,10 @@ struct FunctionState {
                    const std::vector<std::string>& reasons);
   int frame_id = 0;
   std::source_location where;
+  int branch_traces = 0;  // new branches traced under existing entries
+  // The thread running a call, to turn a call from inside it (recursion) into an error instead of
+  // a deadlock on `mutex`.
+  std::atomic<std::thread::id> running_thread{};
 };
 
 std::vector<std::vector<bool>> FunctionState::shape_policy(const std::vector<ArgValue>& args) {
@@ -183,6 +189,20 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
                                                      const std::vector<std::string>& reasons) {
   const trace::Stopwatch watch;
   auto entry = std::make_unique<CacheEntry>();
+  entry->guards.overlapping_args = overlapping_args(args);
+  if (!entry->guards.overlapping_args.empty()) {  // Note [Input aliasing]
+    const auto [i, j] = entry->guards.overlapping_args.front();
+    entry->eager_reason = fmt::format(
+        "arg{} and arg{} share memory; the function runs eagerly for arguments that overlap", i, j);
+    trace::log_readable(
+        trace::LogCategory::recompiles,
+        [&] { return fmt::format("{}: {}", name, entry->eager_reason); },
+        trace::CompileId{frame_id, stats.compiles, 0});
+    stats.compiles += 1;
+    entries.push_back(std::move(entry));
+    stats.cache_entries = static_cast<int>(entries.size());
+    return body(args);
+  }
   entry->dynamic_dims = shape_policy(args);
   TraceRequest request{.body = &body,
                        .args = &args,
@@ -191,6 +211,7 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
                        .dynamic_dims = entry->dynamic_dims};
   const trace::CompileIdScope compile_id({frame_id, stats.compiles, 0});
   TraceResult result = trace(request);
+  result.guards.overlapping_args = std::move(entry->guards.overlapping_args);
   entry->guards = std::move(result.guards);
   entry->symbols = std::move(result.symbols);
   entry->root = std::move(result.root);
@@ -236,6 +257,22 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
     }
     if (next == nullptr) {
       // A branch this entry has not seen: trace again, replaying the prefix (Note [Trace tree]).
+      // Branch traces count toward recompile_limit like entries: a break keyed on a value that
+      // differs every call (an item() of a loss) would otherwise trace and compile forever.
+      // This call's prefix already ran, so it finishes with the new branch; later calls run
+      // the function eagerly.
+      branch_traces += 1;
+      if (static_cast<int>(entries.size()) + branch_traces >= options.recompile_limit &&
+          !stats.fell_back_to_eager) {
+        stats.fell_back_to_eager = true;
+        std::cerr << fmt::format(
+            "kiln::compile: {} hit the recompile limit ({}) with {} graph-break branches (the "
+            "last at {}: {}); running it eagerly from now on. Raise "
+            "CompileOptions::recompile_limit, or keep the value it branches on out of the "
+            "function\n",
+            name, options.recompile_limit, branch_traces, segment->brk->where,
+            segment->brk->reason);
+      }
       TraceRequest request{.body = &body,
                            .args = &args,
                            .options = &options,
@@ -286,13 +323,25 @@ CompiledFunction::CompiledFunction(Body body, CompileOptions options, std::sourc
 
 std::vector<Tensor> CompiledFunction::call(const std::vector<ArgValue>& args) {
   FunctionState& s = *state_;
+  KILN_CHECK(s.running_thread.load(std::memory_order_relaxed) != std::this_thread::get_id(),
+             NotImplementedError,
+             "{}: the compiled function called itself (recursion, e.g. through a std::function); "
+             "a compiled function cannot be re-entered while it runs. Compile the non-recursive "
+             "body, or call the plain function inside",
+             s.name);
   std::lock_guard lock(s.mutex);
+  s.running_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  struct ClearRunning {
+    FunctionState& s;
+    ~ClearRunning() { s.running_thread.store(std::thread::id(), std::memory_order_relaxed); }
+  } clear_running{s};
   if (s.stats.fell_back_to_eager) return s.body(args);
   std::vector<int64_t> values;
   for (auto& entry : s.entries) {
     values.assign(entry->symbols.symbols.size(), 0);
     if (check_guards(entry->guards, entry->symbols, args, values)) {
       s.stats.cache_hits += 1;
+      if (entry->root == nullptr) return s.body(args);
       return s.run_entry(*entry, args, values);
     }
   }
@@ -347,7 +396,10 @@ std::string CompiledFunction::describe() const {
   for (size_t i = 0; i < state_->entries.size(); ++i) {
     const CacheEntry& e = *state_->entries[i];
     out += fmt::format("cache entry {} guards:\n{}", i, capture::describe(e.guards, e.symbols));
-    describe_segment(*e.root, e.symbols, std::to_string(i), out);
+    if (e.root == nullptr)
+      out += fmt::format("runs eagerly: {}\n", e.eager_reason);
+    else
+      describe_segment(*e.root, e.symbols, std::to_string(i), out);
   }
   return out;
 }

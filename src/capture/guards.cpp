@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/autograd.h"
@@ -28,6 +29,69 @@ bool same_scalar(const ArgValue& a, const ArgValue& b) {
   return false;
 }
 
+std::string attribute_str(const nn::AttributeValue& v) {
+  return std::visit(
+      []<typename T>(const T& x) -> std::string {
+        if constexpr (std::is_same_v<T, std::string>)
+          return fmt::format("\"{}\"", x);
+        else if constexpr (std::is_same_v<T, bool>)
+          return x ? "true" : "false";
+        else
+          return fmt::format("{}", x);
+      },
+      v);
+}
+
+bool same_attribute(const nn::AttributeValue& a, const nn::AttributeValue& b) {
+  if (a.index() != b.index()) return false;
+  if (const double* x = std::get_if<double>(&a)) {  // bitwise, as scalar arguments
+    const double y = std::get<double>(b);
+    return std::memcmp(x, &y, sizeof y) == 0;
+  }
+  return a == b;
+}
+
+// Walks the argument's module tree against the traced one (Note [Module guards]).
+bool check_module(const ModuleGuard& g, const nn::Module& root, std::string* why) {
+  size_t i = 0;
+  const ModuleGuard::Entry* failed = nullptr;
+  const nn::Module* actual = nullptr;
+  root.visit_modules([&](const std::string&, int, const nn::Module& m) {
+    if (failed != nullptr) return;
+    const ModuleGuard::Entry* e = i < g.tree.size() ? &g.tree[i] : nullptr;
+    ++i;
+    bool same = e != nullptr && e->id == m.id() && e->version == m.version() &&
+                e->training == m.is_training() && e->attributes.size() == m.attributes().size();
+    for (size_t k = 0; same && k < e->attributes.size(); ++k)
+      same = same_attribute(e->attributes[k], m.attributes()[k].second);
+    if (!same) {
+      failed = e != nullptr ? e : &g.tree.back();
+      actual = &m;
+    }
+  });
+  if (failed == nullptr && i == g.tree.size()) return true;
+  if (why == nullptr) return false;
+  if (failed == nullptr) {
+    *why = fmt::format("{} has {} modules in its tree, {} when traced", g.source, i, g.tree.size());
+  } else if (failed->id != actual->id()) {
+    *why = fmt::format("{} is a different module than when traced ({} id {}, traced {} id {})",
+                       failed->path, actual->name(), actual->id(), failed->type, failed->id);
+  } else if (failed->version != actual->version()) {
+    *why = fmt::format("{} ({}) changed since it was traced: {}", failed->path, failed->type,
+                       actual->last_change());
+  } else if (failed->training != actual->is_training()) {
+    *why = fmt::format("{}'s training mode changed from {} to {}", failed->path,
+                       failed->training ? "train" : "eval", actual->is_training() ? "train" : "eval");
+  } else {
+    for (size_t k = 0; k < failed->attributes.size(); ++k)
+      if (!same_attribute(failed->attributes[k], actual->attributes()[k].second))
+        *why = fmt::format("attribute {}.{} changed from {} to {}", failed->path,
+                           actual->attributes()[k].first, attribute_str(failed->attributes[k]),
+                           attribute_str(actual->attributes()[k].second));
+  }
+  return false;
+}
+
 std::string range_str(int64_t lo, int64_t hi) {
   return fmt::format("[{}, {}]", lo, hi == INT64_MAX ? std::string("inf") : std::to_string(hi));
 }
@@ -41,7 +105,7 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
     return false;
   };
   if (!t.defined()) return fail(fmt::format("{} is now an undefined tensor", src));
-  if (g.identity != nullptr && t.impl() != g.identity)
+  if (g.identity.defined() && t.impl() != g.identity.impl())
     return fail(fmt::format("{} is a different tensor than when traced", src));
   if (t.dtype() != g.dtype)
     return fail(fmt::format("dtype of {} changed from {} to {}", src, dtype_name(g.dtype),
@@ -86,11 +150,51 @@ bool check_tensor(const TensorGuard& g, const SymbolTable& table, const Tensor& 
   return true;
 }
 
+bool storages_overlap(const Tensor& a, const Tensor& b) {
+  const StorageImpl& x = *a.impl()->storage();
+  const StorageImpl& y = *b.impl()->storage();
+  if (&x == &y) return true;
+  const auto* xb = static_cast<const char*>(x.data());
+  const auto* yb = static_cast<const char*>(y.data());
+  if (xb == nullptr || yb == nullptr || x.nbytes() == 0 || y.nbytes() == 0) return false;
+  return xb < yb + y.nbytes() && yb < xb + x.nbytes();
+}
+
+const Tensor* defined_tensor(const ArgValue& v) {
+  const Tensor* t = std::get_if<Tensor>(&v);
+  return t != nullptr && t->defined() ? t : nullptr;
+}
+
+// Walks every pair of tensor arguments in order; `fn(i, j, overlap)` returns false to stop.
+template <typename F>
+bool for_each_arg_pair(const std::vector<ArgValue>& args, F&& fn) {
+  for (size_t j = 1; j < args.size(); ++j) {
+    const Tensor* b = defined_tensor(args[j]);
+    if (b == nullptr) continue;
+    for (size_t i = 0; i < j; ++i) {
+      const Tensor* a = defined_tensor(args[i]);
+      if (a != nullptr && !fn(static_cast<int>(i), static_cast<int>(j), storages_overlap(*a, *b)))
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
+std::vector<std::pair<int, int>> overlapping_args(const std::vector<ArgValue>& args) {
+  std::vector<std::pair<int, int>> out;
+  for_each_arg_pair(args, [&](int i, int j, bool overlap) {
+    if (overlap) out.emplace_back(i, j);
+    return true;
+  });
+  return out;
+}
+
 size_t GuardSet::size() const {
-  size_t n = scalars.size() + undefined_tensors.size() + training.size() + ranges.size() +
-             shape_guards.size() + values.size() + (grad_mode ? 1 : 0);
+  size_t n = scalars.size() + undefined_tensors.size() + ranges.size() + shape_guards.size() +
+             values.size() + (grad_mode ? 1 : 0);
+  for (const ModuleGuard& m : modules) n += 3 * m.tree.size();
   for (const TensorGuard& t : tensors) n += 4 + t.sizes.size();
   return n;
 }
@@ -141,10 +245,26 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
   for (int arg : guards.undefined_tensors)
     if (std::get<Tensor>(args[arg]).defined())
       return fail(fmt::format("arg{} was an undefined tensor and now is defined", arg));
-  for (const auto& [module, training] : guards.training)
-    if (module->is_training() != training)
-      return fail(fmt::format("a module's training mode changed from {} to {}", training,
-                              module->is_training()));
+  for (const ModuleGuard& m : guards.modules)
+    if (!check_module(m, *std::get<nn::Module*>(args[m.arg]), why)) return false;
+  size_t overlap_index = 0;
+  std::pair<int, int> changed{-1, -1};
+  const bool same_overlaps = for_each_arg_pair(args, [&](int i, int j, bool overlap) {
+    const auto& expected = guards.overlapping_args;
+    const bool expect = overlap_index < expected.size() &&
+                        expected[overlap_index] == std::make_pair(i, j);
+    if (expect) ++overlap_index;
+    if (overlap == expect) return true;
+    changed = {i, j};
+    return false;
+  });
+  if (!same_overlaps) {
+    const auto& traced = guards.overlapping_args;
+    const bool did = std::find(traced.begin(), traced.end(), changed) != traced.end();
+    return fail(fmt::format("arg{} and arg{} {} memory; they {} when traced (Note [Input aliasing])",
+                            changed.first, changed.second, did ? "no longer share" : "now share",
+                            did ? "did" : "did not"));
+  }
   for (const ValueGuard& g : guards.values)
     if (!g.holds()) return fail(fmt::format("{} no longer holds", g.what));
   for (const TensorGuard& g : guards.tensors)
@@ -188,8 +308,16 @@ std::string describe(const GuardSet& guards, const SymbolTable& table) {
   for (const ScalarGuard& s : guards.scalars)
     out += fmt::format("arg{} == {}\n", s.arg, arg_value_str(s.value));
   for (int arg : guards.undefined_tensors) out += fmt::format("arg{} is undefined\n", arg);
-  for (const auto& [module, training] : guards.training)
-    out += fmt::format("{} module is in {} mode\n", module->name(), training ? "train" : "eval");
+  for (const auto& [i, j] : guards.overlapping_args)
+    out += fmt::format("arg{} and arg{} share memory\n", i, j);
+  for (const ModuleGuard& m : guards.modules)
+    for (const ModuleGuard::Entry& e : m.tree) {
+      out += fmt::format("{} is the {} traced (id {}, version {}), in {} mode", e.path, e.type,
+                         e.id, e.version, e.training ? "train" : "eval");
+      for (const nn::AttributeValue& a : e.attributes)
+        out += fmt::format(", attribute == {}", attribute_str(a));
+      out += "\n";
+    }
   for (const TensorGuard& g : guards.tensors) {
     std::string dims;
     for (const TensorGuard::Dim& d : g.sizes) {
@@ -206,7 +334,7 @@ std::string describe(const GuardSet& guards, const SymbolTable& table) {
     }
     out += fmt::format("{}: {}[{}] {}, requires_grad={}{}\n", g.where.source, dtype_name(g.dtype),
                        dims, layout, g.requires_grad,
-                       g.identity != nullptr ? ", same tensor object" : "");
+                       g.identity.defined() ? ", same tensor object" : "");
   }
   for (const SymbolRange& r : guards.ranges)
     out += fmt::format("{} ({}) in {}\n", sym::to_string(table.symbols[r.symbol]),

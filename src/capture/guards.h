@@ -4,10 +4,20 @@
 // A guard set is a flat list built once per compile: per lifted tensor its dtype, rank,
 // requires_grad, each size (a constant, or the first sighting of a symbol, which binds the
 // symbol's value, or a later sighting, which must equal it), its layout (contiguous, or exact
-// strides); per scalar argument its value; the grad mode; each module's training flag; the
-// identity of each parameter; then the ShapeEnv's guards over the bound symbols. Checking walks
-// the list with no allocation. Only after a failure is it walked again to say, in words, what
-// changed (the recompile reason).
+// strides); per scalar argument its value; the grad mode; each module argument's tree (Note
+// [Module guards]); the identity of each parameter; then the ShapeEnv's guards over the bound
+// symbols. Checking walks the list with no allocation. Only after a failure is it walked again to
+// say, in words, what changed (the recompile reason).
+//
+// Note [Module guards]
+// A module argument is guarded over its whole tree, in visit_modules order: each module's id
+// (unique, never reused: Note [Module identity and version] in kiln/nn/module.h), version,
+// training mode and attribute values. The module guards run before every tensor guard, because
+// a parameter's InputRef holds the address of the module's slot: the slot is read only once the
+// module that owns it is known to be the very module traced, alive (the caller passed it) and
+// with the same registered structure, so a different module, a destroyed one, a replaced
+// submodule or a newly registered parameter recompiles instead of reading a stale or dangling
+// slot. The guards never dereference a module they recorded: they walk the argument's tree.
 #pragma once
 
 #include <functional>
@@ -35,8 +45,8 @@ struct InputRef {
 };
 
 struct TensorGuard {
-  InputRef where;                        // Arg or Slot
-  const TensorImpl* identity = nullptr;  // Slot: the tensor the slot held when traced
+  InputRef where;   // Arg or Slot
+  Tensor identity;  // Slot: the tensor the slot held when traced (held, so never a reused address)
   ScalarType dtype = ScalarType::Float32;
   bool requires_grad = false;
   struct Dim {
@@ -47,6 +57,19 @@ struct TensorGuard {
   SmallVector<Dim, 5> sizes;
   bool contiguous = false;          // layout guard: contiguous ...
   SmallVector<int64_t, 5> strides;  // ... or exactly these strides
+};
+
+struct ModuleGuard {
+  int arg = 0;
+  std::string source;  // "model"
+  struct Entry {
+    uint64_t id = 0, version = 0;
+    bool training = true;
+    std::vector<nn::AttributeValue> attributes;
+    std::string path;  // "model.fc1"
+    std::string type;  // "Linear"
+  };
+  std::vector<Entry> tree;  // visit_modules order
 };
 
 struct ScalarGuard {
@@ -75,7 +98,14 @@ struct GuardSet {
   std::vector<TensorGuard> tensors;
   std::vector<ScalarGuard> scalars;
   std::vector<int> undefined_tensors;  // tensor arguments that were undefined (None)
-  std::vector<std::pair<const nn::Module*, bool>> training;  // module, is_training when traced
+  std::vector<ModuleGuard> modules;
+  // Note [Input aliasing]
+  // The trace gives every tensor argument a fake of its own, as if no two shared memory: a
+  // graph that writes one argument and reads another is right only when they do not overlap.
+  // So the pairs of tensor arguments whose storages overlap are guarded exactly (usually none).
+  // An entry for arguments that do overlap is not traced: it runs the function eagerly (its
+  // `eager_reason`), which is always right.
+  std::vector<std::pair<int, int>> overlapping_args;  // (i, j), i < j
   std::optional<bool> grad_mode;
   std::vector<SymbolRange> ranges;
   std::vector<ShapeGuardRef> shape_guards;
@@ -90,6 +120,9 @@ struct SymbolTable {
   int index_of(sym::ExprPtr s) const;  // -1 if absent
   int add(sym::ExprPtr s, std::string source);
 };
+
+// The pairs of tensor arguments whose storages overlap (Note [Input aliasing]).
+std::vector<std::pair<int, int>> overlapping_args(const std::vector<ArgValue>& args);
 
 // The tensor an InputRef names for this call (not Prior/Constant-aware: those come from the
 // segment runner).

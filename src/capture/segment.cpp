@@ -4,6 +4,7 @@
 
 #include "src/capture/tracer.h"
 #include "src/core/shape.h"
+#include "src/trace/md5.h"
 
 namespace kiln::capture {
 
@@ -12,6 +13,11 @@ std::string value_key_of(const Tensor& real) {
   std::string key = fmt::format("{}{}:", dtype_name(c.dtype()), shape_str(c.sizes()));
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   const int64_t n = c.numel() * c.element_size();
+  // A large value (to_vector() of a whole tensor) is keyed by its digest: the key stays short,
+  // and two values collide with probability 2^-128.
+  if (n > 64)
+    return key + "md5:" + trace::md5_hex(std::string_view(reinterpret_cast<const char*>(bytes),
+                                                          static_cast<size_t>(n)));
   for (int64_t i = 0; i < n; ++i) key += fmt::format("{:02x}", bytes[i]);
   return key;
 }

@@ -155,6 +155,24 @@ Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
   return fake;
 }
 
+// The tree of module argument `arg` as traced (Note [Module guards]).
+ModuleGuard module_guard(int arg, const std::string& source, const nn::Module& root) {
+  ModuleGuard g{.arg = arg, .source = source};
+  std::vector<std::string> path{source};
+  root.visit_modules([&](const std::string& name, int depth, const nn::Module& m) {
+    path.resize(static_cast<size_t>(depth) + 1);
+    if (depth > 0) path[depth] = path[depth - 1] + "." + name;
+    ModuleGuard::Entry e{.id = m.id(),
+                         .version = m.version(),
+                         .training = m.is_training(),
+                         .path = path[depth],
+                         .type = m.name()};
+    for (const auto& [attr_name, value] : m.attributes()) e.attributes.push_back(value);
+    g.tree.push_back(std::move(e));
+  });
+  return g;
+}
+
 graph::Value* Tracer::lift(const InputRef& ref, const Tensor& fake) {
   graph::Value* v = seg_->graph.add_placeholder(ref.source, meta_of(fake));
   seg_->inputs.push_back(ref);
@@ -195,8 +213,7 @@ void Tracer::start_inputs() {
       ++module_index;
       for (auto& [name, slot] : (*m)->named_tensor_slots())
         slots_[slot->impl()] = {prefix + "." + name, slot};
-      for (nn::Module* sub : (*m)->modules())
-        result_.guards.training.emplace_back(sub, sub->is_training());
+      result_.guards.modules.push_back(module_guard(static_cast<int>(i), prefix, **m));
       fake_args_.push_back(Tensor());
     } else {
       result_.guards.scalars.push_back({static_cast<int>(i), a});
@@ -232,7 +249,7 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   if (auto slot = slots_.find(t.impl()); slot != slots_.end()) {
     ref = InputRef{
         .kind = InputRef::Kind::Slot, .slot = slot->second.second, .source = slot->second.first};
-    guard.identity = t.impl();
+    guard.identity = t;
   } else if (auto owner = grad_owner_of(t)) {
     ref = InputRef{
         .kind = InputRef::Kind::Grad, .constant = owner->first, .source = owner->second + ".grad"};

@@ -60,9 +60,10 @@ DimVector broadcast_shapes(std::string_view op, IntArrayRef a, IntArrayRef b) {
 }
 
 // Note [Broadcasting symbolic sizes]
-// A dim broadcasts when its size is 1. A size symbol is never 1 (0/1 specialization,
-// src/sym/shape_env.h), so no guard is needed to decide that for one; a compound size such as
-// (s0 + 1)//3 can be 1, so `size == 1` is guarded for it. Two sizes that are
+// A dim broadcasts when its size is 1. Under 0/1 specialization (src/sym/shape_env.h) a size
+// symbol's range excludes 1, so `s0 == 1` is decided without a guard; a compound size such as
+// (s0 + 1)//3, or any symbol with specialize_zero_one = false, can be 1, so `size == 1` is
+// guarded for it. Two sizes that are
 // the same expression match without a guard. Otherwise neither side is 1 and they must be equal:
 // the comparison is guarded (Note [Guarding a symbolic value]), which fails with the usual
 // ShapeError when the hints differ and otherwise records `a == b` (the ShapeEnv then treats the two
@@ -73,11 +74,9 @@ SymDimVector sym_broadcast_shapes(std::string_view op, SymIntArrayRef a, SymIntA
   for (size_t i = 0; i < n; ++i) {
     const SymInt da = i < n - a.size() ? SymInt(1) : a[i - (n - a.size())];
     const SymInt db = i < n - b.size() ? SymInt(1) : b[i - (n - b.size())];
-    // Only a compound expression needs the guard (a bare symbol is >= 2).
-    auto is_one = [](SymInt s) {
-      if (!s.is_symbolic()) return s.raw() == 1;
-      return !s.expr()->is_symbol() && static_cast<bool>(s == 1);
-    };
+    // The ShapeEnv decides a bare symbol's `== 1` from its range without a guard under 0/1
+    // specialization; without it (specialize_zero_one = false) the symbol may be 1 and is guarded.
+    auto is_one = [](SymInt s) { return static_cast<bool>(s == 1); };
     if (same(da, db) || is_one(db)) {
       out[i] = da;
     } else if (is_one(da)) {

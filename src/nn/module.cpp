@@ -1,5 +1,6 @@
 #include "kiln/nn/module.h"
 
+#include <atomic>
 #include <map>
 #include <ostream>
 #include <set>
@@ -34,7 +35,24 @@ std::string indent_after_first_line(const std::string& s, int spaces) {
 
 }  // namespace
 
-Module::Module(std::string name) : name_(std::move(name)) {}
+namespace {
+uint64_t next_module_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string attribute_type_name(const AttributeValue& v) {
+  static constexpr const char* kNames[] = {"bool", "int64", "double", "string"};
+  return kNames[v.index()];
+}
+}  // namespace
+
+Module::Module(std::string name) : name_(std::move(name)), id_(next_module_id()) {}
+
+void Module::changed(std::string what) {
+  version_ += 1;
+  last_change_ = std::move(what);
+}
 
 Tensor Module::forward(const Tensor& input) {
   throw NotImplementedError(fmt::format(
@@ -60,9 +78,10 @@ void Module::check_new_name(const std::string& name, std::string_view what) cons
     }
     return false;
   };
-  KILN_CHECK(!taken(parameters_) && !taken(buffers_) && !taken(children_), ValueError,
-             "{}: cannot register {} \"{}\": a parameter, buffer or submodule of that name "
-             "already exists",
+  KILN_CHECK(!taken(parameters_) && !taken(buffers_) && !taken(children_) && !taken(attributes_),
+             ValueError,
+             "{}: cannot register {} \"{}\": a parameter, buffer, submodule or attribute of that "
+             "name already exists",
              name_, what, name);
 }
 
@@ -75,12 +94,14 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
                name_, name, tensor.grad_fn() ? tensor.grad_fn()->name() : "an op");
     tensor.requires_grad_(requires_grad);
   }
+  changed(fmt::format("parameter \"{}\" registered", name));
   parameters_.push_back({std::move(name), std::move(tensor), true});
   return parameters_.back().tensor;
 }
 
 Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent) {
   check_new_name(name, "buffer");
+  changed(fmt::format("buffer \"{}\" registered", name));
   buffers_.push_back({std::move(name), std::move(tensor), persistent});
   return buffers_.back().tensor;
 }
@@ -90,7 +111,59 @@ void Module::add_child(std::string name, std::shared_ptr<Module> module) {
   KILN_CHECK(module != nullptr, ValueError, "{}: submodule \"{}\" is null", name_, name);
   KILN_CHECK(module.get() != this, ValueError, "{}: a module cannot be its own submodule (\"{}\")",
              name_, name);
+  changed(fmt::format("submodule \"{}\" registered", name));
   children_.emplace_back(std::move(name), std::move(module));
+}
+
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+  KILN_CHECK(module != nullptr, ValueError, "{}: replace_module(\"{}\"): the new module is null",
+             name_, name);
+  KILN_CHECK(module.get() != this, ValueError,
+             "{}: a module cannot be its own submodule (replace_module(\"{}\"))", name_, name);
+  for (auto& [child_name, child] : children_) {
+    if (child_name != name) continue;
+    child = std::move(module);
+    changed(fmt::format("submodule \"{}\" replaced", name));
+    return;
+  }
+  throw ValueError(fmt::format(
+      "{}: replace_module(\"{}\"): there is no submodule of that name; register_module adds one",
+      name_, name));
+}
+
+// ---- attributes ----
+
+void Module::register_attribute(std::string name, AttributeValue value) {
+  check_new_name(name, "attribute");
+  changed(fmt::format("attribute \"{}\" registered", name));
+  attributes_.emplace_back(std::move(name), std::move(value));
+}
+
+void Module::set_attribute(const std::string& name, AttributeValue value) {
+  for (auto& [attr_name, current] : attributes_) {
+    if (attr_name != name) continue;
+    KILN_CHECK(current.index() == value.index(), ValueError,
+               "{}: set_attribute(\"{}\"): the attribute holds a {}, not a {}; an attribute keeps "
+               "the type it was registered with",
+               name_, name, attribute_type_name(current), attribute_type_name(value));
+    current = std::move(value);
+    return;
+  }
+  throw ValueError(fmt::format(
+      "{}: set_attribute(\"{}\"): no attribute of that name; register_attribute adds one", name_,
+      name));
+}
+
+const AttributeValue& Module::attribute(const std::string& name) const {
+  for (const auto& [attr_name, value] : attributes_)
+    if (attr_name == name) return value;
+  throw ValueError(fmt::format(
+      "{}: no attribute named \"{}\"; register_attribute adds one", name_, name));
+}
+
+void Module::throw_attribute_type_error(const std::string& name) const {
+  throw ValueError(fmt::format("{}: attribute \"{}\" holds a {}; read it as that type", name_,
+                               name, attribute_type_name(attribute(name))));
 }
 
 Tensor& Module::parameter_slot(const std::string& name) {
@@ -194,6 +267,12 @@ std::vector<std::pair<std::string, Module*>> Module::named_modules() {
   };
   visit(visit, "", this);
   return out;
+}
+
+void Module::visit_modules(const std::function<void(const std::string&, int, const Module&)>& fn,
+                           const std::string& name, int depth) const {
+  fn(name, depth, *this);
+  for (const auto& [child_name, child] : children_) child->visit_modules(fn, child_name, depth + 1);
 }
 
 std::vector<Module*> Module::modules() {

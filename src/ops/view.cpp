@@ -248,7 +248,7 @@ void meta_expand(OpCall& call) {
     const SymInt have = self.size(sd);
     if (same(want, -1)) want = have;
     // A dim of size 1 broadcasts (Note [Broadcasting symbolic sizes]); otherwise sizes must match.
-    const bool broadcast = !same(have, want) && same(have, 1);
+    const bool broadcast = !same(have, want) && static_cast<bool>(have == 1);
     KILN_CHECK(broadcast || sizes_equal(have, want), ShapeError,
                "expand: the size of dim {} ({}) must match the target {} or be 1 (shape {} to {})",
                sd, have, want, shape_str(self.sym_sizes()), shape_str(target));
@@ -274,8 +274,10 @@ void squeeze_dims(OpCall& call, const SmallVector<bool, 8>& drop) {
 void meta_squeeze(OpCall& call) {
   const Tensor& self = call.tensor(0);
   SmallVector<bool, 8> drop(static_cast<size_t>(self.dim()), false);
-  // Symbolic sizes are never 1 (0/1 specialization), so no guard is needed.
-  for (int64_t d = 0; d < self.dim(); ++d) drop[d] = same(self.size(d), 1);
+  // A symbolic size is compared as a condition: a plain symbol is known to be >= 2 under 0/1
+  // specialization (no guard), but an expression such as (s0 + 2) // 3, or a symbol without
+  // that specialization, may be 1, and the comparison then guards on its value at the hint.
+  for (int64_t d = 0; d < self.dim(); ++d) drop[d] = static_cast<bool>(self.size(d) == 1);
   squeeze_dims(call, drop);
 }
 
@@ -284,7 +286,7 @@ void meta_squeeze_dim(OpCall& call) {
   SmallVector<bool, 8> drop(static_cast<size_t>(self.dim()), false);
   if (self.dim() > 0) {
     const int64_t d = wrap_dim("squeeze", call.int_arg(1), self.dim());
-    drop[d] = same(self.size(d), 1);
+    drop[d] = static_cast<bool>(self.size(d) == 1);  // guards, as meta_squeeze
   }
   squeeze_dims(call, drop);
 }

@@ -70,6 +70,9 @@ class SharedLibrary final : public KernelLibrary {
                path_.string(), name);
     return address;
   }
+  void* find_symbol(const std::string& name) const override {
+    return ::dlsym(handle_, name.c_str());
+  }
   const std::filesystem::path& path() const override { return path_; }
   const std::string& hash() const override { return hash_; }
 

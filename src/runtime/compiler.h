@@ -36,6 +36,8 @@ class KernelLibrary {
   virtual ~KernelLibrary() = default;
   // The address of an exported symbol; ValueError naming the library if it has none.
   virtual void* symbol(const std::string& name) const = 0;
+  // The address of an exported symbol, or nullptr when the library has none.
+  virtual void* find_symbol(const std::string& name) const = 0;
   virtual const std::filesystem::path& path() const = 0;
   // The content hash the library was built from (its cache key).
   virtual const std::string& hash() const = 0;

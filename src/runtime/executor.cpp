@@ -23,6 +23,8 @@
 // on the calling thread's stack: run() is const and any number of threads may call it at once.
 #include "src/runtime/executor.h"
 
+#include <atomic>
+
 #include <chrono>
 #include <optional>
 
@@ -260,6 +262,8 @@ struct Executor::Impl {
                  Describe describe) const;
   void run_extern(Frame& f, const ExternCall& call, size_t step) const;
   void run_step(Frame& f, size_t i, SmallVector<void*, 16>& args) const;
+  [[noreturn]] void raise_runtime_error(size_t step) const;
+  int* runtime_errors = nullptr;  // Note [Runtime errors in generated code]
   void register_profile();
 };
 
@@ -275,6 +279,8 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
                P.source_hash, library->hash(), library->path().string());
   }
   const ProgramSchedule schedule(P);
+  if (library != nullptr)
+    runtime_errors = static_cast<int*>(library->find_symbol("kiln_runtime_errors"));
 
   for (size_t i = 0; i < P.symbols.size(); ++i) {
     const SymbolSource& s = P.symbol_sources[i];
@@ -550,12 +556,29 @@ void Executor::Impl::run_step(Frame& f, size_t i, SmallVector<void*, 16>& args) 
   if (const auto* kernel = std::get_if<KernelCall>(&step.call)) {
     for (size_t a = 0; a < kernel->buffers.size(); ++a) args[a] = f.pointers[kernel->buffers[a]];
     kernel->fn(args.data(), f.symbols.data());
+    if (runtime_errors != nullptr &&
+        std::atomic_ref<int>(*runtime_errors).load(std::memory_order_relaxed) != 0) [[unlikely]]
+      raise_runtime_error(i);
   } else if (const auto* call = std::get_if<ExternCall>(&step.call)) {
     run_extern(f, *call, i);
   } else {
     const auto& copy = std::get<CopyCall>(step.call);
     buffer_tensor(f, copy.dst).copy_(buffer_tensor(f, copy.src));
   }
+}
+
+// Note [Runtime errors in generated code] (src/codegen/cpp/prelude.cpp): a kernel recorded an
+// error an eager op raises; clear the word and raise that error.
+void Executor::Impl::raise_runtime_error(size_t step) const {
+  const int bits = std::atomic_ref<int>(*runtime_errors).exchange(0, std::memory_order_relaxed);
+  const auto& kernel = std::get<KernelStep>(program.steps[step]);
+  KILN_CHECK((bits & 1) == 0, ValueError,
+             "compiled kernel {} (step {}): integer division by zero (ZeroDivisionError) in a "
+             "div, floor_divide, remainder or fmod of integer tensors, as the eager op raises; a "
+             "divisor has a zero element. Divide floating tensors to get inf/nan instead",
+             kernel.name, step);
+  throw ValueError(fmt::format("compiled kernel {} (step {}): runtime error bits {:#x}",
+                               kernel.name, step, bits));
 }
 
 // Note [Step profile] in step_profile.h. Names a step by the program (its library's hash, which

@@ -20,6 +20,14 @@
 // dtypes are the graph text's short names (f32, i64, u8, ...). Reading checks every field's
 // presence and type and names the JSON path of a bad one (`steps[2].extern.args[0]`), then runs
 // verify().
+//
+// Note [Checksummed graph cache entries]
+// A graph cache file is one line `kiln.program md5=<32 hex digits>` and then the program's JSON;
+// the digest covers the JSON bytes. A program that parses and verifies can still be wrong (a
+// buffer's input index changed by one gives other values, with no error), so every load checks
+// the digest, as the kernel libraries' trailers are checked (Note [Code cache]). A file that
+// fails, or does not parse, is a damaged entry: load_program warns once, naming the file, and
+// the caller compiles again and replaces it.
 #include <nlohmann/json.hpp>
 
 #include "kiln/error.h"
@@ -28,8 +36,10 @@
 #include "src/io/atomic_file.h"
 #include "src/runtime/code_cache.h"
 #include "src/runtime/program_json.h"
+#include "src/trace/md5.h"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace kiln::runtime {
@@ -341,8 +351,14 @@ Program program_from_json(const std::string& text) {
   return program;
 }
 
+namespace {
+constexpr std::string_view kEntryHeader = "kiln.program md5=";
+}  // namespace
+
 void store_program(const std::string& key, const Program& program) {
-  const std::string text = to_json(program);
+  const std::string json_text = to_json(program);
+  const std::string text =
+      fmt::format("{}{}\n{}", kEntryHeader, trace::md5_hex(json_text), json_text);
   const std::span<const std::byte> bytes = std::as_bytes(std::span(text.data(), text.size()));
   io::write_file_atomically(graph_cache_path(key), std::span(&bytes, 1), "store_program");
 }
@@ -351,13 +367,27 @@ std::optional<Program> load_program(const std::string& key) {
   const std::filesystem::path path = graph_cache_path(key);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::ostringstream stream;
+  stream << in.rdbuf();
+  const std::string text = stream.str();
+  auto damaged = [&](const std::string& why) -> std::optional<Program> {
+    std::cerr << fmt::format(
+        "kiln: warning: the graph cache entry {} is damaged ({}); compiling the graph again and "
+        "replacing it\n",
+        path.string(), why);
+    return std::nullopt;
+  };
+  const size_t newline = text.find('\n');
+  if (!text.starts_with(kEntryHeader) || newline == std::string::npos)
+    return damaged("no checksum line");
+  const std::string_view digest =
+      std::string_view(text).substr(kEntryHeader.size(), newline - kEntryHeader.size());
+  const std::string_view json_text = std::string_view(text).substr(newline + 1);
+  if (digest != trace::md5_hex(json_text)) return damaged("checksum mismatch");
   try {
-    return program_from_json(text.str());
-  } catch (const ValueError&) {
-    return std::nullopt;  // a damaged entry: the caller compiles again and store_program replaces
-                          // it
+    return program_from_json(std::string(json_text));
+  } catch (const ValueError& e) {
+    return damaged(e.what());
   }
 }
 

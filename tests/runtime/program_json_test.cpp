@@ -179,5 +179,42 @@ TEST(GraphCache, StoresLoadsAndIgnoresDamagedEntries) {
   EXPECT_THROW(load_program(""), ValueError);
 }
 
+// Note [Checksummed graph cache entries]: an edit that still parses and verifies (two buffers'
+// input indices) would run with other values; the checksum rejects it, with a warning naming the
+// file.
+TEST(GraphCache, AnEditedNumberIsADamagedEntry) {
+  testing::ScopedCacheDir dir;
+  const Program p = full_program();
+  store_program("a1b2c3", p);
+  const std::filesystem::path file = dir.path() / "graphs" / "a1b2c3.json";
+  std::string text;
+  {
+    std::ifstream in(file);
+    std::ostringstream s;
+    s << in.rdbuf();
+    text = s.str();
+  }
+  // Swap the two input buffers' input indices.
+  const size_t first = text.find("\"input\": 0"), second = text.find("\"input\": 1");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  text[first + 9] = '1';
+  text[second + 9] = '0';
+  {
+    std::ofstream out(file, std::ios::trunc);
+    out << text;
+  }
+  // The edited JSON alone is a valid program ...
+  const std::string json_text = text.substr(text.find('\n') + 1);
+  EXPECT_NO_THROW(program_from_json(json_text));
+  // ... but not a valid cache entry.
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(load_program("a1b2c3"), std::nullopt);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("graph cache entry " + file.string() + " is damaged (checksum mismatch)"),
+            std::string::npos)
+      << warning;
+}
+
 }  // namespace
 }  // namespace kiln::runtime

@@ -25,17 +25,24 @@
 // tensor: build optimizers after converting the model, as LibTorch's documentation advises.
 #pragma once
 
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "kiln/state_dict.h"
 #include "kiln/tensor.h"
 
 namespace kiln::nn {
+
+// A registered attribute's value (Module::register_attribute): state that forward() reads and
+// kiln::compile guards.
+using AttributeValue = std::variant<bool, int64_t, double, std::string>;
 
 // What load_state_dict(dict, /*strict=*/false) could not match (PyTorch's _IncompatibleKeys).
 struct LoadStateDictResult {
@@ -52,6 +59,18 @@ class Module {
   Module& operator=(const Module&) = delete;
 
   const std::string& name() const { return name_; }
+
+  // Note [Module identity and version]
+  // id() is unique for the life of the process and never reused, unlike an address: a module
+  // destroyed and another built in its place have different ids. version() grows whenever the
+  // module's registered state changes shape: a parameter, buffer, submodule or attribute
+  // registered or a submodule replaced. kiln::compile guards every module it is passed over
+  // the whole tree, by id, version, training mode and attribute values (See Note [Module guards]
+  // in src/capture/guards.h), so it never reads a slot of a module that changed or died;
+  // last_change() says in words what last changed the version (for the recompile reason).
+  uint64_t id() const { return id_; }
+  uint64_t version() const { return version_; }
+  const std::string& last_change() const { return last_change_; }
 
   // The one-tensor forward that Sequential calls. Modules whose forward takes other arguments
   // (losses, attention) add overloads; the default raises NotImplementedError naming the module.
@@ -74,6 +93,35 @@ class Module {
     add_child(std::move(name), module);
     return module;
   }
+  // Swaps the registered submodule `name` for `module` (LibTorch's replace_module; PyTorch's
+  // `self.fc = new_module`) and returns it, so a member can be rebound in one line:
+  // `fc1 = replace_module("fc1", std::make_shared<Linear>(4, 8));`. ValueError if there is no
+  // submodule of that name.
+  template <typename M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    replace_child(name, module);
+    return module;
+  }
+
+  // Attributes: plain (non-tensor) state that forward() reads, made visible to kiln::compile.
+  // A value read in forward() from a C++ member is invisible to the compiler and is frozen into
+  // the graph; the same value kept as an attribute is guarded by value, like a scalar argument:
+  // after set_attribute() a compiled function that was passed this module recompiles (or reuses
+  // the entry traced with that value). ValueError for an unknown name, a name taken by a
+  // parameter, buffer or submodule, or (set_attribute) a value of another type.
+  void register_attribute(std::string name, AttributeValue value);
+  void set_attribute(const std::string& name, AttributeValue value);
+  const AttributeValue& attribute(const std::string& name) const;
+  // This module's own attributes, in registration order.
+  const std::vector<std::pair<std::string, AttributeValue>>& attributes() const {
+    return attributes_;
+  }
+  template <typename T>
+  const T& attribute_as(const std::string& name) const {
+    const AttributeValue& v = attribute(name);
+    if (const T* p = std::get_if<T>(&v)) return *p;
+    throw_attribute_type_error(name);
+  }
 
   // ---- walks (registration order, the module's own entries before its submodules') ----
   // A tensor or module reachable twice (shared weights) is listed once.
@@ -90,6 +138,12 @@ class Module {
   // This module first (name ""), then every descendant, depth first. The pointers do not own.
   std::vector<Module*> modules();
   std::vector<std::pair<std::string, Module*>> named_modules();
+  // Calls `fn(name, depth, module)` on this module (name "", depth 0) and then on every
+  // submodule (its registered name in its parent), depth first in registration order; a
+  // submodule registered twice is visited twice. Allocates nothing (kiln::compile's guards walk
+  // it on every call).
+  void visit_modules(const std::function<void(const std::string&, int, const Module&)>& fn,
+                     const std::string& name = "", int depth = 0) const;
 
   // ---- mode, dtype, gradients ----
 
@@ -136,6 +190,9 @@ class Module {
   };
 
   void add_child(std::string name, std::shared_ptr<Module> module);
+  void replace_child(const std::string& name, std::shared_ptr<Module> module);
+  void changed(std::string what);
+  [[noreturn]] void throw_attribute_type_error(const std::string& name) const;
   void check_new_name(const std::string& name, std::string_view what) const;
   enum class SlotKind { Parameter, Buffer };
   // Appends (dotted name, slot) for every defined slot of `kind` of self (and its descendants
@@ -145,11 +202,15 @@ class Module {
                             const std::string& prefix, Out& out);
 
   std::string name_;
+  uint64_t id_;
+  uint64_t version_ = 0;
+  std::string last_change_;
   bool training_ = true;
   // Deques: push_back never moves existing slots (Note [Parameter slots]).
   std::deque<Slot> parameters_;
   std::deque<Slot> buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, AttributeValue>> attributes_;
 };
 
 std::ostream& operator<<(std::ostream& os, const Module& module);

@@ -112,29 +112,52 @@ template <class T> KILN_INLINE T kiln_minimum(T a, T b) {
   return (a != a) | (b != b) ? (T)(a + b) : m;
 }
 
-// Integer division by zero has no defined value in generated code; it gives 0 (the eager
-// kernels raise instead: Note [Integer division by zero] in src/codegen/cpp/printer.cpp).
+// Note [Runtime errors in generated code]
+// Some inputs make an eager op raise where a compiled kernel has no way to throw: an integer
+// division by zero. The trace cannot guard against them (they depend on data), so the kernel
+// records the error in kiln_runtime_errors, a word every generated library exports (bit 1:
+// integer division by zero), and goes on with a placeholder value; the executor reads the word
+// after each kernel and raises the eager op's error (runtime/executor.cpp), so the placeholder
+// never reaches the user. The word is per library; two threads running one library at once can
+// see each other's error, which is then still an error of that program on some call.
+extern "C" __attribute__((visibility("default"))) int kiln_runtime_errors;
+int kiln_runtime_errors = 0;
+KILN_INLINE void kiln_runtime_error(int bit) {
+  __atomic_fetch_or(&kiln_runtime_errors, bit, __ATOMIC_RELAXED);
+}
+#define KILN_ERROR_INTEGER_DIVISION_BY_ZERO 1
 template <class T> KILN_INLINE T kiln_truncdiv(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
   if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
   return a / b;
 }
 template <class T> KILN_INLINE T kiln_floordiv(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
   if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
   T q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 template <class T> KILN_INLINE T kiln_remainder(T a, T b) {
-  if (b == 0) return 0;
+  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
   if ((T)-1 < (T)0 && b == (T)-1) return 0;
   T r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
-template <class T> KILN_INLINE T kiln_fmod_int(T a, T b) {
+// Floor division and modulo of index expressions (sizes and loop variables): no error bit.
+KILN_INLINE int64_t kiln_index_floordiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
+  const int64_t q = a / b;
+  return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+}
+KILN_INLINE int64_t kiln_index_remainder(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  const int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+template <class T> KILN_INLINE T kiln_fmod_int(T a, T b) {
+  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
   if ((T)-1 < (T)0 && b == (T)-1) return 0;
   return a % b;
 }

@@ -142,7 +142,9 @@ std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& r) {
       // Non-negative operands: C's truncating operators are floor division and modulo.
       if (lower::is_nonnegative(e->args()[0], r) && lower::is_nonnegative(e->args()[1], r))
         return fmt::format("({} {} {})", a, div ? "/" : "%", b);
-      return fmt::format("kiln_{}<int64_t>({}, {})", div ? "floordiv" : "remainder", a, b);
+      // Index arithmetic: a zero divisor here is a size 0, whose loops never run, so it is
+      // not a user's division by zero (Note [Runtime errors in generated code]).
+      return fmt::format("kiln_index_{}({}, {})", div ? "floordiv" : "remainder", a, b);
     }
     case ExprKind::Min:
     case ExprKind::Max: {

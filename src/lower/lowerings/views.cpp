@@ -162,7 +162,16 @@ std::vector<TensorBox> lower_squeeze(GraphLowering& l, const graph::Node& node) 
     removed[wrap_dim(arg_constant(node, 1).to_int(), static_cast<int64_t>(x.dim()), "squeeze")] =
         true;
   } else {
-    for (size_t d = 0; d < x.dim(); ++d) removed[d] = x.sizes()[d] == one_size;
+    // The dims the meta function dropped: those of size 1, which includes a compound size such
+    // as (s0 + 2) // 3 that a guard pinned to 1 (meta_squeeze). The kept dims are the output's
+    // sizes in order, so walk both: an input size that is not the next output size was dropped.
+    size_t j = 0;
+    for (size_t d = 0; d < x.dim(); ++d) {
+      const bool kept = j < sizes.size() && x.sizes()[d] == sizes[j] && sizes[j] != one_size;
+      removed[d] = !kept;
+      j += kept ? 1 : 0;
+    }
+    if (j != sizes.size()) return {};  // sizes in another form: the extern kernel decides
   }
   return one(x.view(sizes, [removed](const Index& i) {
     Index in;

@@ -1,0 +1,306 @@
+// A compiled function returns what the same code returns eagerly, or raises (issue 19): each test
+// here is a case where kiln::compile once returned a different answer with no error.
+#include <gtest/gtest.h>
+
+#include "kiln/compile.h"
+#include "kiln/kiln.h"
+#include "src/capture/tracer.h"
+#include "tests/capture/compare.h"
+
+namespace kiln {
+namespace {
+
+using testing::expect_equal;
+
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+CompileOptions with_backend(const std::string& backend) {
+  CompileOptions o;
+  o.backend = backend;
+  return o;
+}
+
+// ---- modules (Note [Module guards]) ----
+
+class ModuleGuards : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModuleGuards, TwoModulesThroughOneFunctionEachGetTheirOwnParameters) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  nn::Linear a(4, 3), b(4, 3);
+  Tensor x = randn({2, 4});
+  expect_equal(f(a, x), a(x));
+  expect_equal(f(b, x), b(x));
+  expect_equal(f(a, x), a(x));
+  ASSERT_FALSE(f.stats().recompile_reasons.empty());
+  EXPECT_NE(f.stats().recompile_reasons[0].find("model is a different module than when traced"),
+            std::string::npos)
+      << f.stats().recompile_reasons[0];
+}
+
+TEST_P(ModuleGuards, AModuleBuiltWhereADestroyedOneWasIsNotTheTracedModule) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  Tensor x = randn({2, 4});
+  for (int i = 0; i < 3; ++i) {
+    auto m = std::make_unique<nn::Linear>(4, 3);  // often at the address the last one had
+    expect_equal(f(*m, x), (*m)(x));
+  }
+  EXPECT_EQ(f.stats().compiles, 3);
+}
+
+struct TwoLayers : nn::Module {
+  TwoLayers() : Module("TwoLayers") {
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 4));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(4, 2));
+    register_attribute("scale", 2.0);
+    register_attribute("use_relu", true);
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor h = fc1->forward(x) * attribute_as<double>("scale");
+    if (attribute_as<bool>("use_relu")) h = h.relu();
+    return fc2->forward(h);
+  }
+  std::shared_ptr<nn::Linear> fc1, fc2;
+};
+
+TEST_P(ModuleGuards, AReplacedSubmoduleRecompiles) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  TwoLayers net;
+  Tensor x = randn({3, 4});
+  expect_equal(f(net, x), net(x));
+  net.fc2 = net.replace_module("fc2", std::make_shared<nn::Linear>(4, 2));
+  expect_equal(f(net, x), net(x));
+  ASSERT_EQ(f.stats().recompile_reasons.size(), 1u);
+  EXPECT_NE(f.stats().recompile_reasons[0].find("model (TwoLayers) changed since it was traced: "
+                                                "submodule \"fc2\" replaced"),
+            std::string::npos)
+      << f.stats().recompile_reasons[0];
+}
+
+TEST_P(ModuleGuards, AttributesAreGuardedByValue) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  TwoLayers net;
+  Tensor x = randn({3, 4});
+  expect_equal(f(net, x), net(x));
+  net.set_attribute("scale", 3.0);
+  expect_equal(f(net, x), net(x));
+  net.set_attribute("use_relu", false);
+  expect_equal(f(net, x), net(x));
+  ASSERT_EQ(f.stats().recompile_reasons.size(), 2u);
+  EXPECT_NE(f.stats().recompile_reasons[0].find("attribute model.scale changed from 2 to 3"),
+            std::string::npos)
+      << f.stats().recompile_reasons[0];
+  net.set_attribute("scale", 2.0);
+  net.set_attribute("use_relu", true);
+  expect_equal(f(net, x), net(x));
+  EXPECT_EQ(f.stats().compiles, 3);  // the first entry is reused
+}
+
+TEST_P(ModuleGuards, ANewParameterOrTrainingModeRecompiles) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  TwoLayers net;
+  Tensor x = randn({3, 4});
+  expect_equal(f(net, x), net(x));
+  net.fc1->register_parameter("extra", zeros({1}));
+  expect_equal(f(net, x), net(x));
+  net.eval();
+  expect_equal(f(net, x), net(x));
+  ASSERT_EQ(f.stats().recompile_reasons.size(), 2u);
+  EXPECT_NE(f.stats().recompile_reasons[0].find("model.fc1 (Linear) changed since it was traced: "
+                                                "parameter \"extra\" registered"),
+            std::string::npos)
+      << f.stats().recompile_reasons[0];
+  EXPECT_NE(f.stats().recompile_reasons[1].find("model's training mode changed from train to eval"),
+            std::string::npos)
+      << f.stats().recompile_reasons[1];
+}
+
+TEST_P(ModuleGuards, AParameterAssignedANewTensorIsRead) {
+  auto f = compile([](nn::Module& m, const Tensor& x) { return m(x); }, with_backend(GetParam()));
+  nn::Linear lin(4, 3);
+  Tensor x = randn({2, 4});
+  expect_equal(f(lin, x), lin(x));
+  lin.weight = randn({3, 4}).requires_grad_();
+  expect_equal(f(lin, x), lin(x));
+  lin.weight = randn({3, 4}, kFloat64).requires_grad_();
+  lin.bias = randn({3}, kFloat64).requires_grad_();
+  Tensor x64 = x.to(kFloat64);
+  expect_equal(f(lin, x64), lin(x64));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ModuleGuards, ::testing::Values("eager", "inductor"));
+
+TEST(ModuleAttributes, BadUseRaisesNamingTheModuleAndAttribute) {
+  TwoLayers net;
+  EXPECT_NE(error_message([&] { net.set_attribute("scale", int64_t{3}); })
+                .find("set_attribute(\"scale\"): the attribute holds a double, not a int64"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { net.attribute("missing"); })
+                .find("TwoLayers: no attribute named \"missing\""),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { net.register_attribute("fc1", 1.0); })
+                .find("cannot register attribute \"fc1\""),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { net.attribute_as<int64_t>("scale"); })
+                .find("attribute \"scale\" holds a double"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { net.replace_module("fc3", std::make_shared<nn::ReLU>()); })
+                .find("replace_module(\"fc3\"): there is no submodule of that name"),
+            std::string::npos);
+}
+
+// ---- runtime checks (Note [Runtime errors in generated code]) ----
+
+class IntegerDivisionByZero : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(IntegerDivisionByZero, RaisesAsEagerDoes) {
+  const CompileOptions options = with_backend(GetParam());
+  auto floor = compile([](const Tensor& a, const Tensor& b) { return a.div(b, "floor") + 1; },
+                       options);
+  auto rem = compile([](const Tensor& a, const Tensor& b) { return a.remainder(b) * 2; }, options);
+  auto trunc = compile([](const Tensor& a, const Tensor& b) { return a.div(b, "trunc") - 1; },
+                       options);
+  Tensor a = tensor({5, 7, 9}, kInt64), good = tensor({1, 2, 3}, kInt64);
+  Tensor zero = tensor({1, 0, 3}, kInt64);
+  expect_equal(floor(a, good), a.div(good, "floor") + 1);
+  expect_equal(rem(a, good), a.remainder(good) * 2);
+  Tensor a32 = a.to(kInt32), good32 = good.to(kInt32), zero32 = zero.to(kInt32);
+  expect_equal(trunc(a32, good32), a32.div(good32, "trunc") - 1);
+  EXPECT_THROW(a.div(zero, "floor"), ValueError);  // eager
+  for (int i = 0; i < 2; ++i) {  // the error does not stick: the next good call works
+    const std::string message = error_message([&] { floor(a, zero); });
+    EXPECT_NE(message.find("integer division by zero"), std::string::npos) << message;
+    EXPECT_THROW(rem(a, zero), ValueError);
+    EXPECT_THROW(trunc(a32, zero32), ValueError);
+    expect_equal(floor(a, good), a.div(good, "floor") + 1);
+    expect_equal(trunc(a32, good32), a32.div(good32, "trunc") - 1);
+  }
+  EXPECT_EQ(floor.stats().compiles, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, IntegerDivisionByZero, ::testing::Values("eager", "inductor"));
+
+// ---- symbolic sizes that may be 1 ----
+
+TEST(SymbolicSizeOne, SqueezeOfAnExpressionThatIsOneDropsTheDim) {
+  auto f = compile([](const Tensor& x) { return x.slice(0, 0, 5, 3).cumsum(-1).squeeze(); },
+                   {.dynamic = true});
+  for (int64_t n : {3, 7, 3, 2}) {
+    Tensor x = randn({n});
+    Tensor expected = x.slice(0, 0, 5, 3).cumsum(-1).squeeze();
+    Tensor actual = f(x);
+    EXPECT_EQ(actual.sizes().vec(), expected.sizes().vec()) << "n = " << n;
+    expect_equal(actual, expected);
+  }
+}
+
+TEST(SymbolicSizeOne, NarrowThenSqueezeDim) {
+  auto f = compile([](const Tensor& x) { return x.narrow(0, 0, x.size(0) - 2).squeeze(0) * 2; },
+                   {.dynamic = true});
+  for (int64_t n : {5, 3, 6, 3}) {
+    Tensor x = randn({n, 2});
+    Tensor expected = x.narrow(0, 0, n - 2).squeeze(0) * 2;
+    Tensor actual = f(x);
+    EXPECT_EQ(actual.sizes().vec(), expected.sizes().vec()) << "n = " << n;
+    expect_equal(actual, expected);
+  }
+}
+
+TEST(SymbolicSizeOne, WithoutZeroOneSpecializationSizeOneSqueezesAndBroadcasts) {
+  CompileOptions options{.dynamic = true, .specialize_zero_one = false};
+  auto squeeze = compile([](const Tensor& x) { return x.squeeze(1) + 1; }, options);
+  auto add = compile([](const Tensor& a, const Tensor& b) { return a + b; }, options);
+  for (int64_t n : {1, 3, 1}) {
+    Tensor x = randn({4, n});
+    Tensor expected = x.squeeze(1) + 1;
+    Tensor actual = squeeze(x);
+    EXPECT_EQ(actual.sizes().vec(), expected.sizes().vec()) << "n = " << n;
+    expect_equal(actual, expected);
+  }
+  Tensor a = randn({4, 1}), b = randn({4, 3});
+  expect_equal(add(a, b), a + b);
+  expect_equal(add(b, a), b + a);
+}
+
+// ---- overlapping inputs (Note [Input aliasing]) ----
+
+TEST(InputAliasing, OverlappingViewsRunAsEagerDoes) {
+  auto body = [](const Tensor& a, const Tensor& b) {
+    a.copy_(b * 10);
+    return a + b;
+  };
+  auto f = compile(body);
+  {
+    Tensor a = arange(3, kInt64), b = arange(3, kInt64) + 1;
+    expect_equal(f(a, b), (b * 10) + b);
+  }
+  auto run = [&](auto&& fn) {
+    Tensor base = arange(6, kInt64) - 3;
+    Tensor out = fn(base.narrow(0, 0, 3), base.narrow(0, 2, 3));
+    return std::make_pair(out, base);
+  };
+  auto [expected, expected_base] = run(body);
+  auto [actual, actual_base] = run(f);
+  expect_equal(actual, expected);
+  expect_equal(actual_base, expected_base);
+  Tensor x = arange(3, kInt64);
+  Tensor x_eager = x.clone();
+  expect_equal(f(x, x), body(x_eager, x_eager));  // the same tensor twice
+  expect_equal(x, x_eager);
+  ASSERT_GE(f.stats().recompile_reasons.size(), 1u);
+  EXPECT_NE(f.stats().recompile_reasons[0].find("arg0 and arg1 now share memory"),
+            std::string::npos)
+      << f.stats().recompile_reasons[0];
+  Tensor a = arange(3, kInt64), b = arange(3, kInt64) + 1;
+  expect_equal(f(a, b), (b * 10) + b);
+  EXPECT_EQ(f.stats().compiles, 2);  // one traced entry, one eager entry for overlapping inputs
+}
+
+// ---- graph-break branches and recursion ----
+
+TEST(GraphBreakBranches, CountTowardTheRecompileLimit) {
+  auto body = [](const Tensor& x) { return x * x.sum().item<double>(); };
+  auto f = compile(body, {.recompile_limit = 4});
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 40; ++i) {
+    Tensor x = full({3}, static_cast<double>(i));
+    expect_equal(f(x), body(x));
+  }
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(f.stats().fell_back_to_eager);
+  EXPECT_LE(f.stats().compiles, 4);
+  EXPECT_NE(warning.find("hit the recompile limit (4) with 3 graph-break branches"),
+            std::string::npos)
+      << warning;
+}
+
+TEST(GraphBreakBranches, ALargeValueIsKeyedByItsDigest) {
+  Tensor big = arange(1000, kInt64);
+  const std::string key = capture::value_key_of(big);
+  EXPECT_LT(key.size(), 80u) << key;
+  Tensor other = big.clone();
+  other.narrow(0, 999, 1).fill_(5);
+  EXPECT_NE(capture::value_key_of(other), key);
+  EXPECT_EQ(capture::value_key_of(big.clone()), key);
+}
+
+TEST(Recursion, ACompiledFunctionCallingItselfRaises) {
+  std::function<Tensor(const Tensor&)> recurse;
+  auto f = compile([&](const Tensor& x) { return recurse(x) + 1; });
+  recurse = [&](const Tensor& x) { return f(x); };
+  const std::string message = error_message([&] { f(ones({2})); });
+  EXPECT_NE(message.find("the compiled function called itself"), std::string::npos) << message;
+  // The failed call released the function: a call that does not recurse works afterwards.
+  auto g = compile([](const Tensor& x) { return x + 1; });
+  expect_equal(g(ones({2})), full({2}, 2.0));
+}
+
+}  // namespace
+}  // namespace kiln
