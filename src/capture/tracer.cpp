@@ -72,6 +72,8 @@ class Tracer final : public TracingHooks {
   // The parameter whose gradient `real` is, with the parameter's source, if any (Note [Backward
   // in a compiled function]).
   std::optional<std::pair<Tensor, std::string>> grad_owner_of(const Tensor& real);
+  // A traced fake that Meta tensor `t` aliases with the same metadata (`t` is its detach()).
+  std::optional<Tensor> alias_source(const Tensor& t) const;
   bool segment_has_ops() const;
   // The source of real tensor `real` as a graph input of this segment (lifting it if needed).
   std::string lifted_source(const Tensor& real);
@@ -239,10 +241,19 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     return lift(ref, fake);
   }
   if (auto it = inputs_.find(impl); it != inputs_.end()) return lift(it->second, fake);
+  if (t.device() == Device::Meta) {
+    // detach() of a fake makes an alias without an op (it only drops autograd): the same value.
+    if (std::optional<Tensor> source = alias_source(t)) {
+      twins_[t.impl()] = *source;
+      keep_.push_back(t);
+      return value_of(*source);
+    }
+  }
   KILN_CHECK(t.device() != Device::Meta, ValueError,
-             "{}: a Meta tensor that this trace did not create was used (a fake tensor that "
-             "escaped an earlier trace?); compiled functions must not keep tensors across calls",
-             req_.function_name);
+             "{}: a Meta tensor ({} {}) that this trace did not create was used (a fake tensor "
+             "that escaped an earlier trace?); compiled functions must not keep tensors across "
+             "calls",
+             req_.function_name, dtype_name(t.dtype()), shape_str(t.sym_sizes()));
   // A real tensor seen for the first time: a module parameter/buffer, or a captured constant.
   InputRef ref;
   TensorGuard guard;
@@ -268,6 +279,25 @@ graph::Value* Tracer::value_of(const Tensor& t) {
   twins_[t.impl()] = twin;
   inputs_[twin.impl()] = ref;
   return lift(ref, twin);
+}
+
+std::optional<Tensor> Tracer::alias_source(const Tensor& t) const {
+  auto same_dims = [](SymIntArrayRef a, SymIntArrayRef b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](SymInt x, SymInt y) {
+             return same(x, y);
+           });
+  };
+  for (const Tensor& fake : keep_) {
+    if (fake.impl() == t.impl() || fake.impl()->storage().get() != t.impl()->storage().get())
+      continue;
+    if (fake.dtype() == t.dtype() && same_dims(fake.sym_sizes(), t.sym_sizes()) &&
+        same_dims(fake.sym_strides(), t.sym_strides()) &&
+        same(fake.impl()->sym_offset(), t.impl()->sym_offset()) &&
+        (values_.contains(fake.impl()) || prior_.contains(fake.impl()) ||
+         inputs_.contains(fake.impl())))
+      return fake;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::pair<Tensor, std::string>> Tracer::grad_owner_of(const Tensor& real) {

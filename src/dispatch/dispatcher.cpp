@@ -80,23 +80,25 @@ DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
 
 // The dtype of an op's first tensor argument must be one the op supports (OpDef::dtypes).
 void check_dtype(const OpDef& op, const Stack& args) {
-  // The main input's dtype: the first tensor argument, or for factories the requested dtype.
+  // The main input's dtype: for factories the requested dtype (a factory's tensor argument, such
+  // as rand.state's rng_state, is not its data), otherwise the first tensor argument.
   std::optional<ScalarType> dtype;
   const Tensor* input = nullptr;
-  for (const IValue& v : args) {
-    if (v.is_tensor() && v.tensor().defined()) input = &v.tensor();
-    if (v.is_tensor_list() && !v.tensor_list().empty()) input = &v.tensor_list()[0];
-    if (input != nullptr) {
-      dtype = input->dtype();
-      break;
-    }
-  }
-  if (!dtype && op.has_tag(kTagFactory)) {
+  if (op.has_tag(kTagFactory)) {
     for (const IValue& v : args) {
       if (v.is_dtype()) {
         dtype = v.dtype();
         break;
       }
+    }
+  }
+  for (const IValue& v : args) {
+    if (dtype) break;
+    if (v.is_tensor() && v.tensor().defined()) input = &v.tensor();
+    if (v.is_tensor_list() && !v.tensor_list().empty()) input = &v.tensor_list()[0];
+    if (input != nullptr) {
+      dtype = input->dtype();
+      break;
     }
   }
   if (!dtype || op.dtypes.contains(*dtype)) return;

@@ -156,6 +156,95 @@ TEST(ModuleAttributes, BadUseRaisesNamingTheModuleAndAttribute) {
             std::string::npos);
 }
 
+// ---- random numbers (Note [Random ops under a trace]) ----
+
+class RandomOps : public ::testing::TestWithParam<std::string> {};
+
+// Runs `fn` once per seed, eagerly and compiled, each from the same generator state: the values
+// must be the very ones eager code draws, and the generator must end where eager leaves it.
+template <typename F>
+void expect_eager_numbers(F fn, const CompileOptions& options, const Tensor& x) {
+  auto f = compile(fn, options);
+  for (uint64_t seed : {999u, 123u, 999u}) {
+    manual_seed(seed);
+    Tensor expected = fn(x);
+    Tensor expected_next = fn(x);
+    const uint64_t expected_offset = default_generator().offset();
+    manual_seed(seed);
+    Tensor actual = f(x);
+    Tensor actual_next = f(x);  // a cache hit draws fresh numbers
+    EXPECT_EQ(default_generator().offset(), expected_offset);
+    expect_equal(actual, expected);
+    expect_equal(actual_next, expected_next);
+    EXPECT_NE(actual.to(kFloat64).to_vector<double>(), actual_next.to(kFloat64).to_vector<double>());
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+TEST_P(RandomOps, DrawTheNumbersEagerDrawsAndAdvanceTheGenerator) {
+  const CompileOptions options = with_backend(GetParam());
+  Tensor x = randn({4, 8});
+  expect_eager_numbers([](const Tensor& t) { return dropout(t, 0.5, true) * 2; }, options, x);
+  expect_eager_numbers([](const Tensor& t) { return rand_like(t) + t; }, options, x);
+  expect_eager_numbers([](const Tensor& t) { return t + randn({4, 8}) + randn({8}); }, options, x);
+  expect_eager_numbers(
+      [](const Tensor& t) { return t + randint(0, 10, {4, 8}, TensorOptions(kInt64)); }, options,
+      x);
+  nn::Dropout drop(0.3);
+  expect_eager_numbers([&](const Tensor& t) { return drop(t); }, options, x);
+}
+
+TEST_P(RandomOps, ACapturedGeneratorAdvances) {
+  Generator gen(7);
+  auto body = [&](const Tensor& t) { return dropout(t, 0.5, true, gen); };
+  auto f = compile(body, with_backend(GetParam()));
+  Tensor x = ones({64});
+  gen.manual_seed(7);
+  Tensor e1 = body(x), e2 = body(x);
+  gen.manual_seed(7);
+  expect_equal(f(x), e1);
+  expect_equal(f(x), e2);
+}
+
+TEST_P(RandomOps, ATrainingStepWithDropoutMatchesEager) {
+  auto make_model = [] {
+    manual_seed(5);
+    return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(6, 16), std::make_shared<nn::Dropout>(0.5),
+        std::make_shared<nn::Linear>(16, 3)});
+  };
+  auto eager_model = make_model(), compiled_model = make_model();
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD compiled_opt(compiled_model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto step_of = [](nn::Module& model, optim::SGD& opt) {
+    return [&model, &opt](const Tensor& x, const Tensor& y) {
+      opt.zero_grad();
+      Tensor loss = cross_entropy(model(x), y);
+      loss.backward();
+      opt.step();
+      return loss.detach();
+    };
+  };
+  auto eager_step = step_of(*eager_model, eager_opt);
+  auto compiled_step = compile(step_of(*compiled_model, compiled_opt), with_backend(GetParam()));
+  manual_seed(11);
+  Tensor x = randn({8, 6}), y = randint(0, 3, {8});
+  for (int i = 0; i < 4; ++i) {
+    manual_seed(100 + i);
+    Tensor expected = eager_step(x, y);
+    manual_seed(100 + i);
+    Tensor actual = compiled_step(x, y);
+    EXPECT_NEAR(actual.item<float>(), expected.item<float>(), 1e-5) << "step " << i;
+  }
+  const auto e = eager_model->parameters(), c = compiled_model->parameters();
+  for (size_t i = 0; i < e.size(); ++i) {
+    const std::vector<float> ev = e[i].to_vector<float>(), cv = c[i].to_vector<float>();
+    for (size_t k = 0; k < ev.size(); ++k) EXPECT_NEAR(cv[k], ev[k], 1e-4) << "parameter " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RandomOps, ::testing::Values("eager", "inductor"));
+
 // ---- runtime checks (Note [Runtime errors in generated code]) ----
 
 class IntegerDivisionByZero : public ::testing::TestWithParam<std::string> {};

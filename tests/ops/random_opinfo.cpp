@@ -59,6 +59,63 @@ const bool registered = [] {
                           err({zeros({2}, kInt64), 0.5, int64_t{0}, int64_t{0}}, ErrorKind::DType, "int input")};
                     },
                     .compare_values = false});
+  // The `.state` forms (Note [Random ops under a trace]): the (seed, first counter) pair as an
+  // int64 tensor.
+  auto state = [](int64_t seed, int64_t first) { return tensor({seed, first}, kInt64); };
+  for (const char* name : {"rand.state", "randn.state"}) {
+    register_op_info({.name = name,
+                      .samples = [state](ScalarType dt, std::mt19937_64&) {
+                        return Args{{{Shape{3, 4}, dt, state(1, 0)}, "[3,4]"},
+                                    {{Shape{}, dt, state(-7, 100)}, "0-dim"},
+                                    {{Shape{0, 2}, dt, state(1, 0)}, "zero-size"}};
+                      },
+                      .error_cases = [state] {
+                        return std::vector<ErrorCase>{
+                            err({Shape{2}, kInt64, state(0, 0)}, ErrorKind::DType, "int dtype"),
+                            err({Shape{-1}, kFloat32, state(0, 0)}, ErrorKind::Value, "negative size"),
+                            err({Shape{2}, kFloat32, zeros({3}, kInt64)}, ErrorKind::Value, "state of 3"),
+                            err({Shape{2}, kFloat32, zeros({2})}, ErrorKind::Value, "float state")};
+                      },
+                      .compare_values = false});
+  }
+  register_op_info({.name = "randint.state",
+                    .samples = [state](ScalarType dt, std::mt19937_64&) {
+                      return Args{{{Scalar(0), Scalar(5), Shape{3, 4}, dt, state(1, 0)}, "[0,5)"},
+                                  {{Scalar(0), Scalar(3), Shape{0}, dt, state(1, 0)}, "zero-size"}};
+                    },
+                    .error_cases = [state] {
+                      return std::vector<ErrorCase>{
+                          err({Scalar(5), Scalar(5), Shape{2}, kInt64, state(0, 0)}, ErrorKind::Value, "empty range"),
+                          err({Scalar(0), Scalar(2), Shape{2}, kInt64, zeros({1}, kInt64)}, ErrorKind::Value, "state of 1")};
+                    },
+                    .compare_values = false});
+  register_op_info({.name = "dropout.state",
+                    .samples = [state](ScalarType dt, std::mt19937_64& rng) {
+                      Args out;
+                      for (SampleInput& s : unary_samples(dt, rng)) {
+                        s.args.emplace_back(0.3);
+                        s.args.emplace_back(state(5, 0));
+                        out.push_back(s);
+                      }
+                      return out;
+                    },
+                    .error_cases = [state] {
+                      return std::vector<ErrorCase>{
+                          err({zeros({2}), 1.5, state(0, 0)}, ErrorKind::Value, "p > 1"),
+                          err({zeros({2}, kInt64), 0.5, state(0, 0)}, ErrorKind::DType, "int input"),
+                          err({zeros({2}), 0.5, zeros({2, 1}, kInt64)}, ErrorKind::Value, "2-d state")};
+                    },
+                    .compare_values = false});
+  register_op_info({.name = "rng_state_snapshot",
+                    .samples = [state](ScalarType, std::mt19937_64&) {
+                      return Args{{{state(3, 9)}, "pair"}};
+                    },
+                    .reference = [](const Stack& a) { return std::vector<Tensor>{a[0].tensor().clone()}; },
+                    .error_cases = [] {
+                      return std::vector<ErrorCase>{
+                          err({zeros({3}, kInt64)}, ErrorKind::Value, "3 elements"),
+                          err({zeros({2})}, ErrorKind::DType, "float")};
+                    }});
   register_op_info({.name = "linspace",
                     .samples = [](ScalarType dt, std::mt19937_64&) {
                       return Args{{{Scalar(0), Scalar(10), int64_t{5}, dt, Device::CPU}, "0..10 in 5"},

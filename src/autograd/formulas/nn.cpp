@@ -592,6 +592,13 @@ void dropout_backward_formula(GradContext& ctx) {
       0, dispatch::call_tensor(id, ctx.grad(0), ctx.double_arg(1), ctx.int_arg(2), ctx.int_arg(3)));
 }
 
+// dropout.state(input, p, rng_state): as dropout, with the (seed, offset) pair read from the
+// rng_state tensor (Note [Random ops under a trace], src/ops/random.cpp), saved for the backward.
+void dropout_state_backward_formula(GradContext& ctx) {
+  static const OpId id = op_id("dropout.state");
+  ctx.set_grad(0, dispatch::call_tensor(id, ctx.grad(0), ctx.double_arg(1), ctx.input(2)));
+}
+
 }  // namespace
 
 void register_nn_derivatives(OpRegistry& ops) {
@@ -646,6 +653,10 @@ void register_nn_derivatives(OpRegistry& ops) {
                 .backward = sdpa_backward_formula,
                 .save_args = bits({0, 1, 2, 3})},
                {.op = "dropout", .backward = dropout_backward_formula},
+               {.op = "dropout.state",
+                .backward = dropout_state_backward_formula,
+                .save_args = bits({2}),
+                .nondifferentiable_args = bits({2})},
            });
 }
 
