@@ -80,8 +80,9 @@ bool check_module(const ModuleGuard& g, const nn::Module& root, std::string* why
     *why = fmt::format("{} ({}) changed since it was traced: {}", failed->path, failed->type,
                        actual->last_change());
   } else if (failed->training != actual->is_training()) {
-    *why = fmt::format("{}'s training mode changed from {} to {}", failed->path,
-                       failed->training ? "train" : "eval", actual->is_training() ? "train" : "eval");
+    *why =
+        fmt::format("{}'s training mode changed from {} to {}", failed->path,
+                    failed->training ? "train" : "eval", actual->is_training() ? "train" : "eval");
   } else {
     for (size_t k = 0; k < failed->attributes.size(); ++k)
       if (!same_attribute(failed->attributes[k], actual->attributes()[k].second))
@@ -251,8 +252,8 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
   std::pair<int, int> changed{-1, -1};
   const bool same_overlaps = for_each_arg_pair(args, [&](int i, int j, bool overlap) {
     const auto& expected = guards.overlapping_args;
-    const bool expect = overlap_index < expected.size() &&
-                        expected[overlap_index] == std::make_pair(i, j);
+    const bool expect =
+        overlap_index < expected.size() && expected[overlap_index] == std::make_pair(i, j);
     if (expect) ++overlap_index;
     if (overlap == expect) return true;
     changed = {i, j};
@@ -261,9 +262,9 @@ bool check_guards(const GuardSet& guards, const SymbolTable& table,
   if (!same_overlaps) {
     const auto& traced = guards.overlapping_args;
     const bool did = std::find(traced.begin(), traced.end(), changed) != traced.end();
-    return fail(fmt::format("arg{} and arg{} {} memory; they {} when traced (Note [Input aliasing])",
-                            changed.first, changed.second, did ? "no longer share" : "now share",
-                            did ? "did" : "did not"));
+    return fail(fmt::format(
+        "arg{} and arg{} {} memory; they {} when traced (Note [Input aliasing])", changed.first,
+        changed.second, did ? "no longer share" : "now share", did ? "did" : "did not"));
   }
   for (const ValueGuard& g : guards.values)
     if (!g.holds()) return fail(fmt::format("{} no longer holds", g.what));

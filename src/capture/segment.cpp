@@ -16,8 +16,9 @@ std::string value_key_of(const Tensor& real) {
   // A large value (to_vector() of a whole tensor) is keyed by its digest: the key stays short,
   // and two values collide with probability 2^-128.
   if (n > 64)
-    return key + "md5:" + trace::md5_hex(std::string_view(reinterpret_cast<const char*>(bytes),
-                                                          static_cast<size_t>(n)));
+    return key + "md5:" +
+           trace::md5_hex(
+               std::string_view(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n)));
   for (int64_t i = 0; i < n; ++i) key += fmt::format("{:02x}", bytes[i]);
   return key;
 }

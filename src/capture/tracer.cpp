@@ -283,9 +283,8 @@ graph::Value* Tracer::value_of(const Tensor& t) {
 
 std::optional<Tensor> Tracer::alias_source(const Tensor& t) const {
   auto same_dims = [](SymIntArrayRef a, SymIntArrayRef b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](SymInt x, SymInt y) {
-             return same(x, y);
-           });
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](SymInt x, SymInt y) { return same(x, y); });
   };
   for (const Tensor& fake : keep_) {
     if (fake.impl() == t.impl() || fake.impl()->storage().get() != t.impl()->storage().get())

@@ -157,13 +157,13 @@ void Module::set_attribute(const std::string& name, AttributeValue value) {
 const AttributeValue& Module::attribute(const std::string& name) const {
   for (const auto& [attr_name, value] : attributes_)
     if (attr_name == name) return value;
-  throw ValueError(fmt::format(
-      "{}: no attribute named \"{}\"; register_attribute adds one", name_, name));
+  throw ValueError(
+      fmt::format("{}: no attribute named \"{}\"; register_attribute adds one", name_, name));
 }
 
 void Module::throw_attribute_type_error(const std::string& name) const {
-  throw ValueError(fmt::format("{}: attribute \"{}\" holds a {}; read it as that type", name_,
-                               name, attribute_type_name(attribute(name))));
+  throw ValueError(fmt::format("{}: attribute \"{}\" holds a {}; read it as that type", name_, name,
+                               attribute_type_name(attribute(name))));
 }
 
 Tensor& Module::parameter_slot(const std::string& name) {

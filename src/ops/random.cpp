@@ -325,8 +325,7 @@ Tensor dropout(const Tensor& input, double p, bool train) {
 Tensor dropout(const Tensor& input, double p, bool train, Generator& gen) {
   check_dropout_p(p);
   if (!train) return input;
-  if (std::optional<Tensor> state =
-          traced_rng_state(gen, static_cast<uint64_t>(input.numel()))) {
+  if (std::optional<Tensor> state = traced_rng_state(gen, static_cast<uint64_t>(input.numel()))) {
     static const OpId traced = op_id("dropout.state");
     return dispatch::call_tensor(traced, input, p, *state);
   }

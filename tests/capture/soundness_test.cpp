@@ -139,20 +139,25 @@ INSTANTIATE_TEST_SUITE_P(Backends, ModuleGuards, ::testing::Values("eager", "ind
 
 TEST(ModuleAttributes, BadUseRaisesNamingTheModuleAndAttribute) {
   TwoLayers net;
-  EXPECT_NE(error_message([&] { net.set_attribute("scale", int64_t{3}); })
-                .find("set_attribute(\"scale\"): the attribute holds a double, not a int64"),
+  EXPECT_NE(error_message([&] {
+              net.set_attribute("scale", int64_t{3});
+            }).find("set_attribute(\"scale\"): the attribute holds a double, not a int64"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { net.attribute("missing"); })
-                .find("TwoLayers: no attribute named \"missing\""),
+  EXPECT_NE(error_message([&] {
+              net.attribute("missing");
+            }).find("TwoLayers: no attribute named \"missing\""),
             std::string::npos);
-  EXPECT_NE(error_message([&] { net.register_attribute("fc1", 1.0); })
-                .find("cannot register attribute \"fc1\""),
+  EXPECT_NE(error_message([&] {
+              net.register_attribute("fc1", 1.0);
+            }).find("cannot register attribute \"fc1\""),
             std::string::npos);
-  EXPECT_NE(error_message([&] { net.attribute_as<int64_t>("scale"); })
-                .find("attribute \"scale\" holds a double"),
+  EXPECT_NE(error_message([&] {
+              net.attribute_as<int64_t>("scale");
+            }).find("attribute \"scale\" holds a double"),
             std::string::npos);
-  EXPECT_NE(error_message([&] { net.replace_module("fc3", std::make_shared<nn::ReLU>()); })
-                .find("replace_module(\"fc3\"): there is no submodule of that name"),
+  EXPECT_NE(error_message([&] {
+              net.replace_module("fc3", std::make_shared<nn::ReLU>());
+            }).find("replace_module(\"fc3\"): there is no submodule of that name"),
             std::string::npos);
 }
 
@@ -176,7 +181,8 @@ void expect_eager_numbers(F fn, const CompileOptions& options, const Tensor& x) 
     EXPECT_EQ(default_generator().offset(), expected_offset);
     expect_equal(actual, expected);
     expect_equal(actual_next, expected_next);
-    EXPECT_NE(actual.to(kFloat64).to_vector<double>(), actual_next.to(kFloat64).to_vector<double>());
+    EXPECT_NE(actual.to(kFloat64).to_vector<double>(),
+              actual_next.to(kFloat64).to_vector<double>());
   }
   EXPECT_EQ(f.stats().compiles, 1);
 }
@@ -188,8 +194,10 @@ TEST_P(RandomOps, DrawTheNumbersEagerDrawsAndAdvanceTheGenerator) {
   expect_eager_numbers([](const Tensor& t) { return rand_like(t) + t; }, options, x);
   expect_eager_numbers([](const Tensor& t) { return t + randn({4, 8}) + randn({8}); }, options, x);
   expect_eager_numbers(
-      [](const Tensor& t) { return t + randint(0, 10, {4, 8}, TensorOptions(kInt64)); }, options,
-      x);
+      [](const Tensor& t) {
+        return t + randint(0, 10, {4, 8}, TensorOptions(kInt64));
+      },
+      options, x);
   nn::Dropout drop(0.3);
   expect_eager_numbers([&](const Tensor& t) { return drop(t); }, options, x);
 }
@@ -251,11 +259,11 @@ class IntegerDivisionByZero : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(IntegerDivisionByZero, RaisesAsEagerDoes) {
   const CompileOptions options = with_backend(GetParam());
-  auto floor = compile([](const Tensor& a, const Tensor& b) { return a.div(b, "floor") + 1; },
-                       options);
+  auto floor =
+      compile([](const Tensor& a, const Tensor& b) { return a.div(b, "floor") + 1; }, options);
   auto rem = compile([](const Tensor& a, const Tensor& b) { return a.remainder(b) * 2; }, options);
-  auto trunc = compile([](const Tensor& a, const Tensor& b) { return a.div(b, "trunc") - 1; },
-                       options);
+  auto trunc =
+      compile([](const Tensor& a, const Tensor& b) { return a.div(b, "trunc") - 1; }, options);
   Tensor a = tensor({5, 7, 9}, kInt64), good = tensor({1, 2, 3}, kInt64);
   Tensor zero = tensor({1, 0, 3}, kInt64);
   expect_equal(floor(a, good), a.div(good, "floor") + 1);
