@@ -82,7 +82,13 @@ class CompiledFunction {
 
 // Argument conversion: declared parameter type <-> ArgValue.
 template <typename T>
-struct ArgTraits;
+struct ArgTraits {
+  static_assert(sizeof(T) == 0,
+                "kiln::compile: unsupported parameter type. A compiled function takes Tensor, "
+                "integers, floating-point numbers, bool and nn::Module references; pass other "
+                "state (a std::string, a struct) by capturing it in the lambda, or as a module "
+                "attribute (nn::Module::register_attribute), which is guarded");
+};
 template <>
 struct ArgTraits<Tensor> {
   static ArgValue box(const Tensor& t) { return t; }
@@ -111,7 +117,11 @@ struct ArgTraits<M> {
 
 // Result conversion: the function's return type <-> a flat list of tensors.
 template <typename R>
-struct ResultTraits;
+struct ResultTraits {
+  static_assert(sizeof(R) == 0,
+                "kiln::compile: unsupported return type. A compiled function returns a Tensor, a "
+                "std::vector<Tensor>, a std::tuple or std::pair of Tensors, or nothing");
+};
 template <>
 struct ResultTraits<Tensor> {
   static std::vector<Tensor> flatten(Tensor t) { return {std::move(t)}; }

@@ -12,6 +12,7 @@
 
 #include "kiln/compile.h"
 #include "src/capture/tracer.h"
+#include "src/core/tracing_hooks.h"
 #include "src/graph/graph.h"
 #include "src/trace/logs.h"
 #include "src/trace/metrics.h"
@@ -329,6 +330,10 @@ std::vector<Tensor> CompiledFunction::call(const std::vector<ArgValue>& args) {
              "a compiled function cannot be re-entered while it runs. Compile the non-recursive "
              "body, or call the plain function inside",
              s.name);
+  // Called while another compiled function is being traced: the body is traced inline into the
+  // caller's graph (as Dynamo inlines a nested compiled function), not compiled on its own with
+  // fake tensors for arguments.
+  if (current_tracing_hooks() != nullptr) return s.body(args);
   std::lock_guard lock(s.mutex);
   s.running_thread.store(std::this_thread::get_id(), std::memory_order_relaxed);
   struct ClearRunning {

@@ -333,7 +333,8 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
   for (const IValue& v : args) {
     if (v.is_tensor() && v.tensor().defined()) tensor_args.push_back(v.tensor());
     if (v.is_tensor_list())
-      for (const Tensor& t : v.tensor_list()) tensor_args.push_back(t);
+      for (const Tensor& t : v.tensor_list())
+        if (t.defined()) tensor_args.push_back(t);
   }
   finish_segment(BreakPoint{.kind = BreakPoint::Kind::Eager, .reason = reason}, tensor_args);
   start_segment("");
@@ -359,8 +360,13 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
       value_of(v.tensor());
       fake_args[i] = fake_of(v.tensor());
     } else if (v.is_tensor_list()) {
+      // A Tensor?[] list (index's indices) holds undefined tensors for None, Slice and Ellipsis.
       std::vector<Tensor> fakes;
       for (const Tensor& t : v.tensor_list()) {
+        if (!t.defined()) {
+          fakes.emplace_back();
+          continue;
+        }
         value_of(t);
         fakes.push_back(fake_of(t));
       }
@@ -387,7 +393,7 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
       gargs.push_back(graph::Arg::constant(IValue()));
     } else if (v.is_tensor_list()) {
       std::vector<graph::Value*> values;
-      for (const Tensor& t : v.tensor_list()) values.push_back(value_of(t));
+      for (const Tensor& t : v.tensor_list()) values.push_back(t.defined() ? value_of(t) : nullptr);
       gargs.push_back(graph::Arg::list(std::move(values)));
     } else if (v.is_device() && v.device() == Device::Meta) {
       // Fake tensors live on Meta, so code that asks a fake for its device (zeros_like,

@@ -4,6 +4,7 @@
 // See Note [Advanced indexing shape] in src/ops/advanced_index.cpp for the result layout.
 #include "kiln/ops/creation.h"
 #include "kiln/ops/index.h"
+#include "src/core/tracing_hooks.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -109,7 +110,10 @@ const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices,
 
 const Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices,
                                  const Scalar& value) const {
-  Tensor v = scalar_to_tensor(value, dtype(), device());
+  // Under a trace `this` is a fake on Meta; the value is a constant the graph captures, so it is
+  // made on the CPU (a Meta tensor made here would be one the tracer never saw).
+  const Device where = current_tracing_hooks() != nullptr ? Device::CPU : device();
+  Tensor v = scalar_to_tensor(value, dtype(), where);
   return index_put_(indices, v);
 }
 

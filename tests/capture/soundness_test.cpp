@@ -326,6 +326,32 @@ TEST(SymbolicSizeOne, WithoutZeroOneSpecializationSizeOneSqueezesAndBroadcasts) 
   expect_equal(add(b, a), b + a);
 }
 
+// ---- gradients with symbolic sizes ----
+
+// cat's backward slices a gradient whose size s0 + s3 + 1 a backward formula (mean's) read as
+// the integer 6: the expand from [s0, s0 + s3 + 1, 1, s2] to [2, 6, 5, 4] is no broadcast, and
+// the lowering once read that dim at index 0 (every input's gradient was channel 0's).
+TEST(SymbolicGradients, CatThenMeanMatchEager) {
+  auto body = [](const Tensor& b, const Tensor& a) {
+    return std::make_tuple(cat({a, b}, 1).mean({2}), b * 1);
+  };
+  auto f = compile(body, {.dynamic = true});
+  for (int64_t channels : {2, 6}) {
+    manual_seed(3);
+    Tensor a = randn({2, channels, 5, 4}, kFloat64).requires_grad_();
+    Tensor b = randn({2, 3, 5, 4}, kFloat64).requires_grad_();
+    Tensor ea = a.detach().requires_grad_(), eb = b.detach().requires_grad_();
+    auto [out0, out1] = f(b, a);
+    auto [e0, e1] = body(eb, ea);
+    expect_equal(out0.detach(), e0.detach());
+    Tensor w0 = randn(e0.sizes().vec(), kFloat64), w1 = randn(e1.sizes().vec(), kFloat64);
+    ((out0 * w0).sum() + (out1 * w1).sum()).backward();
+    ((e0 * w0).sum() + (e1 * w1).sum()).backward();
+    expect_equal(a.grad(), ea.grad());
+    expect_equal(b.grad(), eb.grad());
+  }
+}
+
 // ---- overlapping inputs (Note [Input aliasing]) ----
 
 TEST(InputAliasing, OverlappingViewsRunAsEagerDoes) {
@@ -397,6 +423,54 @@ TEST(Recursion, ACompiledFunctionCallingItselfRaises) {
   // The failed call released the function: a call that does not recurse works afterwards.
   auto g = compile([](const Tensor& x) { return x + 1; });
   expect_equal(g(ones({2})), full({2}, 2.0));
+}
+
+// ---- calls and indexing the tracer once failed on ----
+
+TEST(NestedCompile, ACompiledFunctionCalledWhileTracingIsInlined) {
+  auto inner = compile([](const Tensor& x) { return x.relu() * 2; });
+  auto outer = compile([&](const Tensor& x) { return inner(x + 1).sum({0}); });
+  Tensor x = randn({3, 4});
+  expect_equal(outer(x), ((x + 1).relu() * 2).sum({0}));
+  expect_equal(outer(x), ((x + 1).relu() * 2).sum({0}));
+  EXPECT_EQ(inner.stats().compiles, 0);
+  EXPECT_EQ(outer.stats().compiles, 1);
+  expect_equal(inner(x), x.relu() * 2);  // and on its own it compiles as usual
+  EXPECT_EQ(inner.stats().compiles, 1);
+}
+
+TEST(AdvancedIndexing, SliceNoneAndEllipsisNextToATensorIndex) {
+  using indexing::Ellipsis;
+  using indexing::None;
+  using indexing::Slice;
+  Tensor x = randn({4, 5, 6}), i = tensor({0, 2}, kInt64);
+  auto body = [](const Tensor& t, const Tensor& idx) {
+    return std::make_tuple(t.index({Slice(), idx}) + 1, t.index({Ellipsis, idx}) * 2,
+                           t.index({None, Slice(1, 3), idx}));
+  };
+  auto f = compile(body);
+  const auto [a, b, c] = f(x, i);
+  const auto [ea, eb, ec] = body(x, i);
+  expect_equal(a, ea);
+  expect_equal(b, eb);
+  expect_equal(c, ec);
+  auto put = [](const Tensor& t, const Tensor& idx, const Tensor& v) {
+    Tensor y = t.clone();
+    y.index_put_({Slice(), idx}, v);
+    return y;
+  };
+  Tensor v = randn({4, 2, 6});
+  expect_equal(compile(put)(x, i, v), put(x, i, v));
+}
+
+TEST(AdvancedIndexing, IndexPutOfAScalarThroughAMask) {
+  auto body = [](const Tensor& t) {
+    Tensor y = t.clone();
+    y.index_put_({t > 0}, Scalar(0.0));
+    return y;
+  };
+  Tensor x = randn({3, 4});
+  expect_equal(compile(body)(x), body(x));
 }
 
 }  // namespace

@@ -40,28 +40,29 @@ bool has_arg(const graph::Node& node, size_t i) {
 
 const graph::TensorMeta& out_meta(const graph::Node& node, size_t i) { return node.output(i)->meta(); }
 
-bool broadcasts(ExprPtr from, ExprPtr to) {
-  if (from == to) return false;
-  if (from == sym::integer(1)) return true;
-  // The meta function accepted the shapes, so a different compound size (such as (s0 + 1)//3)
-  // was guarded to be 1 (Note [Broadcasting symbolic sizes] in src/core/shape.cpp).
-  return !from->is_integer() && !from->is_symbol();
+ExprPtr broadcast_index(ExprPtr from, ExprPtr to, ExprPtr i) {
+  if (from == to) return i;
+  if (from == sym::integer(1)) return sym::integer(0);
+  if (from->is_integer()) return i;  // not 1, so the meta function found it equal to `to`
+  // A symbolic size that differs from `to` as an expression was accepted by the meta function
+  // either as 1 (a compound size such as (s0 + 1)//3, or a symbol without 0/1 specialization,
+  // guarded to 1: Note [Broadcasting symbolic sizes] in src/core/shape.cpp) or as equal to `to`
+  // (s0 + s3 + 1 against a 6 that a backward formula read with guard_int). The lowering has no
+  // ShapeEnv to tell which; i mod from is right in both: 0 when from == 1, and i when from == to,
+  // since i < to.
+  return sym::mod(i, from);
 }
 
 Loader broadcast_loader(const TensorBox& box, const std::vector<ExprPtr>& sizes) {
   const size_t n = sizes.size(), m = box.dim();
   KILN_CHECK(m <= n, ShapeError, "lower: cannot broadcast a {}-dim value to {} dims", m, n);
-  std::vector<bool> zero(m);
-  bool identity = m == n;
-  for (size_t d = 0; d < m; ++d) {
-    zero[d] = broadcasts(box.sizes()[d], sizes[n - m + d]);
-    identity &= !zero[d];
-  }
+  std::vector<ExprPtr> from(box.sizes().begin(), box.sizes().end());
+  std::vector<ExprPtr> to(sizes.end() - static_cast<std::ptrdiff_t>(m), sizes.end());
   Loader inner = box.make_loader();
-  if (identity) return inner;
-  return [inner, zero, n, m](const Index& index) {
+  if (m == n && from == to) return inner;
+  return [inner, from, to, n, m](const Index& index) {
     Index sub(m);
-    for (size_t d = 0; d < m; ++d) sub[d] = zero[d] ? sym::integer(0) : index[n - m + d];
+    for (size_t d = 0; d < m; ++d) sub[d] = broadcast_index(from[d], to[d], index[n - m + d]);
     return inner(sub);
   };
 }

@@ -21,8 +21,9 @@ const IValue& arg_constant(const graph::Node& node, size_t i);
 bool has_arg(const graph::Node& node, size_t i);
 const graph::TensorMeta& out_meta(const graph::Node& node, size_t i = 0);
 
-// True when a dim of size `from` is broadcast to size `to` (read at index 0).
-bool broadcasts(ExprPtr from, ExprPtr to);
+// The index into a dim of size `from` that index `i` of an output dim of size `to` reads: 0 when
+// the dim broadcasts, `i` when the sizes match, `i mod from` when only a guard decided which.
+ExprPtr broadcast_index(ExprPtr from, ExprPtr to, ExprPtr i);
 // A loader of `box` broadcast to `sizes` (right-aligned; size-1 dims read index 0).
 Loader broadcast_loader(const TensorBox& box, const std::vector<ExprPtr>& sizes);
 // A new unrealized pointwise value.

@@ -72,11 +72,10 @@ std::vector<TensorBox> lower_expand(GraphLowering& l, const graph::Node& node) {
   std::vector<ExprPtr> sizes = to_exprs(out_meta(node).sizes);
   if (sizes == x.sizes()) return one(x);
   const size_t n = sizes.size(), m = x.dim();
-  std::vector<bool> zero(m);
-  for (size_t d = 0; d < m; ++d) zero[d] = broadcasts(x.sizes()[d], sizes[n - m + d]);
-  return one(x.view(sizes, [zero, n, m](const Index& i) {
+  const std::vector<ExprPtr> from = x.sizes();
+  return one(x.view(sizes, [from, sizes, n, m](const Index& i) {
     Index in(m);
-    for (size_t d = 0; d < m; ++d) in[d] = zero[d] ? sym::integer(0) : i[n - m + d];
+    for (size_t d = 0; d < m; ++d) in[d] = broadcast_index(from[d], sizes[n - m + d], i[n - m + d]);
     return in;
   }));
 }
