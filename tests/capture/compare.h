@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "kiln/compile.h"
 #include "kiln/kiln.h"
@@ -58,6 +59,17 @@ inline void expect_equal(const Tensor& actual, const Tensor& expected) {
       ASSERT_NEAR(a[i], e[i], tol + tol * std::abs(e[i])) << "element " << i;
     }
   }
+}
+
+// The message of the kiln::Error `f` throws, or "(no error)".
+template <typename F>
+std::string error_message(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 inline void expect_close(const Tensor& actual, const Tensor& expected, double tol) {

@@ -12,18 +12,9 @@
 namespace kiln {
 namespace {
 
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 using testing::expect_close;
 using testing::expect_equal;
+using testing::error_message;
 
 Tensor pointwise(const Tensor& x) { return (x * 2 + 1).relu().sum({1}); }
 

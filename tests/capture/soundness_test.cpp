@@ -11,16 +11,7 @@ namespace kiln {
 namespace {
 
 using testing::expect_equal;
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_message;
 
 CompileOptions with_backend(const std::string& backend) {
   CompileOptions o;

@@ -21,22 +21,13 @@ namespace kiln {
 namespace {
 
 using testing::expect_equal;
+using testing::error_message;
 
 CompileOptions inductor(bool dynamic = false) {
   CompileOptions o;
   o.backend = "inductor";
   o.dynamic = dynamic;
   return o;
-}
-
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 Tensor gelu_chain(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
