@@ -153,6 +153,9 @@ Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
   auto storage = make_intrusive<StorageImpl>(real.impl()->storage()->nbytes(), Device::Meta);
   Tensor fake(make_intrusive<TensorImpl>(std::move(storage), real.dtype(), std::move(sizes),
                                          std::move(strides), SymInt(0)));
+  // A wrapped number (the 2.5 of `2.5 - t`) promotes as a Scalar: its twin must too, or the
+  // traced dtype would be the 0-dim tensor's (float64 where eager gives float32).
+  fake.impl()->set_wrapped_number(real.impl()->is_wrapped_number());
   keep_.push_back(fake);
   return fake;
 }

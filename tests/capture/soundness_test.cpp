@@ -416,6 +416,21 @@ TEST(Recursion, ACompiledFunctionCallingItselfRaises) {
   expect_equal(g(ones({2})), full({2}, 2.0));
 }
 
+// ---- scalars on the left of an operator ----
+
+TEST(WrappedNumbers, PromoteAsScalarsWhenCompiled) {
+  auto sub = compile([](const Tensor& t) { return 2.5 - t; });
+  auto div = compile([](const Tensor& t) { return 2.5 / t; });
+  Tensor i = tensor({1, 2, 4}, kInt32);
+  expect_equal(sub(i), 2.5 - i);  // float32, as eager and PyTorch
+  expect_equal(div(i), 2.5 / i);
+  EXPECT_EQ(sub(i).dtype(), kFloat32);
+  // The scalar is rounded to the tensor's type first: 1e5 is inf in float16.
+  auto big = compile([](const Tensor& t) { return 1e5 / t; });
+  Tensor h = tensor({2.0, 4.0}).to(kFloat16);
+  expect_equal(big(h), 1e5 / h);
+}
+
 // ---- calls and indexing the tracer once failed on ----
 
 TEST(NestedCompile, ACompiledFunctionCalledWhileTracingIsInlined) {

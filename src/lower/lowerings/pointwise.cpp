@@ -11,15 +11,29 @@ namespace kiln::lower {
 namespace {
 
 // The loader of operand `i` (tensor or Scalar) as a value of `dtype`, broadcast to `sizes`.
+// Operand i of a pointwise node, cast to `dtype` (the compute type). `common`, when given, is the
+// dtype the eager kernel converts every operand to first: a 16-bit float op computes in float32,
+// but a wider operand (the wrapped 1e5 of `1e5 / h`) is rounded to the 16-bit type first, as the
+// eager kernel does (1e5 is inf in float16).
 std::function<Val(const Index&)> operand_loader(GraphLowering& l, const graph::Node& node, size_t i,
                                                 const std::vector<ExprPtr>& sizes,
-                                                ScalarType dtype) {
+                                                ScalarType dtype,
+                                                std::optional<ScalarType> common = std::nullopt) {
+  const bool round = common && *common != dtype && (*common == kFloat16 || *common == kBFloat16);
   const graph::Arg& a = node.args()[i];
   if (a.is_value()) {
-    Loader ld = broadcast_loader(l.box(a.as_value()), sizes);
+    const TensorBox& box = l.box(a.as_value());
+    Loader ld = broadcast_loader(box, sizes);
+    if (round && box.dtype() != *common) {
+      const ScalarType via = *common;
+      return [ld, dtype, via](const Index& idx) { return cast(cast(ld(idx), via), dtype); };
+    }
     return [ld, dtype](const Index& idx) { return cast(ld(idx), dtype); };
   }
-  const Scalar s = a.as_constant().scalar();
+  Scalar s = a.as_constant().scalar();
+  if (round && !s.is_bool())
+    s = Scalar(static_cast<double>(*common == kFloat16 ? static_cast<float>(s.to<Half>())
+                                                       : static_cast<float>(s.to<BFloat16>())));
   return [s, dtype](const Index&) { return scalar_constant(s, dtype); };
 }
 
@@ -96,8 +110,9 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
         }));
       }
     }
-    auto a = operand_loader(l, node, 0, sizes, c);
-    auto b = operand_loader(l, node, 1, sizes, c);
+    const ScalarType common = how == Operands::OutputDtype ? out.dtype : c;
+    auto a = operand_loader(l, node, 0, sizes, c, common);
+    auto b = operand_loader(l, node, 1, sizes, c, common);
     std::optional<Scalar> alpha;
     if (has_alpha && has_arg(node, 2)) {
       alpha = arg_constant(node, 2).scalar();
@@ -176,8 +191,8 @@ std::vector<TensorBox> lower_div(GraphLowering& l, const graph::Node& node) {
   const BinaryOp op = mode.empty()      ? BinaryOp::truediv
                       : mode == "floor" ? BinaryOp::floordiv
                                         : BinaryOp::truncdiv;
-  auto a = operand_loader(l, node, 0, sizes, c);
-  auto b = operand_loader(l, node, 1, sizes, c);
+  auto a = operand_loader(l, node, 0, sizes, c, out.dtype);
+  auto b = operand_loader(l, node, 1, sizes, c, out.dtype);
   const ScalarType out_dtype = out.dtype;
   return one(make_pointwise(
       out_dtype, sizes, [=](const Index& i) { return cast(binary(op, a(i), b(i)), out_dtype); }));
