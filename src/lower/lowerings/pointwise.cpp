@@ -16,8 +16,7 @@ namespace {
 // but a wider operand (the wrapped 1e5 of `1e5 / h`) is rounded to the 16-bit type first, as the
 // eager kernel does (1e5 is inf in float16).
 std::function<Val(const Index&)> operand_loader(GraphLowering& l, const graph::Node& node, size_t i,
-                                                const std::vector<ExprPtr>& sizes,
-                                                ScalarType dtype,
+                                                const std::vector<ExprPtr>& sizes, ScalarType dtype,
                                                 std::optional<ScalarType> common = std::nullopt) {
   const bool round = common && *common != dtype && (*common == kFloat16 || *common == kBFloat16);
   const graph::Arg& a = node.args()[i];
