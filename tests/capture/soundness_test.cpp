@@ -273,6 +273,17 @@ TEST_P(IntegerDivisionByZero, RaisesAsEagerDoes) {
   EXPECT_EQ(floor.stats().compiles, 1);
 }
 
+TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
+  auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
+  Tensor i = tensor({1, 2, 3}, kInt64);
+  EXPECT_THROW(i.pow(-2), ValueError);  // eager
+  const std::string message = error_message([&] { f(i); });
+  EXPECT_NE(message.find("integers to negative integer powers are not allowed"), std::string::npos)
+      << message;
+  Tensor x = tensor({1.0, 2.0, 4.0});
+  expect_equal(f(x), x.pow(-2) + 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IntegerDivisionByZero, ::testing::Values("eager", "inductor"));
 
 // ---- symbolic sizes that may be 1 ----
