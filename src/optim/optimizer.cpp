@@ -55,8 +55,10 @@ void Optimizer::append_group(ParamGroup group) {
   }
   if (std::isnan(group.lr)) group.lr = default_lr_;
   for (const auto& [name, value] : defaults_) group.options.try_emplace(name, value);
-  if (!groups_.empty() && groups_.front().lr_tensor.defined() && !group.lr_tensor.defined())
+  if (!groups_.empty() && groups_.front().lr_tensor.defined() && !group.lr_tensor.defined()) {
     group.lr_tensor = full({}, group.lr, kFloat64);
+    group.lr_agreed = group.lr;
+  }
   groups_.push_back(std::move(group));
 }
 
@@ -113,6 +115,7 @@ void Optimizer::set_lr(size_t group, double lr) {
              name());
   ParamGroup& g = groups_.at(group);
   g.lr = lr;
+  g.lr_agreed = lr;
   if (g.lr_tensor.defined()) {
     NoGradGuard no_grad;
     g.lr_tensor.fill_(lr);
@@ -121,12 +124,20 @@ void Optimizer::set_lr(size_t group, double lr) {
 
 void Optimizer::use_tensor_lr() {
   for (ParamGroup& g : groups_)
-    if (!g.lr_tensor.defined()) g.lr_tensor = full({}, g.lr, kFloat64);
+    if (!g.lr_tensor.defined()) {
+      g.lr_tensor = full({}, g.lr, kFloat64);
+      g.lr_agreed = g.lr;
+    }
 }
 
-double Optimizer::step_lr(const ParamGroup& group) const {
-  return group.lr_tensor.defined() ? group.lr_tensor.item<double>() : group.lr;
+double current_lr(const ParamGroup& group) {
+  if (!group.lr_tensor.defined()) return group.lr;
+  const double tensor = group.lr_tensor.item<double>();
+  if (tensor == group.lr) return tensor;
+  return group.lr != group.lr_agreed ? group.lr : tensor;  // the one that was written
 }
+
+double Optimizer::step_lr(const ParamGroup& group) const { return current_lr(group); }
 
 std::map<std::string, Tensor>& Optimizer::state(const Tensor& param) {
   return state_[param.impl()];

@@ -211,8 +211,13 @@ void record_adam_update(Optimizer& optimizer, size_t index, bool decoupled, cons
 }
 
 // Fills a group's scalars from the optimizer as it is when the graph is about to run.
-void fill_scalars(const Optimizer& optimizer, Kind kind, size_t index, const GroupScalars& s) {
-  const ParamGroup& group = optimizer.param_groups()[index];
+void fill_scalars(Optimizer& optimizer, Kind kind, size_t index, const GroupScalars& s) {
+  ParamGroup& group = optimizer.param_groups()[index];
+  // A rate written to the group's double (param_groups()[g].lr = 0) reaches the graph, which
+  // reads the tensor (Note [Tensor learning rate]).
+  const double lr = current_lr(group);
+  if (group.lr_tensor.item<double>() != lr) group.lr_tensor.fill_(lr);
+  group.lr = group.lr_agreed = lr;
   if (kind == Kind::SGD) {
     s.momentum.fill_(group.option("momentum"));
     return;
@@ -222,7 +227,7 @@ void fill_scalars(const Optimizer& optimizer, Kind kind, size_t index, const Gro
   const double t = optimizer.find_state(params[0])->at("step").item<double>() + 1;
   const double beta1 = group.option("beta1"), beta2 = group.option("beta2");
   s.beta1.fill_(beta1);
-  s.step_size.fill_(group.lr_tensor.item<double>() / (1 - std::pow(beta1, t)));
+  s.step_size.fill_(lr / (1 - std::pow(beta1, t)));
   s.bias_correction2_sqrt.fill_(std::sqrt(1 - std::pow(beta2, t)));
 }
 
@@ -257,11 +262,11 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
     hooks.name_state(Tensor(), group + ".bias_correction2_sqrt", scalars[g].bias_correction2_sqrt);
   }
   // Effects first, then every update: an effect after recorded ops would split the graph.
-  // SGD's effect reads only the group's options and fills this trace's own tensors, so it needs
-  // no graph break after ops recorded before the step (gradient clipping); Adam's reads the step
-  // counts, which a graph before it could have changed.
+  // SGD's effect reads only the group's options and fills this trace's own tensors and the
+  // group's lr tensor, which no op before the step reads, so it needs no graph break after ops
+  // recorded before the step (gradient clipping); Adam's reads the step counts, which a graph
+  // before it could have changed.
   for (size_t g = 0; g < groups; ++g) {
-    if (kind == Kind::SGD && optimizer.param_groups()[g].option("momentum") == 0) continue;
     hooks.effect(
         fmt::format("{} group {}: scheduled hyperparameters into tensors", optimizer.name(), g),
         [&optimizer, kind, g, s = scalars[g]] { fill_scalars(optimizer, kind, g, s); },

@@ -242,6 +242,30 @@ TEST_P(RandomOps, ATrainingStepWithDropoutMatchesEager) {
   }
 }
 
+TEST(OptimizerState, ADirectLearningRateWriteTakesEffect) {
+  for (const bool momentum : {false, true}) {
+    manual_seed(1);
+    nn::Linear lin(3, 2);
+    optim::SGD opt(lin.parameters(), {.lr = 0.1, .momentum = momentum ? 0.9 : 0.0});
+    auto step = compile([&](const Tensor& x) {
+      opt.zero_grad();
+      Tensor y = lin(x);
+      Tensor loss = (y * y).sum();
+      loss.backward();
+      opt.step();
+      return loss.detach();
+    });
+    Tensor x = randn({4, 3});
+    for (int i = 0; i < 3; ++i) step(x);  // eager first step, then the compiled update
+    opt.param_groups()[0].lr = 0;
+    const std::vector<float> before = lin.weight.to_vector<float>();
+    step(x);
+    EXPECT_EQ(lin.weight.to_vector<float>(), before) << "compiled, momentum " << momentum;
+    opt.step();
+    EXPECT_EQ(lin.weight.to_vector<float>(), before) << "eager, momentum " << momentum;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, RandomOps, ::testing::Values("eager", "inductor"));
 
 // ---- runtime checks (Note [Runtime errors in generated code]) ----

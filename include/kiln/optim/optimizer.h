@@ -7,8 +7,11 @@
 // Optimizer::use_tensor_lr). The step then reads the rate from the tensor, and set_lr writes into
 // it in place, so a compiled optimizer step (issue 4 onwards) sees a changing rate as data, not
 // as a constant baked into the graph, and does not recompile when a scheduler changes it. The
-// eager steps read it once per group and step through step_lr() (a 0-dim item(), no tensor
-// arithmetic); ParamGroup::lr mirrors it for schedulers and state_dict.
+// rate can be written in three ways: set_lr (both), the tensor as data (fill_), or the double
+// directly (`param_groups()[g].lr = 0`, PyTorch's param_groups[g]["lr"] = 0). current_lr()
+// decides: when the two disagree, the one that moved away from the value they last agreed on
+// (ParamGroup::lr_agreed) is the rate. The eager steps read current_lr() through step_lr(), and a
+// compiled step copies a directly written double into the tensor before its graph runs.
 #pragma once
 
 #include <limits>
@@ -34,10 +37,15 @@ struct ParamGroup {
   std::map<std::string, double> options;
   // See Note [Tensor learning rate]; undefined unless the optimizer uses a tensor lr.
   Tensor lr_tensor;
+  // The rate lr and lr_tensor last held together (set_lr, use_tensor_lr); NaN if never.
+  double lr_agreed = std::numeric_limits<double>::quiet_NaN();
 
   bool has(const std::string& name) const { return options.count(name) > 0; }
   double option(const std::string& name) const;  // ValueError naming the option if missing
 };
+
+// The group's learning rate (Note [Tensor learning rate]).
+double current_lr(const ParamGroup& group);
 
 class Optimizer {
  public:
