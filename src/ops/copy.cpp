@@ -1,4 +1,5 @@
 // Copies and conversions: copy_, _to_copy, clone, fill_; to/contiguous/zero_ are composites.
+#include "src/core/checked_convert.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/ops/registry.h"
 
@@ -26,7 +27,10 @@ void meta_clone(OpCall& call) {
 }
 void cpu_copy_from_arg0(OpCall& call) { cpu::copy_into(call.output(0), call.tensor(0)); }
 
-void meta_fill_(OpCall& call) { call.set_output(0, call.tensor(0)); }
+void meta_fill_(OpCall& call) {
+  check_fits("fill_", call.scalar(1), call.tensor(0).dtype());  // Note [Overflowing fill values]
+  call.set_output(0, call.tensor(0));
+}
 void cpu_fill_(OpCall& call) { cpu::fill(call.tensor(0), call.scalar(1)); }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "src/core/checked_convert.h"
 #include "kiln/ops/creation.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/ops/registry.h"
@@ -13,6 +14,7 @@ void meta_empty(OpCall& call) { call.set_output(0, call.arg(1).dtype(), call.sym
 
 void meta_full(OpCall& call) {
   sym_checked_numel("full", call.sym_ints(0));
+  check_fits("full", call.scalar(1), call.arg(2).dtype());  // Note [Overflowing fill values]
   call.set_output(0, call.arg(2).dtype(), call.sym_ints(0));
 }
 void cpu_full(OpCall& call) { cpu::fill(call.output(0), call.scalar(1)); }
@@ -61,8 +63,17 @@ void meta_arange(OpCall& call) {
     call.set_output(0, call.arg(3).dtype(), {n});
     return;
   }
+  const ScalarType dtype = call.arg(3).dtype();
+  // PyTorch steps an integer arange in the integer type: a fractional step that truncates to 0
+  // is no step at all (arange(1, 4, 0.5, kInt64) raises there, it would be six 1s and 2s here).
+  KILN_CHECK(!(is_integral(dtype) && call.scalar(2).is_floating() &&
+               static_cast<int64_t>(call.scalar(2).to_double()) == 0),
+             ValueError,
+             "arange: step must be nonzero (step {} truncates to 0 in dtype {}); use a floating "
+             "dtype or an integer step",
+             call.scalar(2).str(), dtype_name(dtype));
   const int64_t n = arange_length(call.scalar(0), call.scalar(1), call.scalar(2));
-  call.set_output(0, call.arg(3).dtype(), {n});
+  call.set_output(0, dtype, {n});
 }
 
 void cpu_arange(OpCall& call) {

@@ -5,6 +5,7 @@
 // tensor weight of one floating dtype; masked_fill keeps self's dtype. In-place forms require the
 // result dtype to be castable to self's (can_cast) and the broadcast shape to be self's shape.
 // See Note [Pointwise dtype handling] in src/ops/pointwise_utils.h.
+#include "src/core/checked_convert.h"
 #include "kiln/ops/ternary.h"
 
 #include <limits>
@@ -268,11 +269,13 @@ void cpu_addc(OpCall& call) {
 void meta_masked_fill(OpCall& call) {
   const Tensor &self = call.tensor(0), &mask = call.tensor(1);
   check_bool(call.name(), "mask", mask);
+  check_fits(call.name(), call.scalar(2), self.dtype());  // Note [Overflowing fill values]
   call.set_output(0, self.dtype(), broadcast_all(call.name(), {&self, &mask}));
 }
 void meta_masked_fill_(OpCall& call) {
   const Tensor &self = call.tensor(0), &mask = call.tensor(1);
   check_bool(call.name(), "mask", mask);
+  check_fits(call.name(), call.scalar(2), self.dtype());
   check_inplace(call.name(), self, broadcast_all(call.name(), {&self, &mask}), self.dtype());
   call.set_output(0, self);
 }

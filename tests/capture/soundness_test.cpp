@@ -308,6 +308,14 @@ TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   expect_equal(f(x), x.pow(-2) + 1);
 }
 
+TEST(PowerOfOneHalf, IsASquareRootCompiledAsEagerly) {
+  auto f = compile([](const Tensor& t) { return std::make_tuple(t.pow(0.5), t.pow(-0.5) * 2); });
+  Tensor x = tensor({-INFINITY, 4.0, 9.0, INFINITY, 0.25, 1.0, 16.0, 2.0, -1.0});
+  const auto [half, inverse] = f(x);
+  expect_equal(half, x.pow(0.5));
+  expect_equal(inverse, x.pow(-0.5) * 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IntegerDivisionByZero, ::testing::Values("eager", "inductor"));
 
 // ---- symbolic sizes that may be 1 ----

@@ -165,7 +165,16 @@ void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const O
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::trunc(x / y); });
     case BinaryOp::Remainder: return float_loop<T>(name, out, a, b, float_remainder<M>);
     case BinaryOp::Fmod: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::fmod(x, y); });
-    case BinaryOp::Pow: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::pow(x, y); });
+    case BinaryOp::Pow:
+      // Note [Power of one half]: as PyTorch, a Scalar exponent of 0.5 is sqrt and -0.5 is
+      // 1 / sqrt, which differ from pow at -inf (NaN, where pow gives inf) and at -0.0.
+      if (b.is_scalar() && b.scalar().is_floating()) {
+        const double e = b.scalar().to_double();
+        if (e == 0.5) return float_loop<T>(name, out, a, b, [](M x, M) { return std::sqrt(x); });
+        if (e == -0.5)
+          return float_loop<T>(name, out, a, b, [](M x, M) { return M(1) / std::sqrt(x); });
+      }
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return std::pow(x, y); });
     case BinaryOp::Maximum: return float_loop<T>(name, out, a, b, nan_max<M>);
     case BinaryOp::Minimum: return float_loop<T>(name, out, a, b, nan_min<M>);
     case BinaryOp::Atan2: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::atan2(x, y); });

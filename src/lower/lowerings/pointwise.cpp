@@ -118,6 +118,18 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
       if (*alpha == Scalar(1)) alpha.reset();
     }
     const ScalarType out_dtype = out.dtype;
+    // Note [Power of one half] (src/kernels/cpu/binary_arith.cpp): x^0.5 is sqrt(x) and x^-0.5
+    // is rsqrt(x), as the eager kernel computes them.
+    if (op == BinaryOp::pow && is_floating(out_dtype) && node.args()[1].is_constant() &&
+        node.args()[1].as_constant().is_scalar()) {
+      const double e = node.args()[1].as_constant().scalar().to_double();
+      if (e == 0.5 || e == -0.5) {
+        const UnaryOp root = e > 0 ? UnaryOp::sqrt : UnaryOp::rsqrt;
+        return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
+          return cast(unary(root, a(i)), out_dtype);
+        }));
+      }
+    }
     return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
       Val bv = b(i);
       if (alpha) bv = binary(BinaryOp::mul, bv, scalar_constant(*alpha, c));
