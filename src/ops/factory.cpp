@@ -67,7 +67,7 @@ void meta_arange(OpCall& call) {
   // PyTorch steps an integer arange in the integer type: a fractional step that truncates to 0
   // is no step at all (arange(1, 4, 0.5, kInt64) raises there, it would be six 1s and 2s here).
   KILN_CHECK(!(is_integral(dtype) && call.scalar(2).is_floating() &&
-               static_cast<int64_t>(call.scalar(2).to_double()) == 0),
+               std::abs(call.scalar(2).to_double()) < 1.0),
              ValueError,
              "arange: step must be nonzero (step {} truncates to 0 in dtype {}); use a floating "
              "dtype or an integer step",

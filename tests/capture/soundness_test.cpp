@@ -316,6 +316,14 @@ TEST(PowerOfOneHalf, IsASquareRootCompiledAsEagerly) {
   expect_equal(inverse, x.pow(-0.5) * 2);
 }
 
+TEST(Overflow, SinhAndCoshStayFiniteWhereEagerIs) {
+  auto f = compile([](const Tensor& t) { return std::make_tuple(t.sinh(), t.cosh()); });
+  Tensor x = tensor({88.8f, -88.8f, 89.0f, -89.3f, 89.5f, 1.0f, -3.0f, 0.0f, 87.5f, NAN});
+  const auto [s, c] = f(x);
+  expect_equal(s, x.sinh());
+  expect_equal(c, x.cosh());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, IntegerDivisionByZero, ::testing::Values("eager", "inductor"));
 
 // ---- symbolic sizes that may be 1 ----

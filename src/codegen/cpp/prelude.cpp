@@ -499,6 +499,18 @@ KILN_INLINE kf8 kiln_exp(kf8 x) {
   const kf8 s1 = (kf8)((n1 + 127) << 23), s2 = (kf8)((n2 + 127) << 23);
   return p * s1 * s2;
 }
+// sinh and cosh: SLEEF's float versions overflow to inf from |x| ~ 88.7, where the true values
+// (and the eager kernels' sinhf/coshf) stay finite up to ~89.4. Beyond |x| = 88, e^-|x| is below
+// float precision against e^|x|, so sinh(x) = sign(x) e^(|x| - ln 2) and cosh(x) = e^(|x| - ln 2),
+// which overflow only where the true value does.
+KILN_INLINE kf8 kiln_exp_half_abs(kf8 x) { return kiln_exp(kiln_abs(x) - 0.693147180559945f); }
+KILN_INLINE kf8 kiln_sinh(kf8 x) {
+  const kf8 big = (kf8)((ki8)kiln_exp_half_abs(x) | ((ki8)x & (-2147483647 - 1)));
+  return kiln_select(kiln_abs(x) > 88.0f, big, Sleef_sinhf8_u10avx2(x));
+}
+KILN_INLINE kf8 kiln_cosh(kf8 x) {
+  return kiln_select(kiln_abs(x) > 88.0f, kiln_exp_half_abs(x), Sleef_coshf8_u10avx2(x));
+}
 // erf inline, within 1.1 ULP (1.088 ULP worst over every float32 in +-[1e-30, 6] against
 // double-precision erf; CodegenMath.ErfWithinOneUlp tests dense samples). Below |x| = 1,
 // erf(x) = x + x P(x^2), P a degree-6 least-squares fit of erf(x)/x - 1 in x^2 (relative error

@@ -391,9 +391,9 @@ Val CppPrinter::unary(UnaryOp op, Val x) {
       case UnaryOp::atan:
         return sleef("atan");
       case UnaryOp::sinh:
-        return sleef("sinh");
+        return emit(t, true, fmt::format("kiln_sinh({})", v));
       case UnaryOp::cosh:
-        return sleef("cosh");
+        return emit(t, true, fmt::format("kiln_cosh({})", v));
       case UnaryOp::tanh:
         return sleef("tanh");
       case UnaryOp::erf:
