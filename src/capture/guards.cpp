@@ -17,14 +17,13 @@ std::string arg_value_str(const ArgValue& v) {
   return "?";
 }
 
+// Bitwise: a guard on 0.0 must fail for -0.0, and NaN must equal NaN.
+bool same_bits(double x, double y) { return std::memcmp(&x, &y, sizeof x) == 0; }
+
 bool same_scalar(const ArgValue& a, const ArgValue& b) {
   if (a.index() != b.index()) return false;
   if (const auto* i = std::get_if<int64_t>(&a)) return *i == std::get<int64_t>(b);
-  if (const auto* d = std::get_if<double>(&a)) {
-    // Bitwise: a guard on 0.0 must fail for -0.0, and NaN must equal NaN.
-    const double x = *d, y = std::get<double>(b);
-    return std::memcmp(&x, &y, sizeof x) == 0;
-  }
+  if (const auto* d = std::get_if<double>(&a)) return same_bits(*d, std::get<double>(b));
   if (const auto* bb = std::get_if<bool>(&a)) return *bb == std::get<bool>(b);
   return false;
 }
@@ -44,10 +43,7 @@ std::string attribute_str(const nn::AttributeValue& v) {
 
 bool same_attribute(const nn::AttributeValue& a, const nn::AttributeValue& b) {
   if (a.index() != b.index()) return false;
-  if (const double* x = std::get_if<double>(&a)) {  // bitwise, as scalar arguments
-    const double y = std::get<double>(b);
-    return std::memcmp(x, &y, sizeof y) == 0;
-  }
+  if (const double* x = std::get_if<double>(&a)) return same_bits(*x, std::get<double>(b));
   return a == b;
 }
 
