@@ -30,6 +30,10 @@ namespace kiln {
 // one recompile with that dim symbolic, after which sizes >= 2 reuse the graph.
 inline constexpr std::nullopt_t automatic_dynamic = std::nullopt;
 
+// True when the environment variable KILN_COMPILE_VERIFY is "1": the default of
+// CompileOptions::verify.
+bool compile_verify_from_environment();
+
 struct CompileOptions {
   // "inductor" generates and compiles C++ kernels (src/runtime/inductor_backend.cpp); "eager"
   // runs captured graphs with the graph interpreter; others are registered by name.
@@ -44,6 +48,12 @@ struct CompileOptions {
   // gets. "min_cut" saves the cheapest set and recomputes the rest; "default" saves every forward
   // value the backward reads.
   std::string partitioner = "min_cut";
+  // Note [Verify mode] (src/capture/verify.h): every call also runs each graph with the graph
+  // interpreter on copies of its inputs and compares outputs and in-place updates, and every
+  // cache hit traces the function again and compares the graphs it records with the cached ones;
+  // a difference raises VerifyError naming the first differing output or graph node. For finding
+  // state the guards do not see; it costs a trace and an interpreted run per call.
+  bool verify = compile_verify_from_environment();
 };
 
 // Marks dim `dim` of `t` dynamic for the next compile that sees `t` (a symbol from the start).

@@ -40,6 +40,11 @@ class CompileError : public Error {
 class GraphBreakError : public Error {
   using Error::Error;
 };
+// CompileOptions::verify found a compiled call that differs from what the function does: its
+// graph from the interpreter, or a retrace of the function (Note [Verify mode]).
+class VerifyError : public Error {
+  using Error::Error;
+};
 
 }  // namespace kiln
 

@@ -33,6 +33,9 @@ struct CompiledFunctionState {
   std::vector<int> tangent_of_output;
   std::vector<int> grad_primals;
   int num_tangents = 0;
+  // Note [A saved input that the graph mutates]: mutated inputs whose value from before the
+  // update the backward reads, with their sources.
+  std::vector<std::pair<int, std::string>> backward_reads_mutated;
   std::string name;
   bool symbolic = false;  // Note [AOT autograd with symbolic sizes]
   // Note [Absent tangents]: the backward graph, and one compiled specialization per set of
@@ -87,6 +90,15 @@ class CompiledFunctionBackward final : public autograd::Node {
                "were freed after the first backward. Pass retain_graph=true to the first "
                "backward() if you need to run it again",
                state_->name);
+    if (!state_->backward_reads_mutated.empty()) {  // Note [A saved input that the graph mutates]
+      const auto& [index, source] = state_->backward_reads_mutated.front();
+      throw Error(fmt::format(
+          "{}: one of the tensors needed for gradient computation (graph input {}, {}) has been "
+          "modified by an in-place operation: the compiled function updated it in place after "
+          "an op saved it for the backward, as eager code raises for. Clone it before the "
+          "in-place op, or make the op out of place",
+          state_->name, index, source));
+    }
     std::vector<Tensor> inputs = saved_;
     std::vector<bool> absent(static_cast<size_t>(state_->num_tangents));
     bool any_absent = false;
@@ -138,6 +150,16 @@ std::vector<Tensor> run_forward(const std::shared_ptr<const CompiledFunctionStat
   }
   const size_t n = static_cast<size_t>(state->num_forward_outputs);
   std::vector<Tensor> saved(results.begin() + static_cast<std::ptrdiff_t>(n), results.end());
+  // A saved value that is a mutated input's memory (the partitioner saving the input to
+  // recompute from it) must keep the value from before the copy-back below overwrites it (Note
+  // [A saved input that the graph mutates]).
+  for (Tensor& s : saved)
+    for (int i : state->mutated_inputs)
+      if (s.defined() && s.impl()->storage().get() == inputs[i].impl()->storage().get()) {
+        NoGradGuard no_grad;
+        s = s.clone();
+        break;
+      }
   // Copy-backs (Note [Functionalization]): what the graph wrote into its inputs.
   {
     NoGradGuard no_grad;
@@ -237,6 +259,50 @@ void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
                what, s->name());
 }
 
+// Note [A saved input that the graph mutates]
+// Eagerly, an op that saves an input for its backward (w * x saves x) followed by an in-place
+// update of that input (x.mul_(2) under no_grad) makes backward() raise: the saved tensor's
+// version moved. The functionalized graph has no versions: its backward would read the input's
+// value from before the update (the placeholder) while the copy-back writes the new value into
+// the same tensor. So when an op of the joint graph's backward reads a mutated input's
+// placeholder, the compiled backward raises the error eager raises. The backward ops are the
+// ancestors of the gradient outputs that no forward output depends on. When the update comes
+// first, the backward reads the updated value (a computed one, which eager saved after the
+// update) and all is well. Separately, a saved value that is the mutated input's memory itself
+// (the min-cut partitioner may save an input to recompute from) is copied before the copy-back.
+std::vector<std::pair<int, std::string>> mutated_inputs_read_by_backward(
+    const JointGraph& joint, const std::vector<int>& mutated) {
+  if (mutated.empty()) return {};
+  auto ancestors = [](std::span<graph::Value* const> roots) {
+    std::set<const graph::Node*> seen;
+    std::vector<const graph::Node*> stack;
+    for (const graph::Value* v : roots)
+      if (v->producer() != nullptr) stack.push_back(v->producer());
+    while (!stack.empty()) {
+      const graph::Node* n = stack.back();
+      stack.pop_back();
+      if (n->kind() != graph::NodeKind::Call || !seen.insert(n).second) continue;
+      for (const graph::Value* in : n->inputs())
+        if (in->producer() != nullptr) stack.push_back(in->producer());
+    }
+    return seen;
+  };
+  const auto outputs = joint.graph.outputs();
+  const auto split = static_cast<size_t>(joint.num_forward_outputs);
+  const std::set<const graph::Node*> forward = ancestors(outputs.subspan(0, split));
+  const std::set<const graph::Node*> gradient = ancestors(outputs.subspan(split));
+  std::vector<std::pair<int, std::string>> read;
+  for (int i : mutated) {
+    const graph::Value* primal = joint.graph.placeholders()[i];
+    for (const graph::Node* user : primal->users())
+      if (gradient.contains(user) && !forward.contains(user)) {
+        read.emplace_back(i, primal->producer()->source());
+        break;
+      }
+  }
+  return read;
+}
+
 }  // namespace
 
 capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
@@ -298,6 +364,7 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
   state->tangent_of_output = joint.tangent_of_output;
   state->grad_primals = joint.grad_primals;
   state->num_tangents = joint.num_tangents;
+  state->backward_reads_mutated = mutated_inputs_read_by_backward(joint, functional.mutated_inputs);
   state->name = fmt::format("compiled region {}", id.to_string());
   state->symbolic = symbolic;
   state->forward = compile(part.forward, inputs);

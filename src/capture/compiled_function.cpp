@@ -5,13 +5,16 @@
 #include <fmt/ranges.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "kiln/compile.h"
 #include "src/capture/tracer.h"
+#include "src/capture/verify.h"
 #include "src/core/tracing_hooks.h"
 #include "src/graph/graph.h"
 #include "src/trace/logs.h"
@@ -19,6 +22,11 @@
 #include "src/trace/trace.h"
 
 namespace kiln {
+
+bool compile_verify_from_environment() {
+  const char* value = std::getenv("KILN_COMPILE_VERIFY");
+  return value != nullptr && std::string_view(value) == "1";
+}
 
 void mark_dynamic(const Tensor& t, int64_t dim) {
   KILN_CHECK(t.defined(), ValueError, "mark_dynamic: the tensor is undefined");
@@ -234,7 +242,9 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
   while (true) {
     run_effects(*segment);
     std::vector<Tensor> inputs = gather_inputs(*segment, args, outputs);
-    outputs.push_back(segment->compiled(inputs));
+    outputs.push_back(segment->reference ? run_verified(*segment, inputs, name, options.backend,
+                                                        static_cast<int>(path.size()))
+                                         : segment->compiled(inputs));
     check_runtime_asserts(*segment, outputs, entry.symbols, values);
     path.push_back(segment);
     if (segment->brk && segment->brk->kind == BreakPoint::Kind::Backward)
@@ -243,6 +253,17 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
       std::vector<Tensor> results;
       for (const OutputRef& ref : segment->results)
         results.push_back(outputs[ref.segment][ref.index]);
+      if (options.verify) {  // Note [Verify mode]: the guards still describe this call
+        TraceRequest request{.body = &body,
+                             .args = &args,
+                             .options = &options,
+                             .function_name = name,
+                             .dynamic_dims = entry.dynamic_dims,
+                             .replay_path = path,
+                             .replay_outputs = outputs,
+                             .verify_replay = true};
+        trace(request);
+      }
       return results;
     }
     const std::string key = branch_key(*segment->brk, outputs, entry.symbols, values);

@@ -42,6 +42,7 @@ struct InputRef {
   const Tensor* slot = nullptr;  // Slot: the module's parameter/buffer slot
   Tensor constant;               // Constant: a tensor the function captured; Grad: the parameter
   std::string source;  // "arg0", "model.fc1.weight", "constant0", "segment0[2]", "....weight.grad"
+  bool filled_by_effect = false;  // Constant: TracingHooks::filled_by_effect
 };
 
 struct TensorGuard {

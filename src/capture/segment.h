@@ -81,6 +81,7 @@ struct Segment {
   std::vector<Effect> effects;   // run before the graph (Note [Effects])
   std::vector<InputRef> inputs;  // one per placeholder
   CompiledGraph compiled;
+  CompiledGraph reference;  // CompileOptions::verify: the graph interpreter (Note [Verify mode])
   bool eager_only = false;  // a not-traceable op's segment: always the eager backend
   GuardSet guards;          // segments after the first (Note [Trace tree])
   std::vector<RuntimeCheck> runtime_checks;

@@ -9,6 +9,7 @@
 
 #include "kiln/autograd.h"
 #include "src/capture/replacements.h"
+#include "src/capture/verify.h"
 #include "src/core/shape.h"
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
@@ -23,7 +24,8 @@ std::string location_str(const std::source_location& loc) {
 
 class Tracer;
 thread_local Tracer* g_current_tracer = nullptr;
-std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs);
+std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs,
+                               const TraceRequest& req, int depth);
 // Backends compile with tracing paused: what they run (meta functions, eager ops) must not be
 // recorded into the graph they are compiling.
 CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
@@ -47,6 +49,7 @@ class Tracer final : public TracingHooks {
   void run_untraced(const std::function<void()>& fn) override;
   const Tensor& grad_of(const Tensor& param) override;
   void name_state(const Tensor& owner, std::string what, const Tensor& state) override;
+  void filled_by_effect(const Tensor& state) override { filled_by_effect_[state.impl()] = state; }
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
 
  private:
@@ -101,6 +104,7 @@ class Tracer final : public TracingHooks {
   std::vector<Tensor> keep_reals_;
   // name_state: real tensor -> its name (kept alive by the map).
   std::unordered_map<const TensorImpl*, std::pair<Tensor, std::string>> state_names_;
+  std::unordered_map<const TensorImpl*, Tensor> filled_by_effect_;  // kept alive by the map
   size_t shape_guard_mark_ = 0;
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
@@ -273,7 +277,8 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     ref = InputRef{.kind = InputRef::Kind::Constant,
                    .constant = t,
                    .source = named != state_names_.end() ? named->second.second
-                                                         : fmt::format("constant{}", constants_++)};
+                                                         : fmt::format("constant{}", constants_++),
+                   .filled_by_effect = filled_by_effect_.contains(t.impl())};
   }
   guard.where = ref;
   Tensor twin = make_fake(t, ref.source, nullptr, guard);  // parameters are static
@@ -504,6 +509,8 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
 
   if (replaying()) {
     const Segment& old = *req_.replay_path[depth_];
+    if (req_.verify_replay)  // it reads real tensors: untraced
+      run_untraced([&] { check_replayed_segment(old, *seg_, req_.function_name, depth_); });
     KILN_CHECK(graph::to_string(old.graph) == graph::to_string(seg_->graph), Error,
                "{}: tracing the function again (for a new branch) recorded a different graph "
                "before the graph break at depth {}; compiled functions must trace "
@@ -520,9 +527,11 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     // over the graph's symbols, and the guards it adds hold for this entry too.
     TraceShapeEnvScope shape_env(&env_);
     // Note [Replacements reach the backend]
-    seg_->compiled =
-        compile_paused(lookup_backend(seg_->eager_only ? "eager" : req_.options->backend),
-                       simplified_for_backend(seg_->graph, env_), inputs);
+    const graph::Graph simplified = simplified_for_backend(seg_->graph, env_);
+    seg_->compiled = compile_paused(
+        lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), simplified, inputs);
+    if (req_.options->verify && !seg_->eager_only)  // Note [Verify mode]
+      seg_->reference = compile_paused(lookup_backend("eager"), simplified, inputs);
   }
   take_shape_guards();
   result_.backend_seconds +=
@@ -534,7 +543,7 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     if (node->kind() == graph::NodeKind::Call) result_.ops += 1;
     if (node->kind() == graph::NodeKind::Placeholder) result_.placeholders += 1;
   }
-  outputs_by_depth_.push_back(run_paused(*seg_, inputs));
+  outputs_by_depth_.push_back(run_paused(*seg_, inputs, req_, depth_));
   check_runtime_asserts(*seg_, outputs_by_depth_, result_.symbols, symbol_hints());
 }
 
@@ -656,8 +665,11 @@ class PauseScope {
   TracingHooks* saved_hooks_;
 };
 
-std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>& inputs,
+                               const TraceRequest& req, int depth) {
   PauseScope pause;
+  if (segment.reference)
+    return run_verified(segment, inputs, req.function_name, req.options->backend, depth);
   return segment.compiled(inputs);
 }
 

@@ -32,6 +32,9 @@ struct TraceRequest {
   // (Note [Trace tree]). Empty for a new entry.
   std::vector<Segment*> replay_path;
   std::vector<std::vector<Tensor>> replay_outputs;
+  // CompileOptions::verify on a cache hit: replay_path is the whole path this call ran, and each
+  // replayed segment must match its cached one (Note [Verify mode]); VerifyError otherwise.
+  bool verify_replay = false;
 };
 
 struct TraceResult {

@@ -44,6 +44,10 @@ struct TracingHooks {
   // become a graph input: "<owner's source>.<what>" instead of "constantN" ("<what>" for an
   // undefined owner).
   virtual void name_state(const Tensor& owner, std::string what, const Tensor& state) = 0;
+  // `state` is a tensor an effect fills before every run (an rng_state, Note [Random ops under a
+  // trace]): created anew by every trace, and its value when traced means nothing, so verify
+  // mode does not compare it between traces (Note [Verify mode] in src/capture/verify.h).
+  virtual void filled_by_effect(const Tensor& state) = 0;
 };
 
 // This thread's hooks (null when no trace is running).

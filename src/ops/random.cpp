@@ -180,6 +180,7 @@ std::optional<Tensor> traced_rng_state(Generator& gen, uint64_t n) {
         p[1] = static_cast<int64_t>(first);
       },
       /*touches_traced_tensors=*/false);
+  hooks->filled_by_effect(state);
   static const OpId snapshot = op_id("rng_state_snapshot");
   return dispatch::call_tensor(snapshot, state);
 }

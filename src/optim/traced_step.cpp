@@ -260,6 +260,9 @@ void trace_update(Optimizer& optimizer, Kind kind, TracingHooks& hooks) {
     hooks.name_state(Tensor(), group + ".beta1", scalars[g].beta1);
     hooks.name_state(Tensor(), group + ".step_size", scalars[g].step_size);
     hooks.name_state(Tensor(), group + ".bias_correction2_sqrt", scalars[g].bias_correction2_sqrt);
+    for (const Tensor* t : {&scalars[g].momentum, &scalars[g].beta1, &scalars[g].step_size,
+                            &scalars[g].bias_correction2_sqrt})
+      hooks.filled_by_effect(*t);  // this trace's own, refilled by the effect below
   }
   // Effects first, then every update: an effect after recorded ops would split the graph.
   // SGD's effect reads only the group's options and fills this trace's own tensors and the

@@ -530,5 +530,74 @@ TEST(AdvancedIndexing, IndexPutOfAScalarThroughAMask) {
   expect_equal(compile(body)(x), body(x));
 }
 
+// ---- a saved input mutated later (item 7) ----
+
+class SavedInputMutated : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SavedInputMutated, BackwardRaisesTheVersionErrorAsEagerDoes) {
+  auto body = [](const Tensor& w, const Tensor& x) {
+    Tensor y = (w * x).sum();
+    {
+      NoGradGuard g;
+      x.mul_(2);
+    }
+    return y;
+  };
+  auto f = compile(body, with_backend(GetParam()));
+  for (int call = 0; call < 2; ++call) {  // the trace's call, then a cache hit
+    Tensor w = randn({3}).requires_grad_(), x = randn({3});
+    Tensor eager_w = w.detach().clone().requires_grad_(), eager_x = x.clone();
+    const std::string eager_error = error_message([&] { body(eager_w, eager_x).backward(); });
+    ASSERT_NE(eager_error.find("modified by an in-place operation"), std::string::npos)
+        << eager_error;
+    Tensor y = f(w, x);
+    expect_equal(x, eager_x);  // the update itself happened, in both
+    const std::string error = error_message([&] { y.backward(); });
+    EXPECT_NE(error.find("modified by an in-place operation"), std::string::npos)
+        << "call " << call << ": " << error;
+  }
+}
+
+TEST_P(SavedInputMutated, AnInputMutatedButNotSavedStillDifferentiates) {
+  auto body = [](const Tensor& w, const Tensor& x) {
+    Tensor y = (w * w).sum() + x.sum();
+    {
+      NoGradGuard g;
+      x.mul_(2);
+    }
+    return y;
+  };
+  auto f = compile(body, with_backend(GetParam()));
+  for (int call = 0; call < 2; ++call) {
+    Tensor w = randn({3}).requires_grad_(), x = randn({3});
+    f(w, x).backward();
+    expect_equal(w.grad(), w.detach() * 2);
+  }
+}
+
+TEST_P(SavedInputMutated, AnInputMutatedBeforeItsUseDifferentiatesWithTheNewValue) {
+  auto body = [](const Tensor& w, const Tensor& x) {
+    {
+      NoGradGuard g;
+      x.mul_(2);
+    }
+    return (w * x.exp()).sum();
+  };
+  for (const std::string partitioner : {"min_cut", "default"}) {
+    CompileOptions options = with_backend(GetParam());
+    options.partitioner = partitioner;
+    auto f = compile(body, options);
+    for (int call = 0; call < 2; ++call) {
+      Tensor w = randn({3}).requires_grad_(), x = randn({3});
+      Tensor doubled = x * 2;
+      f(w, x).backward();
+      expect_equal(x, doubled);
+      expect_equal(w.grad(), doubled.exp());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SavedInputMutated, ::testing::Values("eager", "inductor"));
+
 }  // namespace
 }  // namespace kiln
