@@ -26,7 +26,10 @@
 #include <atomic>
 
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -232,7 +235,26 @@ struct Frame {
   SmallVector<void*, 16> pointers;
   SmallVector<Storage, 8> slots;
   SmallVector<Tensor, 16> tensors;  // Extern buffers, and Intermediate ones that needed a Tensor
+  std::vector<std::unique_ptr<int64_t[]>> empty_stand_ins;  // Note [Empty buffers are readable]
 };
+
+// Note [Empty buffers are readable]
+// Some lowerings read a buffer at a clamped index and discard the value when it does not apply:
+// cat reads every piece at an index clamped into the piece and picks one with where(). A piece
+// whose size along the cat dim is symbolic may be empty at run time, and its clamped index (0)
+// is then outside its memory, which may be no memory at all (an empty tensor's data pointer may
+// be null). So the kernels never see an empty buffer's own pointer: every buffer with a 0 size
+// gets zeroed memory of its own for this call, covering every address an index that is 0 in its
+// empty dims and in range in the others can form. Nothing is ever stored there (a loop over an
+// empty buffer runs no iteration).
+void* empty_stand_in(Frame& f, IntArrayRef sizes, IntArrayRef strides, int64_t itemsize) {
+  int64_t high = 0;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 0) high += (sizes[d] - 1) * std::abs(strides[d]);
+  const int64_t words = ((high + 1) * itemsize + 7) / 8;
+  f.empty_stand_ins.push_back(std::make_unique<int64_t[]>(static_cast<size_t>(words)));
+  return f.empty_stand_ins.back().get();
+}
 
 }  // namespace
 
@@ -364,7 +386,8 @@ void Executor::Impl::bind_inputs(Frame& f) const {
                buffer.input, buffer.name, dtype_name(t.dtype()), dtype_name(buffer.dtype));
     KILN_CHECK(t.impl()->device() == Device::CPU, ValueError,
                "Executor: input {} (buffer '{}') is not a CPU tensor", buffer.input, buffer.name);
-    f.pointers[b] = t.data_ptr();
+    f.pointers[b] =
+        t.numel() != 0 ? t.data_ptr() : empty_stand_in(f, t.sizes(), t.strides(), buffer.itemsize);
   }
   for (const InputSymbol& s : input_symbols) {
     const Tensor& t = f.inputs[s.input];
@@ -400,6 +423,16 @@ void Executor::Impl::materialize(Frame& f, int b) const {
              "Executor: buffer '{}' needs {} bytes at offset {} but its slot {} holds {}; the "
              "program's slot sizes are wrong",
              buffer.name, needed, offset, buffer.slot, slot->nbytes());
+  if (empty) {  // Note [Empty buffers are readable]
+    const EvaluatedLayout l = evaluate(buffer.layout, f.symbols.data());
+    std::vector<int64_t> sizes, strides;
+    for (size_t d = 0; d < l.sizes.size(); ++d) {
+      sizes.push_back(l.sizes[d].raw());
+      strides.push_back(l.strides[d].raw());
+    }
+    f.pointers[b] = empty_stand_in(f, sizes, strides, buffer.itemsize);
+    return;
+  }
   f.pointers[b] = static_cast<char*>(slot->data()) + offset * buffer.itemsize;
 }
 
@@ -545,7 +578,8 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
                step, call.op, buffer.name,
                layout_text(t.impl()->sym_sizes(), t.impl()->sym_strides()),
                layout_text(expected.sizes, expected.strides));
-    f.pointers[b] = t.data_ptr();
+    f.pointers[b] =
+        empty ? empty_stand_in(f, t.sizes(), t.strides(), buffer.itemsize) : t.data_ptr();
     f.tensors[b] = std::move(t);
   }
 }

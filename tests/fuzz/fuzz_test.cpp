@@ -328,6 +328,14 @@ TEST(FuzzRunner, SymbolicProgramsWhoseDecompositionsFailedNowCompile) {
   for (const std::string& f : r.failures) ADD_FAILURE() << f;
 }
 
+// Found by this fuzzer with --dynamic --grad (seed 880001 index 193): the backward of a slice
+// that is empty at run time pads the gradient with cat, whose lowering reads every piece at a
+// clamped index; the empty piece's index 0 was outside its memory (a null pointer) and the
+// kernel crashed. Fixed by Note [Empty buffers are readable] (src/runtime/executor.cpp).
+TEST(FuzzRunner, AnEmptySymbolicCatPieceIsNeverReadOutsideItsMemory) {
+  EXPECT_EQ(check_program(generate(880001, 193), RunOptions{.dynamic = true, .grad = true}), "");
+}
+
 TEST(FuzzRunner, BackendComesFromTheEnvironment) {
   const char* saved = std::getenv("KILN_FUZZ_BACKEND");
   const std::string restore = saved ? saved : "";
