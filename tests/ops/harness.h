@@ -102,4 +102,21 @@ Tensor map_binary_f64(const Tensor& a, const Tensor& b, ScalarType out,
 // message naming the op, the sample and the first mismatching index. Empty string when equal.
 std::string compare_tensors(const Tensor& actual, const Tensor& expected, double atol, double rtol);
 
+// ---- running samples ----
+
+// Every op in the table, by name.
+std::vector<std::string> all_op_names();
+// Why `name` is exempt from the harness, or null.
+const char* exemption_reason(std::string_view name);
+// A Meta tensor with the same dtype, sizes, strides and offset as `t`; and a stack of them.
+Tensor to_meta(const Tensor& t);
+Stack meta_args(const Stack& args);
+// Deep copies of tensor args (contiguous: only values matter), so in-place ops do not disturb
+// the reference.
+Stack copy_args(const Stack& args);
+// The tensors of an op's outputs, tensor lists flattened.
+std::vector<Tensor> tensors_of(const Stack& outputs);
+// `op` as a gtest parameter name (non-alphanumerics become '_').
+std::string op_test_name(const std::string& op);
+
 }  // namespace kiln::testing

@@ -4,6 +4,7 @@
 
 #include "src/core/cast.h"
 #include "src/core/shape.h"
+#include "src/core/tensor_factory.h"
 #include "tests/ops/harness.h"
 
 namespace kiln::testing {
@@ -159,6 +160,78 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, double
     }
     return std::string();
   });
+}
+
+// ---- running samples (harness_test.cpp, compiled_harness_test.cpp) ----
+
+std::vector<std::string> all_op_names() {
+  std::vector<std::string> names;
+  for (const auto& op : OpRegistry::instance().ops()) names.push_back(op->name);
+  return names;
+}
+
+const char* exemption_reason(std::string_view name) {
+  for (const auto& [op, reason] : harness_exemptions())
+    if (op == name) return reason.c_str();
+  return nullptr;
+}
+
+// A Meta tensor with the same dtype, sizes, strides and offset as `t`.
+Tensor to_meta(const Tensor& t) {
+  if (!t.defined()) return t;
+  int64_t extent = t.storage_offset() + 1;
+  for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+  Tensor base = empty_tensor({std::max<int64_t>(extent, 1)}, t.dtype(), Device::Meta);
+  return base.as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+Stack meta_args(const Stack& args) {
+  Stack out;
+  for (const IValue& v : args) {
+    if (v.is_tensor()) {
+      out.emplace_back(to_meta(v.tensor()));
+    } else if (v.is_tensor_list()) {
+      std::vector<Tensor> list;
+      for (const Tensor& t : v.tensor_list()) list.push_back(to_meta(t));
+      out.emplace_back(std::move(list));
+    } else if (v.is_device()) {
+      out.emplace_back(Device::Meta);
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+// Deep copies of tensor args (same layout is not needed: only values), so in-place ops do not
+// disturb the reference.
+Stack copy_args(const Stack& args) {
+  Stack out;
+  for (const IValue& v : args) {
+    if (v.is_tensor() && v.tensor().defined() && !v.tensor().is_meta()) {
+      out.emplace_back(v.tensor().clone());
+    } else {
+      out.push_back(v);
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> tensors_of(const Stack& outputs) {
+  std::vector<Tensor> r;
+  for (const IValue& v : outputs) {
+    if (v.is_tensor()) r.push_back(v.tensor());
+    if (v.is_tensor_list())
+      for (const Tensor& t : v.tensor_list()) r.push_back(t);
+  }
+  return r;
+}
+
+std::string op_test_name(const std::string& op) {
+  std::string s = op;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
 }
 
 }  // namespace kiln::testing

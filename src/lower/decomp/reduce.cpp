@@ -57,15 +57,19 @@ std::vector<Value*> softmax(DecompBuilder& b) { return softmax_impl(b, false); }
 std::vector<Value*> log_softmax(DecompBuilder& b) { return softmax_impl(b, true); }
 
 // mean(x, dims, keepdim, dtype) = sum(x, dims, keepdim, dtype) / count (NaN for an empty
-// reduction, 0/0, as eager).
+// reduction, 0/0, as eager). The mean of integers sums in float64: their float32 sum rounds once
+// it passes 2^24, and a compiled loop adds in order where the eager kernel adds pairwise (Note
+// [Accurate float sums] in src/kernels/cpu/reduce.cpp), so a long row of large integers drifted
+// from eager's mean; in float64 the sum is exact up to 2^53.
 std::vector<Value*> mean(DecompBuilder& b) {
   Value* x = b.input(0);
   const ScalarType out = b.output_meta().dtype;
   const DimVector dims = reduced_dims(b.constant(1), static_cast<int64_t>(x->meta().sizes.size()));
   const bool keepdim = b.constant(2).to_bool();
-  const ScalarType acc = opmath_dtype(out);
+  const ScalarType acc = is_floating(x->meta().dtype) ? opmath_dtype(out) : kFloat64;
   Value* s = b.sum(x, dims, keepdim, acc);
-  return {b.as_output(b.div(s, b.count(x, dims)))};
+  Value* m = b.div(s, b.count(x, dims));
+  return {b.as_output(acc == opmath_dtype(out) ? m : b.to(m, opmath_dtype(out)))};
 }
 
 // var/std(x, dims, correction, keepdim) = sum((x - mean)^2) / max(0, N - correction).

@@ -2,7 +2,10 @@
 // ops, where, clamp, casts. Each builds one Pointwise body over the broadcast output shape; dtypes
 // follow Note [Typed values] in ops_handler.h (cast to the compute dtype, compute, cast to the
 // output dtype).
+#include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kiln/error.h"
 #include "src/lower/lowerings/common.h"
@@ -86,6 +89,61 @@ void register_unary(const char* name, UnaryOp op) {
   });
 }
 
+// v <op> x  <=>  x <mirrored(op)> v.
+BinaryOp mirrored(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::lt:
+      return BinaryOp::gt;
+    case BinaryOp::le:
+      return BinaryOp::ge;
+    case BinaryOp::gt:
+      return BinaryOp::lt;
+    case BinaryOp::ge:
+      return BinaryOp::le;
+    default:
+      return op;
+  }
+}
+
+// Note [Exact comparisons] for a 0-dim tensor operand: its value is known only when the kernel
+// runs, so the kernel checks it against the compute dtype's range (in the operand's own dtype)
+// and gives the constant answer when it is outside, as the eager kernel does.
+struct RangeCheck {
+  size_t operand = 0;
+  ScalarType dtype = kInt64;  // the operand's own dtype
+  Loader raw;                 // the operand, not converted
+  std::optional<Scalar> below,
+      above;  // the compute dtype's bounds, where the operand can pass them
+};
+
+Scalar lowest(ScalarType t) {
+  if (is_unsigned(t) || t == kBool) return Scalar(int64_t{0});
+  return Scalar(-(int64_t{1} << (element_size(t) * 8 - 1)));
+}
+Scalar highest(ScalarType t) {
+  if (t == kBool) return Scalar(int64_t{1});
+  if (t == kUInt64) return Scalar(std::numeric_limits<uint64_t>::max());
+  const int bits = static_cast<int>(element_size(t)) * 8 - (is_unsigned(t) ? 0 : 1);
+  return Scalar(static_cast<int64_t>((uint64_t{1} << bits) - 1));
+}
+
+std::vector<RangeCheck> zero_dim_range_checks(GraphLowering& l, const graph::Node& node,
+                                              ScalarType c, const std::vector<ExprPtr>& sizes) {
+  std::vector<RangeCheck> checks;
+  if (!is_integral(c)) return checks;
+  for (size_t k = 0; k < 2; ++k) {
+    if (!node.args()[k].is_value()) continue;
+    const TensorBox& box = arg_box(l, node, k);
+    const ScalarType d = box.dtype();
+    if (box.dim() != 0 || d == c || !(is_integral(d) || d == kBool)) continue;
+    RangeCheck check{k, d, broadcast_loader(box, sizes), std::nullopt, std::nullopt};
+    if (outside_range(lowest(d), c) < 0) check.below = lowest(c);
+    if (outside_range(highest(d), c) > 0) check.above = highest(c);
+    if (check.below || check.above) checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
 // `compare`: the operands are cast to their result type (comparisons) or to bool (logical ops);
 // otherwise to the output dtype.
 enum class Operands { OutputDtype, ResultType, Bool };
@@ -109,6 +167,8 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
         }));
       }
     }
+    std::vector<RangeCheck> checks;
+    if (how == Operands::ResultType) checks = zero_dim_range_checks(l, node, c, sizes);
     const ScalarType common = how == Operands::OutputDtype ? out.dtype : c;
     auto a = operand_loader(l, node, 0, sizes, c, common);
     auto b = operand_loader(l, node, 1, sizes, c, common);
@@ -133,7 +193,22 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
     return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
       Val bv = b(i);
       if (alpha) bv = binary(BinaryOp::mul, bv, scalar_constant(*alpha, c));
-      return cast(binary(op, a(i), bv), out_dtype);
+      Val result = cast(binary(op, a(i), bv), out_dtype);
+      for (const RangeCheck& check : checks) {
+        // x <op> v, with v the 0-dim operand (the second, or the first seen from the other side).
+        const BinaryOp seen = check.operand == 1 ? op : mirrored(op);
+        const Val v = check.raw(i);
+        auto side_value = [&](int side) {
+          return constant(constant_comparison(seen, side) ? 1.0 : 0.0, out_dtype);
+        };
+        if (check.above)
+          result = where(binary(BinaryOp::gt, v, scalar_constant(*check.above, check.dtype)),
+                         side_value(1), result);
+        if (check.below)
+          result = where(binary(BinaryOp::lt, v, scalar_constant(*check.below, check.dtype)),
+                         side_value(-1), result);
+      }
+      return result;
     }));
   });
 }

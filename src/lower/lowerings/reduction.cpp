@@ -88,13 +88,14 @@ LoweringFn simple(ReductionType type) {
   };
 }
 
-// mean = sum / count, in the output dtype.
+// mean = sum / count, in the output dtype; integers sum in float64 (see the mean decomposition,
+// src/lower/decomp/reduce.cpp).
 std::vector<TensorBox> lower_mean(GraphLowering& l, const graph::Node& node) {
   const TensorBox& x = arg_box(l, node, 0);
   const graph::TensorMeta& out = out_meta(node);
   const auto mask = reduced_dims(arg_constant(node, 1).int_list(), x.dim(), "mean");
   const bool keepdim = arg_constant(node, 2).to_bool();
-  const ScalarType c = compute_type(out.dtype);
+  const ScalarType c = is_floating(x.dtype()) ? compute_type(out.dtype) : kFloat64;
   TensorBox s = reduce(l, x, mask, keepdim, ReductionType::sum, c, c);
   Loader ld = s.make_loader();
   ExprPtr count = reduced_count(x, mask);
