@@ -26,6 +26,8 @@ struct GeneratorOptions {
   // Some floating inputs hold NaN and +-inf (InputValues::Special): their propagation must then
   // match eager exactly.
   bool special_values = true;
+  // Steps that draw from the default generator (Note [Random steps] in program_helpers.cpp).
+  bool random_ops = false;
 };
 
 // The program for (seed, index): deterministic, and independent of every other index, so one

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/compile.h"
 #include "tests/fuzz/fuzz_generator.h"
 #include "tests/fuzz/fuzz_program.h"
 
@@ -30,8 +31,35 @@ struct RunOptions {
   // sum of the floating outputs, through the compiled backward (AOT autograd), must match eager
   // autograd's. Programs that eager autograd cannot differentiate are skipped.
   bool grad = false;
+  // Note [Later calls]
+  // A compiled function is called many times, and what changes between calls is where guards,
+  // caches and runtime checks go wrong. So after the first call of a group's function, the
+  // fuzzer calls it again, each time with one thing changed, and compares with eager again (the
+  // same outputs, or an error of the same kind):
+  //  - fresh values from another data seed (integer divisors may now be zero: eager raises, and
+  //    the compiled call must raise too);
+  //  - new sizes, one map over all sizes so that equal sizes stay equal (1 stays 1, others may
+  //    become 1): guards, automatic dynamic, symbolic size-1 and squeeze cases;
+  //  - the first values again (a cache hit after recompiles);
+  //  - inputs that overlap in memory (views into one storage);
+  //  - and, for one group in four, the inputs reaching the function as the buffers of an
+  //    nn::Module argument: a second module (a module swap), then the first again with its
+  //    buffers updated in place.
+  // Random steps (GeneratorOptions::random_ops) are drawn after seeding the generator alike for
+  // the eager and the compiled run.
+  bool later_calls = true;
   GeneratorOptions generator;
 };
+
+// Note [Later calls]: calls `fn` (the group's compiled function, already called once) again with
+// changed inputs; records the first difference of each program in `mismatches`.
+void check_later_calls(const std::vector<Program>& programs, capture::CompiledFunction& fn,
+                       uint64_t rng_seed, std::vector<std::string>& mismatches);
+// Note [Later calls]: the module swap, with a compiled function of its own.
+void check_module_swap(const std::vector<Program>& programs, const RunOptions& options,
+                       uint64_t rng_seed, std::vector<std::string>& mismatches);
+// The generator seed a group's eager and compiled runs start from (Note [Random steps]).
+uint64_t rng_seed_of(const Program& first);
 
 // Compares compiled (under options.backend) with eager for one program: an empty string when
 // they agree, else what differs (output index, element, both values, the allowed error).

@@ -287,6 +287,59 @@ TEST(FuzzRunner, ProgramsCompiledTogetherAreReportedOneByOne) {
   EXPECT_TRUE(run_batch(5, 0, 8, RunOptions{.programs_per_compile = 4}).failures.empty());
 }
 
+// A backend that is right on its first call and then returns the first call's outputs again:
+// what a missing guard looks like. Only the later calls (Note [Later calls]) can catch it.
+void register_stale_backend() {
+  static const bool registered = [] {
+    capture::register_backend(
+        "fuzz_stale", [](const graph::Graph& g, std::span<const Tensor> inputs) {
+          capture::CompiledGraph right = capture::lookup_backend("eager")(g, inputs);
+          auto first = std::make_shared<std::optional<std::vector<Tensor>>>();
+          return capture::CompiledGraph([right, first](std::span<const Tensor> in) {
+            if (!first->has_value()) {
+              std::vector<Tensor> out = right(in);
+              std::vector<Tensor> kept;
+              for (const Tensor& t : out) kept.push_back(t.defined() ? t.clone() : t);
+              *first = std::move(kept);
+              return out;
+            }
+            return **first;
+          });
+        });
+    return true;
+  }();
+  (void)registered;
+}
+
+TEST(FuzzRunner, LaterCallsCatchABackendThatKeepsItsFirstAnswer) {
+  register_stale_backend();
+  int caught = 0, checked = 0;
+  for (int64_t i = 0; i < 12; ++i) {
+    const Program p = generate(5, i);
+    bool any_elements = false;
+    for (const Tensor& t : interpret(p, make_inputs(p))) any_elements |= t.numel() > 0;
+    if (!any_elements) continue;
+    checked += 1;
+    EXPECT_EQ(check_program(p, RunOptions{.backend = "fuzz_stale", .later_calls = false}), "")
+        << "the first call is right";
+    const std::string m = check_program(p, RunOptions{.backend = "fuzz_stale"});
+    caught += m.find("a later call with fresh values") != std::string::npos;
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_EQ(caught, checked);
+}
+
+TEST(FuzzRunner, RandomStepsDrawWhatEagerDraws) {
+  GeneratorOptions g;
+  g.random_ops = true;
+  int random_steps = 0;
+  for (int64_t i = 0; i < 60; ++i)
+    for (const Step& s : generate(11, i, g).steps) random_steps += s.op.starts_with("generator.");
+  EXPECT_GT(random_steps, 5);
+  const BatchResult r = run_batch(11, 0, 60, RunOptions{.generator = g});
+  for (const std::string& f : r.failures) ADD_FAILURE() << f;
+}
+
 TEST(FuzzRunner, EagerBackendAgreesWithItselfWithSymbolicShapes) {
   RunOptions options{.backend = "eager", .dynamic = true};
   const BatchResult r = run_batch(3, 0, 100, options);

@@ -108,6 +108,8 @@ class Generator {
   }
 
   Program run() {
+    if (options_.random_ops)
+      manual_seed(program_.seed * 1000003 + static_cast<uint64_t>(program_.index));
     const int inputs = chance(0.6) ? 1 : 2;
     for (int i = 0; i < inputs; ++i) add_input(random_dtype(), random_shape());
     const int target = static_cast<int>(uniform(options_.min_steps, options_.max_steps));
@@ -318,6 +320,12 @@ class Generator {
       p = propose_matmul();
     else
       p = propose_layer_norm();
+    // Random steps are drawn from their own numbers, so that programs without them are the same
+    // whether or not the option is on (reproducers name seeds and indices).
+    if (options_.random_ops && uniform(0, 99) < 6) {
+      rollback(inputs_before, values_before);
+      p = propose_random();
+    }
     if (!p || !try_step(*p)) rollback(inputs_before, values_before);
   }
 
@@ -332,6 +340,21 @@ class Generator {
     const graph::Schema& s = graph::schema_of(OpRegistry::instance().get(op_id(p.op)));
     for (size_t i = p.args.size(); i < s.args.size(); ++i)
       p.args.push_back(Arg::of_constant(parse_default(s.args[i].default_text.value_or("None"))));
+  }
+
+  // Note [Random steps] in program_helpers.cpp: rand_like or dropout of a floating value.
+  std::optional<Proposal> propose_random() {
+    const ValueId x = pick_value();
+    if (!is_floating(info(x).dtype)) return std::nullopt;
+    Proposal p{.op = chance(0.5) ? "generator.rand_like" : "generator.dropout"};
+    p.args.push_back(Arg::of(x));
+    p.accepts = Accepts::Any;
+    p.gain = Gain::Relative;
+    if (p.op == "generator.dropout") {
+      p.args.push_back(Arg::of_constant(chance(0.5) ? 0.5 : 0.25));
+      p.gain = Gain::Smooth;
+    }
+    return p;
   }
 
   std::optional<Proposal> propose_unary() {

@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   bool no_special = false;
   app.add_flag("--no-special", no_special, "No NaN/inf in the inputs");
+  app.add_flag("--random", options.generator.random_ops,
+               "Also generate steps that draw from the default generator (rand_like, dropout)");
+  bool no_later_calls = false;
+  app.add_flag("--no-later-calls", no_later_calls,
+               "Call each compiled function once only (no fresh values, new sizes, overlapping "
+               "inputs or module swaps)");
   app.add_flag("--no-minimize", no_minimize, "Report failing programs without shrinking them");
   app.add_flag("--verbose,-v", verbose, "Print every program and its outcome");
   app.add_flag("--coverage", coverage, "Print what the programs exercise instead of running them");
@@ -50,6 +56,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list-ops", list_ops, "Print the ops the generator may call");
   CLI11_PARSE(app, argc, argv);
   options.minimize = !no_minimize;
+  options.later_calls = !no_later_calls;
   options.generator.special_values = !no_special;
   options.generator.min_steps = std::min(options.generator.min_steps, options.generator.max_steps);
   if (index) {

@@ -40,6 +40,8 @@ std::string_view values_name(InputValues values) {
 }
 
 std::vector<std::string> argument_names(const std::string& op) {
+  if (op == "generator.rand_like") return {"self"};
+  if (op == "generator.dropout") return {"input", "p"};
   const OpDef& def = OpRegistry::instance().get(op_id(op));
   std::vector<std::string> names;
   for (const graph::SchemaArg& a : graph::schema_of(def).args) names.push_back(a.name);
@@ -185,7 +187,24 @@ std::vector<Tensor> make_inputs(const Program& program) {
   return inputs;
 }
 
+// Note [Random steps]
+// "generator.rand_like" and "generator.dropout" are not op-table entries (those take the seed and
+// offset as arguments): they call the public functions, which draw from the default generator.
+// A compiled function must draw the very numbers eager code draws from the same generator state
+// (Note [Random ops under a trace] in src/ops/random.cpp), so the runner seeds the generator
+// alike before the eager and the compiled run, and compares them like any other values.
+bool run_random_step(const Step& step, std::vector<Tensor>& env) {
+  if (step.op != "generator.rand_like" && step.op != "generator.dropout") return false;
+  const Tensor& x = env.at(static_cast<size_t>(*step.args.at(0).value));
+  env.at(static_cast<size_t>(step.outputs.at(0))) =
+      step.op == "generator.rand_like"
+          ? rand_like(x)
+          : dropout(x, std::get<double>(step.args.at(1).constant), /*train=*/true);
+  return true;
+}
+
 void run_step(const Step& step, std::vector<Tensor>& env) {
+  if (run_random_step(step, env)) return;
   static thread_local std::map<std::string, OpId> ids;  // op_id once per name
   auto it = ids.find(step.op);
   if (it == ids.end()) it = ids.emplace(step.op, op_id(step.op)).first;

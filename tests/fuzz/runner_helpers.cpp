@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
 
 #include "kiln/compile.h"
@@ -58,6 +59,8 @@ std::string extra_flags(const RunOptions& options) {
   std::string flags;
   if (options.dynamic) flags += " --dynamic";
   if (options.grad) flags += " --grad";
+  if (!options.later_calls) flags += " --no-later-calls";
+  if (options.generator.random_ops) flags += " --random";
   if (!options.generator.special_values) flags += " --no-special";
   if (options.generator.max_steps != defaults.max_steps)
     flags += fmt::format(" --max-steps {}", options.generator.max_steps);
@@ -142,6 +145,7 @@ void check_gradients(const std::vector<Program>& programs, const RunOptions& opt
     if (wrt.empty()) continue;
     std::vector<Tensor> expected;
     try {
+      manual_seed(rng_seed_of(program));
       Tensor loss = weighted_loss(interpret(program, eager_in));
       if (!loss.requires_grad()) continue;
       expected = kiln::grad({loss}, wrt, {}, std::nullopt, false, /*allow_unused=*/true);
@@ -165,6 +169,7 @@ void check_gradients(const std::vector<Program>& programs, const RunOptions& opt
             return interpret(program, inputs);
           },
           o, std::source_location::current());
+      manual_seed(rng_seed_of(program));
       Tensor loss = weighted_loss(fn.call(args));
       actual = kiln::grad({loss}, compiled_wrt, {}, std::nullopt, false, /*allow_unused=*/true);
     } catch (const std::exception& e) {
@@ -203,6 +208,8 @@ std::vector<std::string> check_programs(const std::vector<Program>& programs,
                                         const RunOptions& options) {
   std::vector<std::string> mismatches(programs.size());
   std::vector<std::vector<Tensor>> expected(programs.size());
+  const uint64_t rng_seed = rng_seed_of(programs.front());
+  manual_seed(rng_seed);  // Note [Random steps]: the same numbers for eager and compiled
   for (size_t p = 0; p < programs.size(); ++p) {
     try {
       expected[p] = interpret(programs[p], make_inputs(programs[p]));
@@ -225,8 +232,9 @@ std::vector<std::string> check_programs(const std::vector<Program>& programs,
   compile_options.name = fmt::format("fuzz programs seed={} index={}..{}", programs.front().seed,
                                      programs.front().index, programs.back().index);
   std::vector<Tensor> actual;
+  std::optional<capture::CompiledFunction> fn;
   try {
-    capture::CompiledFunction fn(
+    fn.emplace(
         [&programs](const std::vector<capture::ArgValue>& boxed) {
           std::vector<Tensor> outputs;
           size_t next = 0;
@@ -239,7 +247,8 @@ std::vector<std::string> check_programs(const std::vector<Program>& programs,
           return outputs;
         },
         compile_options, std::source_location::current());
-    actual = fn.call(args);
+    manual_seed(rng_seed);
+    actual = fn->call(args);
   } catch (const std::exception& e) {
     for (std::string& m : mismatches)
       if (m.empty()) m = fmt::format("compiled ({}) raised: {}", options.backend, e.what());
@@ -273,8 +282,16 @@ std::vector<std::string> check_programs(const std::vector<Program>& programs,
                                     program.inputs[i].id, diff);
     }
   }
+  if (options.later_calls) {
+    check_later_calls(programs, *fn, rng_seed, mismatches);
+    if (programs.front().index % 32 < 8) check_module_swap(programs, options, rng_seed, mismatches);
+  }
   if (options.grad) check_gradients(programs, options, mismatches);
   return mismatches;
+}
+
+uint64_t rng_seed_of(const Program& first) {
+  return first.seed * 7919 + static_cast<uint64_t>(first.index);
 }
 
 std::string check_program(const Program& program, const RunOptions& options) {
