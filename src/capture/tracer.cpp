@@ -324,14 +324,50 @@ bool Tracer::segment_has_ops() const {
   return false;
 }
 
+// Note [Writes through self-overlapping views]
+// An in-place op whose target has elements that share memory (base.unfold(1, 3, 1), an
+// as_strided with overlapping strides, an expand) updates that memory once per element in eager
+// code, each element reading what the last one wrote (as PyTorch's kernels do). A graph is
+// functional: it computes every element from the old values and writes the result back, once
+// per memory location. So such an op runs eagerly in a segment of its own, as an op marked not
+// traceable does. The test is the usual sufficient one for no overlap (dims sorted by stride,
+// each stride past the extent of the smaller ones); a layout it cannot prove free of overlap, or
+// a size-0/1-dependent one with symbolic sizes (a stride-0 dim of symbolic size), counts as
+// overlapping: the eager run is always right.
+bool may_overlap_itself(const Tensor& t) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dims with size > 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const SymInt size = t.sym_sizes()[d], stride = t.sym_strides()[d];
+    const int64_t n = size.is_symbolic() ? size.hint() : size.raw();
+    const int64_t st = stride.is_symbolic() ? stride.hint() : stride.raw();
+    if (size.is_symbolic() && st == 0) return true;
+    if (n > 1) dims.emplace_back(std::abs(st), n);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t extent = 0;  // the largest offset the dims so far reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= extent) return true;
+    extent += stride * (size - 1);
+  }
+  return false;
+}
+
 // An op marked not traceable (kTagNotTraceable) ends the current graph and runs eagerly in a
 // one-node segment of its own; tracing continues in a new graph after it (Note [Trace tree]).
+// So does an in-place op on a target that may overlap itself (Note [Writes through
+// self-overlapping views]).
 void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
-  if (!op.has_tag(kTagNotTraceable) || in_eager_segment_) {
+  const bool overlapping_write = !in_eager_segment_ && op.has_tag(kTagInplace) && !args.empty() &&
+                                 args[0].is_tensor() && args[0].tensor().defined() &&
+                                 may_overlap_itself(fake_of(args[0].tensor()));
+  if ((!op.has_tag(kTagNotTraceable) && !overlapping_write) || in_eager_segment_) {
     record_op(op, args, outputs);
     return;
   }
-  const std::string reason = fmt::format("op {} is marked not traceable", op.name);
+  const std::string reason =
+      overlapping_write
+          ? fmt::format("op {} writes through a view whose elements share memory", op.name)
+          : fmt::format("op {} is marked not traceable", op.name);
   if (req_.options->fullgraph)
     throw GraphBreakError(fmt::format(
         "{}: graph break while compiling with fullgraph=true: {}. Call it outside the compiled "

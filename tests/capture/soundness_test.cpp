@@ -599,5 +599,43 @@ TEST_P(SavedInputMutated, AnInputMutatedBeforeItsUseDifferentiatesWithTheNewValu
 
 INSTANTIATE_TEST_SUITE_P(Backends, SavedInputMutated, ::testing::Values("eager", "inductor"));
 
+// ---- writes through self-overlapping views (Note [Writes through self-overlapping views]) ----
+
+class OverlappingWrites : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OverlappingWrites, AddOncePerViewElementAsEagerDoes) {
+  auto unfold_add = [](const Tensor& base) {
+    base.unfold(1, 3, 1).add_(100);
+    return base * 1;
+  };
+  auto strided_add = [](const Tensor& base) {
+    base.as_strided({3, 3}, {1, 1}).add_(1);
+    return base + 0;
+  };
+  auto expanded_mul = [](const Tensor& x) {
+    Tensor row = x.clone();
+    row.expand({3, 4}).mul_(2);
+    return row;
+  };
+  auto f1 = compile(unfold_add, with_backend(GetParam()));
+  auto f2 = compile(strided_add, with_backend(GetParam()));
+  auto f3 = compile(expanded_mul, with_backend(GetParam()));
+  for (int call = 0; call < 2; ++call) {
+    Tensor a = arange(10).to(kFloat32).reshape({2, 5}), a_eager = a.clone();
+    expect_equal(f1(a), unfold_add(a_eager));
+    expect_equal(a, a_eager);
+    Tensor b = zeros({6}), b_eager = zeros({6});
+    expect_equal(f2(b), strided_add(b_eager));
+    expect_equal(b, b_eager);
+    // An expanded target (stride 0) raises eagerly, as in PyTorch, and so compiled.
+    Tensor x = ones({4});
+    const std::string eager_error = error_message([&] { expanded_mul(x); });
+    EXPECT_NE(eager_error.find("share memory"), std::string::npos) << eager_error;
+    EXPECT_EQ(error_message([&] { f3(x); }), eager_error);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OverlappingWrites, ::testing::Values("eager", "inductor"));
+
 }  // namespace
 }  // namespace kiln
