@@ -637,5 +637,42 @@ TEST_P(OverlappingWrites, AddOncePerViewElementAsEagerDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, OverlappingWrites, ::testing::Values("eager", "inductor"));
 
+// ---- running statistics created inside the function ----
+
+class RunningStatsInside : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunningStatsInside, BatchNormUpdatesThemAsEagerDoes) {
+  auto body = [](const Tensor& x, const Tensor& rm_in) {
+    Tensor rm = rm_in.clone();
+    Tensor rv = ones({3});
+    Tensor y = batch_norm(x, rm, rv, Tensor(), Tensor(), /*training=*/true, 0.1, 1e-5);
+    return std::make_tuple(y, rm, rv * 1);
+  };
+  auto module_body = [](const Tensor& x) {
+    nn::BatchNorm2d bn(3);
+    Tensor y = bn(x);
+    const auto buffers = bn.named_buffers();
+    return std::make_tuple(y, buffers.at(0).second * 1, buffers.at(1).second * 1);
+  };
+  auto f = compile(body, with_backend(GetParam()));
+  auto g = compile(module_body, with_backend(GetParam()));
+  for (int call = 0; call < 2; ++call) {
+    Tensor x = randn({4, 3}), rm = randn({3});
+    auto [y, m, v] = f(x, rm);
+    auto [ey, em, ev] = body(x, rm);
+    expect_equal(y, ey);
+    expect_equal(m, em);
+    expect_equal(v, ev);
+    Tensor x4 = randn({2, 3, 2, 2});
+    auto [gy, gm, gv] = g(x4);
+    auto [hy, hm, hv] = module_body(x4);
+    expect_equal(gy, hy);
+    expect_equal(gm, hm);
+    expect_equal(gv, hv);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RunningStatsInside, ::testing::Values("eager", "inductor"));
+
 }  // namespace
 }  // namespace kiln

@@ -179,4 +179,33 @@ Value* DecompBuilder::reshape(Value* x, const SymDimVector& sizes) {
   return view(x, sizes);
 }
 
+Value* DecompBuilder::copy_into(Value* dst, Value* src) {
+  Value* written = call1("copy_", {V(dst), V(src)});
+  const std::vector<graph::Node*> users(dst->users().begin(), dst->users().end());
+  for (graph::Node* user : users) {
+    if (user == written->producer() || user == &node_) continue;
+    if (user->kind() == graph::NodeKind::Output) {
+      std::vector<Value*> outs(g_.outputs().begin(), g_.outputs().end());
+      for (Value*& v : outs)
+        if (v == dst) v = written;
+      g_.set_outputs(std::move(outs));
+      continue;
+    }
+    if (user->kind() != graph::NodeKind::Call || !g_.comes_before(&node_, user)) continue;
+    for (size_t a = 0; a < user->args().size(); ++a) {
+      const graph::Arg& arg = user->args()[a];
+      if (arg.is_value() && arg.as_value() == dst) {
+        user->set_arg(a, graph::Arg::value(written));
+      } else if (arg.kind() == graph::Arg::Kind::List) {
+        std::vector<Value*> list = arg.as_list();
+        bool changed = false;
+        for (Value*& v : list)
+          if (v == dst) v = written, changed = true;
+        if (changed) user->set_arg(a, graph::Arg::list(std::move(list)));
+      }
+    }
+  }
+  return written;
+}
+
 }  // namespace kiln::lower

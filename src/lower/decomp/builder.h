@@ -88,7 +88,11 @@ class DecompBuilder {
   Value* unsqueeze(Value* x, int64_t dim) { return call1("unsqueeze", {V(x), C(IValue(dim))}); }
   Value* squeeze(Value* x, int64_t dim) { return call1("squeeze.dim", {V(x), C(IValue(dim))}); }
   // Writes src into dst (an in-place copy_, kept in program order).
-  Value* copy_into(Value* dst, Value* src) { return call1("copy_", {V(dst), V(src)}); }
+  // copy_(dst, src) at the node's place. Reads of dst after the node (the graph's outputs
+  // included) read the copy's result instead: the node wrote dst's memory, and a read after it
+  // sees the new values. (An in-place op's own result is rebound by the tracer; a schema
+  // mutation's argument, batch_norm's running statistics, is not: Note [Functionalization].)
+  Value* copy_into(Value* dst, Value* src);
 
   static graph::Arg V(Value* v) { return graph::Arg::value(v); }
   static graph::Arg C(IValue c) { return graph::Arg::constant(std::move(c)); }
