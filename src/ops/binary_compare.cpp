@@ -9,18 +9,60 @@ namespace {
 
 using namespace binary;
 
+// Note [Comparing uint64 with a signed tensor]
+// Promotion has no type for uint64 with a signed integer type (Note [Promotion table]), but a
+// comparison has an exact answer (Note [Unsigned integers]): a negative signed value is below
+// every uint64, and a non-negative one compares as a uint64. So such a comparison computes in
+// uint64 (where a negative value wraps) and then sets the elements whose signed operand is
+// negative to that constant answer. The code-generating backend does the same in its kernel
+// (src/lower/lowerings/pointwise.cpp).
+bool uint64_with_signed(const Tensor& a, const cpu::Operand& b) {
+  if (b.is_scalar()) return false;
+  const ScalarType x = a.dtype(), y = b.tensor().dtype();
+  auto is_signed_int = [](ScalarType t) { return is_integral(t) && !is_unsigned(t) && t != kBool; };
+  return (x == kUInt64 && is_signed_int(y)) || (y == kUInt64 && is_signed_int(x));
+}
+
+// a <op> b when the signed operand is negative: true for ne and for an order that puts the
+// signed side below the unsigned one.
+bool answer_when_signed_is_negative(cpu::CompareOp op, bool signed_is_left) {
+  switch (op) {
+    case cpu::CompareOp::Eq:
+      return false;
+    case cpu::CompareOp::Ne:
+      return true;
+    case cpu::CompareOp::Lt:
+    case cpu::CompareOp::Le:
+      return signed_is_left;
+    case cpu::CompareOp::Gt:
+    case cpu::CompareOp::Ge:
+      return !signed_is_left;
+  }
+  return false;
+}
+
 template <cpu::CompareOp Op>
 void meta_compare(OpCall& call) {
   const Tensor& a = call.tensor(0);
   const cpu::Operand b = operand(call, 1);
-  promoted_dtype(call.name(), a, b);  // raises for uint64 with a signed tensor
+  if (!uint64_with_signed(a, b)) promoted_dtype(call.name(), a, b);  // dtype errors
   call.set_output(0, kBool, result_shape(call.name(), a, b));
 }
 template <cpu::CompareOp Op>
 void cpu_compare(OpCall& call) {
   const Tensor& a = call.tensor(0);
   const cpu::Operand b = operand(call, 1);
-  cpu::compare_kernel(call.name(), Op, call.output(0), a, b, promoted_dtype(call.name(), a, b));
+  if (!uint64_with_signed(a, b)) {
+    cpu::compare_kernel(call.name(), Op, call.output(0), a, b, promoted_dtype(call.name(), a, b));
+    return;
+  }
+  // Note [Comparing uint64 with a signed tensor]
+  cpu::compare_kernel(call.name(), Op, call.output(0), a, b, kUInt64);
+  const bool signed_is_left = a.dtype() != kUInt64;
+  const Tensor& signed_side = signed_is_left ? a : b.tensor();
+  const Tensor negative = signed_side.lt(Scalar(int64_t{0}));
+  call.output(0).masked_fill_(negative.expand(call.output(0).sym_sizes()),
+                              Scalar(answer_when_signed_is_negative(Op, signed_is_left)));
 }
 
 void meta_logical(OpCall& call) {

@@ -316,6 +316,15 @@ TEST(PowerOfOneHalf, IsASquareRootCompiledAsEagerly) {
   expect_equal(inverse, x.pow(-0.5) * 2);
 }
 
+TEST(Overflow, ANormWhoseSquaresOverflowFloat32StaysFinite) {
+  auto f = compile([](const Tensor& x) { return std::make_tuple(x.norm(), x.norm(3.0)); });
+  Tensor x = tensor({1e30, 1e30, 3.0});
+  auto [two, three] = f(x);
+  expect_equal(two, x.norm());
+  expect_equal(three, x.norm(3.0));
+  EXPECT_TRUE(std::isfinite(two.item<double>()));
+}
+
 TEST(Overflow, SinhAndCoshStayFiniteWhereEagerIs) {
   auto f = compile([](const Tensor& t) { return std::make_tuple(t.sinh(), t.cosh()); });
   Tensor x = tensor({88.8f, -88.8f, 89.0f, -89.3f, 89.5f, 1.0f, -3.0f, 0.0f, 87.5f, NAN});

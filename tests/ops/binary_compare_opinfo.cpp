@@ -25,11 +25,21 @@ bool integer_valued(const IValue& v) {
   return v.is_tensor() ? is_integral_or_bool(v.tensor().dtype()) : !v.scalar().is_floating();
 }
 
+// uint64 with a signed integer tensor: no promoted dtype, an exact comparison (Note [Comparing
+// uint64 with a signed tensor]).
+bool uint64_with_signed(const Stack& a) {
+  if (!a[0].is_tensor() || !a[1].is_tensor()) return false;
+  const ScalarType x = a[0].tensor().dtype(), y = a[1].tensor().dtype();
+  auto is_signed_int = [](ScalarType t) { return is_integral(t) && !is_unsigned(t) && t != kBool; };
+  return (x == kUInt64 && is_signed_int(y)) || (y == kUInt64 && is_signed_int(x));
+}
+
 Tensor compare_reference(Cmp op, const Stack& a) {
-  const ScalarType c = ref_promoted(a);
+  const bool mixed = uint64_with_signed(a);
+  const ScalarType c = mixed ? kInt64 : ref_promoted(a);
   const DimVector shape = ref_shape(a);
   std::vector<bool> r;
-  if (is_integral_or_bool(c) && integer_valued(a[0]) && integer_valued(a[1])) {
+  if (mixed || (is_integral_or_bool(c) && integer_valued(a[0]) && integer_valued(a[1]))) {
     std::vector<I128> x = exact_values(a[0], shape), y = exact_values(a[1], shape);
     for (size_t i = 0; i < x.size(); ++i) r.push_back(compare(op, x[i], y[i]));
   } else {
@@ -50,25 +60,37 @@ Maker tied() {
 }
 
 void register_compare(const char* name, const char* scalar_name, Cmp op) {
-  register_binary({.name = name,
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
-                      // Out-of-range 0-dim operands: exact, not wrapped (uint8 > int64 -1).
-                      if (is_integral(dt)) {
-                        s.push_back({{tied()({3, 4}, dt, rng, Layout::Contiguous), scalar_tensor(-1, kInt64)},
-                                     "[3, 4] with 0-dim int64 -1"});
-                        s.push_back({{scalar_tensor(1000, kInt32), tied()({3, 4}, dt, rng, Layout::Contiguous)},
-                                     "0-dim int32 1000 with [3, 4]"});
-                      }
-                      return s;
-                    },
-                    .reference = [op](const Stack& a) { return std::vector<Tensor>{compare_reference(op, a)}; },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({2, 3}), zeros({4})}, ErrorKind::Shape, "broadcast [2, 3] with [4]"},
-                          {{zeros({2}, kUInt64), zeros({2}, kInt64)}, ErrorKind::DType, "uint64 with int64"},
-                          {{zeros({2}, kInt8), zeros({2}, kUInt64)}, ErrorKind::DType, "int8 with uint64"}};
-                    }});
+  register_binary(
+      {.name = name,
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
+             // uint64 with signed tensors: exact, not wrapped.
+             if (dt == kUInt64) {
+               s.push_back({{tied()({3, 4}, dt, rng, Layout::Contiguous),
+                             tied()({3, 4}, kInt64, rng, Layout::Contiguous)},
+                            "uint64 [3, 4] with int64 [3, 4]"});
+               s.push_back({{tied()({4, 1}, kInt8, rng, Layout::Contiguous),
+                             tied()({1, 3}, dt, rng, Layout::Contiguous)},
+                            "int8 [4, 1] with uint64 [1, 3]"});
+             }
+             // Out-of-range 0-dim operands: exact, not wrapped (uint8 > int64 -1).
+             if (is_integral(dt)) {
+               s.push_back(
+                   {{tied()({3, 4}, dt, rng, Layout::Contiguous), scalar_tensor(-1, kInt64)},
+                    "[3, 4] with 0-dim int64 -1"});
+               s.push_back(
+                   {{scalar_tensor(1000, kInt32), tied()({3, 4}, dt, rng, Layout::Contiguous)},
+                    "0-dim int32 1000 with [3, 4]"});
+             }
+             return s;
+           },
+       .reference = [op](const Stack& a) { return std::vector<Tensor>{compare_reference(op, a)}; },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({2, 3}), zeros({4})}, ErrorKind::Shape, "broadcast [2, 3] with [4]"}};
+           }});
   register_binary({.name = scalar_name,
                     .samples = [](ScalarType dt, std::mt19937_64& rng) {
                       return scalar_samples(dt, rng, tied(),

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kiln/compile.h"
 #include "kiln/kiln.h"
 
 namespace kiln {
@@ -64,4 +65,37 @@ TEST(Pow, OneHalfIsASquareRoot) {
 }
 
 }  // namespace
+// Note [Comparing uint64 with a signed tensor]: exact answers, eager and compiled.
+TEST(UnsignedComparisons, Uint64AgainstASignedTensorComparesMathematicalValues) {
+  const Tensor u =
+      from_vector(std::vector<uint64_t>{0, 5, std::numeric_limits<uint64_t>::max(), 7});
+  const Tensor s = tensor({-1, 5, -9, 9}, kInt64);
+  auto check = [&](const Tensor& got, std::vector<bool> want, const char* what) {
+    ASSERT_EQ(got.dtype(), kBool) << what;
+    const std::vector<bool> v = got.to_vector<bool>();
+    EXPECT_EQ(v, want) << what;
+  };
+  check(u.lt(s), {false, false, false, true}, "u < s");
+  check(u.le(s), {false, true, false, true}, "u <= s");
+  check(u.gt(s), {true, false, true, false}, "u > s");
+  check(u.ge(s), {true, true, true, false}, "u >= s");
+  check(u.eq(s), {false, true, false, false}, "u == s");
+  check(u.ne(s), {true, false, true, true}, "u != s");
+  check(s.lt(u), {true, false, true, false}, "s < u");
+  check(s.ge(u), {false, true, false, true}, "s >= u");
+  // Broadcast: a column of signed values against a row of unsigned ones.
+  check(s.to(kInt8).reshape({4, 1}).gt(u.reshape({1, 4})).reshape({-1}),
+        {false, false, false, false, true, false, false, false, false, false, false, false, true,
+         true, false, true},
+        "s[:, None] > u[None, :]");
+  auto f = compile([](const Tensor& a, const Tensor& b) {
+    return std::make_tuple(a.lt(b), a.ge(b), b.gt(a), a.eq(b));
+  });
+  auto [lt, ge, gt, eq] = f(u, s);
+  check(lt, {false, false, false, true}, "compiled u < s");
+  check(ge, {true, true, true, false}, "compiled u >= s");
+  check(gt, {false, false, false, true}, "compiled s > u");
+  check(eq, {false, true, false, false}, "compiled u == s");
+}
+
 }  // namespace kiln

@@ -129,7 +129,9 @@ std::vector<Value*> logsumexp(DecompBuilder& b) {
 }
 
 // norm(x, p, dims, keepdim): max/min of |x| for p = +-inf, the count of nonzeros for p = 0,
-// sum |x| for 1, sqrt(sum x^2) for 2, (sum |x|^p)^(1/p) otherwise.
+// sum |x| for 1, sqrt(sum x^2) for 2, (sum |x|^p)^(1/p) otherwise. Powers other than 1 sum in
+// float64, as the eager kernel does: in float32 the squares of [1e30, 1e30, 3] overflow to inf
+// where the norm itself (1.4e30) is finite.
 std::vector<Value*> norm(DecompBuilder& b) {
   Value* x = b.input(0);
   const double p = b.constant(1).scalar().to_double();
@@ -143,7 +145,8 @@ std::vector<Value*> norm(DecompBuilder& b) {
                                                   : std::pow(0.0, 1.0 / p);
     return {b.full(reduced_sizes(x, dims, keepdim), Scalar(v), dt)};
   }
-  Value* xc = b.to(x, opmath_dtype(dt));
+  const bool powers = !std::isinf(p) && p != 0 && p != 1;
+  Value* xc = b.to(x, powers ? kFloat64 : opmath_dtype(dt));
   Value* r;
   if (std::isinf(p)) {
     r = p > 0 ? b.amax(b.abs(xc), dims, keepdim) : b.amin(b.abs(xc), dims, keepdim);

@@ -107,7 +107,9 @@ BinaryOp mirrored(BinaryOp op) {
 
 // Note [Exact comparisons] for a 0-dim tensor operand: its value is known only when the kernel
 // runs, so the kernel checks it against the compute dtype's range (in the operand's own dtype)
-// and gives the constant answer when it is outside, as the eager kernel does.
+// and gives the constant answer when it is outside, as the eager kernel does. A signed tensor
+// compared with a uint64 one is checked the same way, element by element (Note [Comparing uint64
+// with a signed tensor] in src/ops/binary_compare.cpp).
 struct RangeCheck {
   size_t operand = 0;
   ScalarType dtype = kInt64;  // the operand's own dtype
@@ -127,6 +129,17 @@ Scalar highest(ScalarType t) {
   return Scalar(static_cast<int64_t>((uint64_t{1} << bits) - 1));
 }
 
+// Note [Comparing uint64 with a signed tensor] (src/ops/binary_compare.cpp): two tensor operands,
+// one uint64 and the other a signed integer type.
+bool uint64_with_signed(const graph::Node& node) {
+  if (node.args().size() < 2 || !node.args()[0].is_value() || !node.args()[1].is_value())
+    return false;
+  const ScalarType x = node.args()[0].as_value()->meta().dtype;
+  const ScalarType y = node.args()[1].as_value()->meta().dtype;
+  auto is_signed_int = [](ScalarType t) { return is_integral(t) && !is_unsigned(t) && t != kBool; };
+  return (x == kUInt64 && is_signed_int(y)) || (y == kUInt64 && is_signed_int(x));
+}
+
 std::vector<RangeCheck> zero_dim_range_checks(GraphLowering& l, const graph::Node& node,
                                               ScalarType c, const std::vector<ExprPtr>& sizes) {
   std::vector<RangeCheck> checks;
@@ -135,7 +148,9 @@ std::vector<RangeCheck> zero_dim_range_checks(GraphLowering& l, const graph::Nod
     if (!node.args()[k].is_value()) continue;
     const TensorBox& box = arg_box(l, node, k);
     const ScalarType d = box.dtype();
-    if (box.dim() != 0 || d == c || !(is_integral(d) || d == kBool)) continue;
+    const bool signed_with_uint64 = c == kUInt64 && is_integral(d) && !is_unsigned(d) && d != kBool;
+    if ((box.dim() != 0 && !signed_with_uint64) || d == c || !(is_integral(d) || d == kBool))
+      continue;
     RangeCheck check{k, d, broadcast_loader(box, sizes), std::nullopt, std::nullopt};
     if (outside_range(lowest(d), c) < 0) check.below = lowest(c);
     if (outside_range(highest(d), c) > 0) check.above = highest(c);
@@ -154,7 +169,8 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
     const graph::TensorMeta& out = out_meta(node);
     const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
     ScalarType c = compute_type(out.dtype);
-    if (how == Operands::ResultType) c = compute_type(operands_result_type(node, name));
+    if (how == Operands::ResultType)
+      c = uint64_with_signed(node) ? kUInt64 : compute_type(operands_result_type(node, name));
     if (how == Operands::Bool) c = kBool;
     // Note [Exact comparisons] (src/kernels/cpu/binary_compare.cpp): an integer Scalar outside
     // the compute dtype's range is not converted (it would wrap); the comparison is a constant.
