@@ -483,6 +483,27 @@ void Tracer::graph_break_error(const std::string& reason, const std::source_loca
       req_.function_name, location_str(loc), loc.function_name(), reason));
 }
 
+// Note [Checks in dead code]
+// Eager code runs every op, so an integer division by zero or an index out of bounds raises even
+// when the result is never used. A graph computes only what its outputs need, and would skip
+// such an op silently. So the result of an op that checks its values (integer division and
+// remainder, ops that read or write at tensor indices) becomes an output of its segment even when
+// nothing reads it: the graph computes it, and the check runs (Note [Runtime errors in
+// generated code]).
+bool raises_on_values(const graph::Node& node) {
+  const std::string& name = node.op_def().name;
+  const std::string base = name.substr(0, name.find('.'));
+  if (base == "div" || base == "div_" || base == "remainder" || base == "remainder_" ||
+      base == "floor_divide" || base == "floor_divide_" || base == "fmod" || base == "fmod_") {
+    for (const graph::Value* in : node.inputs())
+      if (is_integral(in->meta().dtype) && in->meta().dtype != kBool) return true;
+    return false;
+  }
+  for (const char* prefix : {"index", "gather", "scatter", "take", "embedding"})
+    if (base.starts_with(prefix)) return true;
+  return false;
+}
+
 std::vector<int64_t> Tracer::symbol_hints() const {
   std::vector<int64_t> hints;
   for (sym::ExprPtr s : result_.symbols.symbols) hints.push_back(env_.hint(s).value_or(0));
@@ -517,6 +538,14 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     }
   };
   for (const Tensor& t : needed) add(fake_of(t).impl(), value_of(t));
+  // Note [Checks in dead code]: an op that raises on bad values stays computed when nothing
+  // reads its result.
+  for (const auto& [impl, v] : values_) {
+    const graph::Node* producer = v->producer();
+    if (producer != nullptr && producer->kind() == graph::NodeKind::Call && v->users().empty() &&
+        raises_on_values(*producer))
+      add(impl, v);
+  }
   if (brk) {
     std::vector<std::pair<int, const TensorImpl*>> live;
     for (const auto& [impl, v] : values_) {

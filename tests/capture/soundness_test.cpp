@@ -297,6 +297,26 @@ TEST_P(IntegerDivisionByZero, RaisesAsEagerDoes) {
   EXPECT_EQ(floor.stats().compiles, 1);
 }
 
+// Note [Checks in dead code]
+TEST_P(IntegerDivisionByZero, AnUnusedDivisionStillRaises) {
+  auto body = [](const Tensor& a, const Tensor& b) {
+    Tensor unused = a.remainder(b);
+    Tensor also_unused = a.index_select(0, b);
+    (void)unused;
+    (void)also_unused;
+    return a + 1;
+  };
+  auto f = compile(body, with_backend(GetParam()));
+  Tensor a = tensor({5, 7, 9}, kInt64);
+  expect_equal(f(a, tensor({1, 2, 2}, kInt64)), a + 1);
+  const std::string eager = error_message([&] { body(a, tensor({1, 0, 2}, kInt64)); });
+  EXPECT_NE(eager.find("division by zero"), std::string::npos) << eager;
+  const std::string compiled = error_message([&] { f(a, tensor({1, 0, 2}, kInt64)); });
+  EXPECT_NE(compiled.find("division by zero"), std::string::npos) << compiled;
+  const std::string out_of_range = error_message([&] { body(a, tensor({1, 7, 2}, kInt64)); });
+  EXPECT_NE(error_message([&] { f(a, tensor({1, 7, 2}, kInt64)); }), "(no error)") << out_of_range;
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);
