@@ -81,8 +81,12 @@ ZeroRule rule_of(const Node& node) {
 
 class Specializer {
  public:
-  Specializer(const graph::Graph& backward, int num_saved, const std::vector<bool>& absent)
-      : backward_(backward), num_saved_(num_saved), absent_(absent) {}
+  Specializer(const graph::Graph& backward, int num_saved, const std::vector<bool>& absent,
+              bool keep_absent_inputs)
+      : backward_(backward),
+        num_saved_(num_saved),
+        absent_(absent),
+        keep_absent_inputs_(keep_absent_inputs) {}
 
   SpecializedBackward run() {
     const auto placeholders = backward_.placeholders();
@@ -95,6 +99,7 @@ class Specializer {
       const bool is_absent = i >= static_cast<size_t>(num_saved_) && absent_[i - num_saved_];
       if (is_absent) {
         zero_.insert(v);
+        if (keep_absent_inputs_) out_.add_placeholder(v->producer()->source(), v->meta());
       } else {
         env_[v] = out_.add_placeholder(v->producer()->source(), v->meta());
       }
@@ -241,6 +246,7 @@ class Specializer {
   const graph::Graph& backward_;
   int num_saved_;
   const std::vector<bool>& absent_;
+  bool keep_absent_inputs_ = false;
   graph::Graph out_;
   std::unordered_map<const Value*, Value*> env_;
   std::unordered_set<const Value*> zero_;
@@ -250,8 +256,9 @@ class Specializer {
 }  // namespace
 
 SpecializedBackward specialize_for_absent_tangents(const graph::Graph& backward, int num_saved,
-                                                   const std::vector<bool>& absent) {
-  return Specializer(backward, num_saved, absent).run();
+                                                   const std::vector<bool>& absent,
+                                                   bool keep_absent_inputs) {
+  return Specializer(backward, num_saved, absent, keep_absent_inputs).run();
 }
 
 }  // namespace kiln::aot

@@ -25,7 +25,8 @@
 namespace kiln::aot {
 
 struct SpecializedBackward {
-  // Inputs: the saved values (all of them, in order), then the tangents that are present.
+  // Inputs: the saved values (all of them, in order), then the tangents that are present (all
+  // of them with keep_absent_inputs).
   // Outputs: the gradients that are not structurally zero, in order.
   graph::Graph graph;
   // Per gradient output of the full backward graph: whether `graph` computes it.
@@ -33,7 +34,10 @@ struct SpecializedBackward {
 };
 
 // `backward`'s inputs are `num_saved` saved values then one tangent per entry of `absent`.
+// `keep_absent_inputs`: the specialized graph keeps an (unread) input for each absent tangent,
+// whose sizes bind the symbols of a graph with symbolic sizes (the caller passes zeros there).
 SpecializedBackward specialize_for_absent_tangents(const graph::Graph& backward, int num_saved,
-                                                   const std::vector<bool>& absent);
+                                                   const std::vector<bool>& absent,
+                                                   bool keep_absent_inputs = false);
 
 }  // namespace kiln::aot

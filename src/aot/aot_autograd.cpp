@@ -55,7 +55,8 @@ struct CompiledFunctionState {
     std::lock_guard<std::mutex> lock(specialized_mutex);
     auto it = specialized.find(absent);
     if (it != specialized.end()) return it->second;
-    SpecializedBackward s = specialize_for_absent_tangents(backward_graph, num_saved, absent);
+    SpecializedBackward s =
+        specialize_for_absent_tangents(backward_graph, num_saved, absent, symbolic);
     trace::CompileIdScope scope(compile_id);
     trace::log_artifact("aot_backward_specialized", compile_id, [&] {
       std::string mask;
@@ -104,13 +105,14 @@ class CompiledFunctionBackward final : public autograd::Node {
     bool any_absent = false;
     for (size_t t = 0; t < absent.size(); ++t) {
       Tensor g = t < grads.size() ? grads[t] : Tensor();
+      absent[t] = !g.defined();
+      any_absent |= absent[t];
       if (!g.defined() && state_->symbolic) {
-        // Note [AOT autograd with symbolic sizes]: zeros keep every symbol's binding.
+        // Note [AOT autograd with symbolic sizes]: zeros keep every symbol's binding; the
+        // specialized graph keeps an input for them but never reads it (Note [Absent tangents]).
         const autograd::GradMeta& meta = input_metadata()[t];
         g = zeros(meta.sizes, meta.dtype);
       }
-      absent[t] = !g.defined();
-      any_absent |= absent[t];
       if (g.defined()) inputs.push_back(g.is_contiguous() ? g : g.contiguous());
     }
     std::vector<Tensor> out;
