@@ -55,6 +55,23 @@ void cpu_extremum(OpCall& call) {
   cpu::reduce(K, call.output(0), x, dim_mask(call.name(), x, call.ints(1)));
 }
 
+// ---- max, min: (self) -> the extremum of every element ----
+// Their own ops, not amax/amin over every dim, for the gradient: PyTorch splits it among the
+// elements equal to the result, and a NaN result's among the NaN elements (amax's gives a NaN
+// result no gradient at all). See max_backward in src/autograd/formulas/reduce.cpp.
+
+void meta_full_extremum(OpCall& call) {
+  const Tensor& x = call.tensor(0);
+  const uint64_t mask = dim_mask(call.name(), x, {});
+  check_nonempty(call.name(), x, mask);
+  call.set_output(0, x.dtype(), reduced_shape(x, mask, false));
+}
+template <cpu::ReduceKind K>
+void cpu_full_extremum(OpCall& call) {
+  const Tensor& x = call.tensor(0);
+  cpu::reduce(K, call.output(0), x, dim_mask(call.name(), x, {}));
+}
+
 // ---- max.dim, min.dim: (self, int dim, bool keepdim) -> (values, indices) ----
 
 void meta_max_dim(OpCall& call) {
@@ -171,6 +188,10 @@ void register_reduce_ops(OpRegistry& r) {
                   cpu_extremum<ReduceKind::Max>, dtypes::kAll));
   r.add(reduction("amin", "amin(Tensor self, int[] dim, bool keepdim) -> Tensor", meta_amax,
                   cpu_extremum<ReduceKind::Min>, dtypes::kAll));
+  r.add(reduction("max", "max(Tensor self) -> Tensor", meta_full_extremum,
+                  cpu_full_extremum<ReduceKind::Max>, dtypes::kAll));
+  r.add(reduction("min", "min(Tensor self) -> Tensor", meta_full_extremum,
+                  cpu_full_extremum<ReduceKind::Min>, dtypes::kAll));
   r.add(reduction("max.dim",
                   "max.dim(Tensor self, int dim, bool keepdim) -> (Tensor values, Tensor indices)",
                   meta_max_dim, cpu_max_dim, dtypes::kAll));
@@ -228,8 +249,14 @@ Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
   static const OpId id = op_id("amin");
   return dispatch::call_tensor(id, x, dims, keepdim);
 }
-Tensor max(const Tensor& x) { return amax(x); }
-Tensor min(const Tensor& x) { return amin(x); }
+Tensor max(const Tensor& x) {
+  static const OpId id = op_id("max");
+  return dispatch::call_tensor(id, x);
+}
+Tensor min(const Tensor& x) {
+  static const OpId id = op_id("min");
+  return dispatch::call_tensor(id, x);
+}
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   static const OpId id = op_id("max.dim");
   return two(dispatch::call_boxed(id, x, dim, keepdim));

@@ -163,6 +163,41 @@ void register_amax(const std::string& name, bool is_max) {
            }});
 }
 
+// max()/min() over every element: amax/amin's values; their own gradient (ties share it, a NaN
+// result's goes to the NaN elements).
+void register_full_extremum(const std::string& name, bool is_max) {
+  register_op_info(
+      {.name = name,
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> out;
+             for (const ReduceSample& s : reduce_samples(dt, rng, -5, 5, false, false))
+               if (s.x.numel() > 0) out.push_back({{s.x}, s.description});
+             if (is_floating(dt))
+               out.push_back(
+                   {{from_vector(std::vector<double>{1, NAN, 3}).to(dt)}, "NaN propagates"});
+             return out;
+           },
+       .reference =
+           [is_max](const Stack& a) {
+             const Tensor& x = X(a);
+             const uint64_t mask = mask_of(x, {});
+             return std::vector<Tensor>{
+                 extremum_ref(x, mask, out_shape(x, mask, false), is_max)[0]};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{{{zeros({0})}, ErrorKind::Index, "empty tensor"}};
+           },
+       .grad_samples =
+           [](std::mt19937_64& rng) {
+             std::vector<SampleInput> out;
+             for (const ReduceSample& s : reduce_samples(kFloat64, rng, -5, 5, false, false))
+               if (s.x.numel() > 0) out.push_back({{s.x}, s.description});
+             return without_ties(out);
+           }});
+}
+
 std::vector<SampleInput> single_dim_samples(ScalarType dt, std::mt19937_64& rng) {
   std::vector<SampleInput> out;
   for (const ReduceSample& s : reduce_samples(dt, rng, -5, 5, false, true))
@@ -292,6 +327,8 @@ const bool registered = [] {
   register_accumulate("mean", false, true);
   register_amax("amax", true);
   register_amax("amin", false);
+  register_full_extremum("max", true);
+  register_full_extremum("min", false);
   register_max_dim("max.dim", true);
   register_max_dim("min.dim", false);
   register_argmax("argmax", true);

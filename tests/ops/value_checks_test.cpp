@@ -98,4 +98,23 @@ TEST(UnsignedComparisons, Uint64AgainstASignedTensorComparesMathematicalValues) 
   check(eq, {false, true, false, false}, "compiled u == s");
 }
 
+// max()/min() of every element: the gradient goes evenly to the elements equal to the result,
+// and to the NaN elements when the result is NaN (PyTorch's evenly_distribute_backward); amax's
+// gives a NaN result no gradient.
+TEST(FullExtremumGradient, GoesToTheNaNOrIsSharedByTies) {
+  for (bool is_max : {true, false}) {
+    Tensor x = tensor({1.0, NAN, 3.0}, kFloat64).requires_grad_();
+    (is_max ? x.max() : x.min()).backward();
+    EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 1, 0}));
+    Tensor ties = tensor({3.0, 1.0, 3.0}, kFloat64).requires_grad_();
+    (is_max ? ties.max() : ties.min()).backward();
+    EXPECT_EQ(ties.grad().to_vector<double>(),
+              is_max ? (std::vector<double>{0.5, 0, 0.5}) : (std::vector<double>{0, 1, 0}));
+  }
+  auto f = compile([](const Tensor& x) { return x.max() * 2; });
+  Tensor x = tensor({1.0, NAN, 3.0}, kFloat64).requires_grad_();
+  f(x).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 2, 0}));
+}
+
 }  // namespace kiln

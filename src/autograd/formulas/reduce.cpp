@@ -102,6 +102,17 @@ void amax_backward(GradContext& ctx) {
   ctx.set_grad(0, where(mask, unsqueeze_reduced(ctx.grad(), dims, x.dim(), keepdim) / count, 0));
 }
 
+// max()/min() over every element: the gradient is split evenly among the elements equal to the
+// result, and when the result is NaN among the NaN elements (PyTorch's
+// evenly_distribute_backward).
+void full_extremum_backward(GradContext& ctx) {
+  const Tensor x = ctx.input(0);
+  const Tensor r = ctx.output();
+  const Tensor mask = logical_or(x == r, logical_and(x.isnan(), r.isnan()));
+  const Tensor count = mask.sum();
+  ctx.set_grad(0, where(mask, ctx.grad() / count, 0));
+}
+
 // A gradient of shape `values` (keepdim or not) placed at `indices` along dim, zero elsewhere:
 // max.dim/min.dim's backward. A comparison against the positions along dim builds the mask, so
 // the result is one `where` (differentiable in the gradient, for double backward).
@@ -271,6 +282,14 @@ void register_reduce_derivatives(OpRegistry& ops) {
                {.op = "prod", .backward = prod_backward, .save_args = self, .save_outputs = result},
                {.op = "amax", .backward = amax_backward, .save_args = self, .save_outputs = result},
                {.op = "amin", .backward = amax_backward, .save_args = self, .save_outputs = result},
+               {.op = "max",
+                .backward = full_extremum_backward,
+                .save_args = self,
+                .save_outputs = result},
+               {.op = "min",
+                .backward = full_extremum_backward,
+                .save_args = self,
+                .save_outputs = result},
                {.op = "max.dim", .backward = max_dim_backward, .save_outputs = indices},
                {.op = "min.dim", .backward = max_dim_backward, .save_outputs = indices},
                {.op = "var", .backward = var_backward, .save_args = self},

@@ -178,12 +178,24 @@ std::vector<Value*> extremum_dim(DecompBuilder& b, bool is_max) {
   return {values, indices};
 }
 std::vector<Value*> max_dim(DecompBuilder& b) { return extremum_dim(b, true); }
+
+// max()/min() over every element = amax/amin over every dim (they differ only in the gradient).
+std::vector<Value*> full_max(DecompBuilder& b) {
+  Value* x = b.input(0);
+  return {b.amax(x, dim_range(0, static_cast<int64_t>(x->meta().sizes.size())), false)};
+}
+std::vector<Value*> full_min(DecompBuilder& b) {
+  Value* x = b.input(0);
+  return {b.amin(x, dim_range(0, static_cast<int64_t>(x->meta().sizes.size())), false)};
+}
 std::vector<Value*> min_dim(DecompBuilder& b) { return extremum_dim(b, false); }
 
 }  // namespace
 
 void register_reduce_decompositions(DecompositionTable& t) {
   t.add("max.dim", max_dim);
+  t.add("max", full_max);
+  t.add("min", full_min);
   t.add("min.dim", min_dim);
   t.add("softmax", softmax);
   t.add("log_softmax", log_softmax);
