@@ -49,7 +49,8 @@ class Tensor {
   // size(d) and stride(d) accept negative d (counted from the end); IndexError when out of range.
   // They are SymInts: symbolic while tracing with symbolic shapes, and convert to int64_t
   // implicitly (guarding, Note [Guarding a symbolic value]); `auto n = x.size(0)` stays symbolic.
-  SymInt size(int64_t d) const;
+  // `loc` names the caller's line in a fullgraph error about a condition on a symbolic size.
+  SymInt size(int64_t d, std::source_location loc = std::source_location::current()) const;
   SymInt stride(int64_t d) const;
   // numel() guards a symbolic element count; sym_numel() keeps it.
   int64_t numel() const { return impl_->numel(); }

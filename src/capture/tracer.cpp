@@ -475,12 +475,26 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
   }
 }
 
-void Tracer::graph_break_error(const std::string& reason, const std::source_location& loc) {
+// Note [Where a symbolic condition was written]
+// `if (x.nonzero().size(0) > 1)` decides a SymBool in its conversion to bool, which cannot take
+// the caller's std::source_location: the location it has is Kiln's own header. The line that
+// read the symbolic size (Tensor::size takes the caller's location) is the user's code that
+// wrote the condition, or close to it, so errors name that line instead.
+std::source_location user_location(const std::source_location& loc) {
+  const std::string_view file = loc.file_name();
+  if (file.find("include/kiln/") == std::string_view::npos) return loc;
+  return last_symbolic_size_read().value_or(loc);
+}
+
+void Tracer::graph_break_error(const std::string& reason, const std::source_location& where) {
+  const std::source_location loc = user_location(where);
+  const bool moved = loc.file_name() != where.file_name() || loc.line() != where.line();
   throw GraphBreakError(fmt::format(
-      "{}: graph break at {} ({}) while compiling with fullgraph=true: {}. Move the data-dependent "
-      "code out of the compiled function, use kiln::check() to assert facts about the value, or "
-      "compile with fullgraph=false to split the graph there",
-      req_.function_name, location_str(loc), loc.function_name(), reason));
+      "{}: graph break at {} ({}{}) while compiling with fullgraph=true: {}. Move the "
+      "data-dependent code out of the compiled function, use kiln::check() to assert facts "
+      "about the value, or compile with fullgraph=false to split the graph there",
+      req_.function_name, location_str(loc), moved ? "where the size was read; " : "",
+      loc.function_name(), reason));
 }
 
 // Note [Checks in dead code]
@@ -672,14 +686,14 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   finish_segment(BreakPoint{.kind = BreakPoint::Kind::Bool,
                             .condition = condition,
                             .reason = reason,
-                            .where = location_str(loc)},
+                            .where = location_str(user_location(loc))},
                  needed);
   for (const auto& [symbol, def] : defs)
     seg_->brk->bindings.push_back({symbol, prior_.at(fake_of(def.first).impl()), def.second});
   const std::string key =
       branch_key(*seg_->brk, outputs_by_depth_, result_.symbols, symbol_hints());
   result_.breaks += 1;
-  result_.break_reasons.push_back(fmt::format("{}: {}", location_str(loc), reason));
+  result_.break_reasons.push_back(fmt::format("{}: {}", location_str(user_location(loc)), reason));
   start_segment(key);
   return key == "true";
 }

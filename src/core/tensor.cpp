@@ -12,7 +12,11 @@
 
 namespace kiln {
 
-SymInt Tensor::size(int64_t d) const { return sym_sizes()[wrap_dim("size", d, dim())]; }
+SymInt Tensor::size(int64_t d, std::source_location loc) const {
+  SymInt s = sym_sizes()[wrap_dim("size", d, dim())];
+  if (s.is_symbolic() && current_tracing_hooks() != nullptr) last_symbolic_size_read() = loc;
+  return s;
+}
 SymInt Tensor::stride(int64_t d) const { return sym_strides()[wrap_dim("stride", d, dim())]; }
 
 bool Tensor::is_alias_of(const Tensor& other) const {
@@ -49,6 +53,11 @@ T read_element(const Tensor& t, int64_t linear) {
   return cast_value<T>(base[offset]);
 }
 }  // namespace
+
+std::optional<std::source_location>& last_symbolic_size_read() {
+  thread_local std::optional<std::source_location> loc;
+  return loc;
+}
 
 TracingHooks*& current_tracing_hooks() {
   thread_local TracingHooks* hooks = nullptr;

@@ -53,4 +53,10 @@ struct TracingHooks {
 // This thread's hooks (null when no trace is running).
 TracingHooks*& current_tracing_hooks();
 
+// Where this thread last read a symbolic size with Tensor::size(): a C++ conversion operator
+// (SymBool -> bool in `if (x.nonzero().size(0) > 1)`) cannot take the caller's location, so a
+// fullgraph error about such a condition names this line instead (Note [Where a symbolic
+// condition was written] in src/capture/tracer.cpp).
+std::optional<std::source_location>& last_symbolic_size_read();
+
 }  // namespace kiln

@@ -109,6 +109,25 @@ TEST(GraphBreak, BranchingOnADataDependentSizeBreaks) {
   EXPECT_THROW(strict(many), GraphBreakError);
 }
 
+// Note [Where a symbolic condition was written]: the error names the user's line, not Kiln's
+// header where SymBool converts to bool.
+TEST(GraphBreak, AFullgraphErrorOnASymbolicConditionNamesTheUsersLine) {
+  auto fn = [](const Tensor& x) {
+    if (x.nonzero().size(0) > 1) return x * 2;  // the line the error must name
+    return x;
+  };
+  const int line = __LINE__ - 3;
+  auto strict = compile(fn, {.fullgraph = true});
+  try {
+    strict(tensor({1.0, 0.0, 2.0}));
+    FAIL() << "no error";
+  } catch (const GraphBreakError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(fmt::format("graph_break_test.cpp:{}", line)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("sym_int.h"), std::string::npos) << msg;
+  }
+}
+
 TEST(GraphBreak, CheckAssertsADataDependentSizeInsteadOfBreaking) {
   auto fn = [](const Tensor& x) {
     Tensor idx = x.gt(0).nonzero();
