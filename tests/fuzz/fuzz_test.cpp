@@ -400,6 +400,17 @@ TEST(FuzzRunner, AbsentTangentsWithSymbolicSizesLeaveNoNaN) {
         << index;
 }
 
+// Found by this fuzzer with --dynamic --grad --random (seed 991001 index 11): layer_norm's
+// backward with an inf weight gave inf where eager gives NaN; the decomposition now arranges the
+// input gradient as the eager kernel does (src/lower/decomp/norm_backward.cpp).
+TEST(FuzzRunner, LayerNormBackwardPutsNonFiniteValuesWhereEagerDoes) {
+  GeneratorOptions g;
+  g.random_ops = true;
+  EXPECT_EQ(check_program(generate(991001, 11, g),
+                          RunOptions{.dynamic = true, .grad = true, .generator = g}),
+            "");
+}
+
 TEST(FuzzRunner, BackendComesFromTheEnvironment) {
   const char* saved = std::getenv("KILN_FUZZ_BACKEND");
   const std::string restore = saved ? saved : "";

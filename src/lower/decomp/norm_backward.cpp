@@ -2,7 +2,8 @@
 // native_layer_norm_backward, native_batch_norm_backward and native_group_norm_backward (below).
 // For layer_norm, with xhat = (x
 // - mean) rstd and a = grad_out * weight,
-//   grad_input  = rstd (a - mean(a) - xhat mean(a xhat))   (means over the normalized dims)
+//   grad_input  = rstd (a - mean(a) - xhat mean(a xhat))   (means over the normalized dims),
+//                 arranged as the eager kernel computes it: rstd a + c2 x + c3
 //   grad_weight = sum(grad_out xhat), grad_bias = sum(grad_out)   (over the leading dims)
 // computed in opmath; a gradient not in output_mask is an empty [0] tensor, as in eager.
 #include "src/lower/decomp/table.h"
@@ -32,9 +33,16 @@ std::vector<Value*> native_layer_norm_backward(DecompBuilder& b) {
     Value* weight = b.input(5);
     Value* a = weight == nullptr ? g : b.mul(g, b.reshape(b.to(weight, acc), param_shape));
     const DecompBuilder::Count n = b.count(x, inner);
-    Value* mean_a = b.div(b.sum(a, inner, true), n);
-    Value* mean_ax = b.div(b.sum(b.mul(a, xhat), inner, true), n);
-    Value* dx = b.mul(b.sub(b.sub(a, mean_a), b.mul(xhat, mean_ax)), rstd);
+    // The eager kernel's arrangement (dx_coefficients in src/kernels/cpu/norm_backward.cpp),
+    // dx = rstd a + c2 x + c3, so that inf and NaN (an inf weight) land where eager puts them.
+    Value* xa = b.to(x, acc);
+    Value* sum_a = b.sum(a, inner, true);
+    Value* sum_ax = b.sum(b.mul(a, xa), inner, true);
+    Value* mean_a = b.div(sum_a, n);
+    Value* mean_axhat = b.div(b.mul(rstd, b.sub(sum_ax, b.mul(mean, sum_a))), n);
+    Value* c2 = b.neg(b.mul(b.mul(rstd, rstd), mean_axhat));
+    Value* c3 = b.mul(rstd, b.sub(b.mul(b.mul(mean, rstd), mean_axhat), mean_a));
+    Value* dx = b.add(b.add(b.mul(rstd, a), b.mul(c2, xa)), c3);
     out.push_back(b.to(dx, dt));
   } else {
     out.push_back(b.full({0}, Scalar(0.0), dt));
