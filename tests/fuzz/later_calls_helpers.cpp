@@ -43,6 +43,25 @@ CallResult run_eagerly(const std::vector<Program>& programs,
   return r;
 }
 
+// The compiled call of a group's function, its flat outputs split per program.
+CallResult run_compiled(const std::vector<Program>& programs, capture::CompiledFunction& fn,
+                        const std::vector<capture::ArgValue>& args, uint64_t rng_seed) {
+  CallResult r;
+  manual_seed(rng_seed);
+  try {
+    std::vector<Tensor> flat = fn.call(args);
+    size_t next = 0;
+    for (const Program& p : programs) {
+      r.outputs.emplace_back(flat.begin() + static_cast<std::ptrdiff_t>(next),
+                             flat.begin() + static_cast<std::ptrdiff_t>(next + p.outputs.size()));
+      next += p.outputs.size();
+    }
+  } catch (const std::exception& e) {
+    r.error = error_kind(e) + ": " + e.what();
+  }
+  return r;
+}
+
 // Inexact values of a later call are measured against that call's own magnitudes: new values
 // or sizes may make them larger than the first call's scale.
 ValueInfo later_info(const ValueInfo& first, const Tensor& eager) {
@@ -158,22 +177,9 @@ void check_later_calls(const std::vector<Program>& programs, capture::CompiledFu
   auto check = [&](const std::string& what, const std::vector<std::vector<Tensor>>& eager_in,
                    const std::vector<std::vector<Tensor>>& compiled_in) {
     const CallResult eager = run_eagerly(programs, eager_in, rng_seed + 1);
-    CallResult compiled;
     std::vector<capture::ArgValue> args;
     for (const auto& in : compiled_in) args.insert(args.end(), in.begin(), in.end());
-    manual_seed(rng_seed + 1);
-    try {
-      std::vector<Tensor> flat = fn.call(args);
-      size_t next = 0;
-      for (const Program& p : programs) {
-        compiled.outputs.emplace_back(
-            flat.begin() + static_cast<std::ptrdiff_t>(next),
-            flat.begin() + static_cast<std::ptrdiff_t>(next + p.outputs.size()));
-        next += p.outputs.size();
-      }
-    } catch (const std::exception& e) {
-      compiled.error = error_kind(e) + ": " + e.what();
-    }
+    const CallResult compiled = run_compiled(programs, fn, args, rng_seed + 1);
     for (size_t p = 0; p < programs.size(); ++p) {
       if (!mismatches[p].empty()) continue;
       const std::string diff = compare_calls(programs, eager, compiled, p);
@@ -230,20 +236,8 @@ void check_module_swap(const std::vector<Program>& programs, const RunOptions& o
   auto check = [&](const std::string& what, InputHolder& module,
                    const std::vector<std::vector<Tensor>>& eager_in) {
     const CallResult eager = run_eagerly(programs, eager_in, rng_seed + 2);
-    CallResult compiled;
-    manual_seed(rng_seed + 2);
-    try {
-      std::vector<Tensor> flat = fn.call({static_cast<nn::Module*>(&module)});
-      size_t next = 0;
-      for (const Program& p : programs) {
-        compiled.outputs.emplace_back(
-            flat.begin() + static_cast<std::ptrdiff_t>(next),
-            flat.begin() + static_cast<std::ptrdiff_t>(next + p.outputs.size()));
-        next += p.outputs.size();
-      }
-    } catch (const std::exception& e) {
-      compiled.error = error_kind(e) + ": " + e.what();
-    }
+    const CallResult compiled =
+        run_compiled(programs, fn, {static_cast<nn::Module*>(&module)}, rng_seed + 2);
     for (size_t p = 0; p < programs.size(); ++p) {
       if (!mismatches[p].empty()) continue;
       const std::string diff = compare_calls(programs, eager, compiled, p);

@@ -152,16 +152,6 @@ Outcome run_compiled(const OpDef& op, const std::vector<const Sample*>& samples)
   return o;
 }
 
-std::vector<Tensor> stack_tensors(const Stack& args) {
-  std::vector<Tensor> r;
-  for (const IValue& v : args) {
-    if (v.is_tensor()) r.push_back(v.tensor());
-    if (v.is_tensor_list())
-      for (const Tensor& t : v.tensor_list()) r.push_back(t);
-  }
-  return r;
-}
-
 // Empty when sample `i` of `compiled` matches `eager` (a one-sample run).
 std::string difference(const Sample& sample, const Outcome& eager, const Outcome& compiled,
                        size_t i) {
@@ -197,8 +187,7 @@ std::string difference(const Sample& sample, const Outcome& eager, const Outcome
     return "";
   };
   std::string d = compare(compiled.outputs[i], eager.outputs[0], "output");
-  if (d.empty())
-    d = compare(stack_tensors(compiled.args[i]), stack_tensors(eager.args[0]), "argument");
+  if (d.empty()) d = compare(tensors_of(compiled.args[i]), tensors_of(eager.args[0]), "argument");
   return d;
 }
 
