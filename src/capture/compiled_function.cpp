@@ -61,6 +61,11 @@ struct FunctionState {
 
   std::vector<Tensor> run_entry(CacheEntry& entry, const std::vector<ArgValue>& args,
                                 const std::vector<int64_t>& values);
+  // A trace that replays `path` (this call's segments so far, with their outputs): a new branch
+  // (Note [Trace tree]) or, with verify_replay set, Note [Verify mode]'s retrace.
+  TraceRequest replay_request(const CacheEntry& entry, const std::vector<ArgValue>& args,
+                              const std::vector<Segment*>& path,
+                              const std::vector<std::vector<Tensor>>& outputs);
   std::vector<Tensor> compile_new_entry(const std::vector<ArgValue>& args,
                                         const std::vector<std::string>& reasons);
   std::vector<std::vector<bool>> shape_policy(const std::vector<ArgValue>& args);
@@ -234,6 +239,19 @@ std::vector<Tensor> FunctionState::compile_new_entry(const std::vector<ArgValue>
   return std::move(result.results);
 }
 
+TraceRequest FunctionState::replay_request(const CacheEntry& entry,
+                                           const std::vector<ArgValue>& args,
+                                           const std::vector<Segment*>& path,
+                                           const std::vector<std::vector<Tensor>>& outputs) {
+  return TraceRequest{.body = &body,
+                      .args = &args,
+                      .options = &options,
+                      .function_name = name,
+                      .dynamic_dims = entry.dynamic_dims,
+                      .replay_path = path,
+                      .replay_outputs = outputs};
+}
+
 std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vector<ArgValue>& args,
                                              const std::vector<int64_t>& values) {
   std::vector<std::vector<Tensor>> outputs;
@@ -254,14 +272,8 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
       for (const OutputRef& ref : segment->results)
         results.push_back(outputs[ref.segment][ref.index]);
       if (options.verify) {  // Note [Verify mode]: the guards still describe this call
-        TraceRequest request{.body = &body,
-                             .args = &args,
-                             .options = &options,
-                             .function_name = name,
-                             .dynamic_dims = entry.dynamic_dims,
-                             .replay_path = path,
-                             .replay_outputs = outputs,
-                             .verify_replay = true};
+        TraceRequest request = replay_request(entry, args, path, outputs);
+        request.verify_replay = true;
         trace(request);
       }
       return results;
@@ -295,13 +307,7 @@ std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vecto
             name, options.recompile_limit, branch_traces, segment->brk->where,
             segment->brk->reason);
       }
-      TraceRequest request{.body = &body,
-                           .args = &args,
-                           .options = &options,
-                           .function_name = name,
-                           .dynamic_dims = entry.dynamic_dims,
-                           .replay_path = path,
-                           .replay_outputs = outputs};
+      const TraceRequest request = replay_request(entry, args, path, outputs);
       const trace::Stopwatch watch;
       const trace::CompileIdScope compile_id({frame_id, stats.compiles, 0});
       TraceResult result = trace(request);

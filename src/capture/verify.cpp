@@ -144,13 +144,17 @@ std::string describe_output(const graph::Graph& g, size_t index) {
   return text;
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 [[noreturn]] void throw_graph_difference(const graph::Graph& cached, const graph::Graph& now,
                                          const std::string& function_name, int depth) {
-  std::vector<std::string> a, b;
-  for (std::istringstream in(graph::to_string(cached)); !in.eof();)
-    a.emplace_back(), std::getline(in, a.back());
-  for (std::istringstream in(graph::to_string(now)); !in.eof();)
-    b.emplace_back(), std::getline(in, b.back());
+  const std::vector<std::string> a = lines_of(graph::to_string(cached));
+  const std::vector<std::string> b = lines_of(graph::to_string(now));
   size_t k = 0;
   while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
   std::string where;
