@@ -40,7 +40,7 @@ double guard_ns_per_tensor(int reps) {
   for (Tensor* p : {&fc1.weight, &fc1.bias, &fc2.weight, &fc2.bias}) {
     capture::TensorGuard g =
         tensor_guard({.kind = capture::InputRef::Kind::Slot, .slot = p, .source = "p"}, *p, false);
-    g.identity = p->impl();
+    g.identity = *p;
     guards.tensors.push_back(std::move(g));
   }
   guards.ranges.push_back({0, 2, INT64_MAX});
