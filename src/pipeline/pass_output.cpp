@@ -43,6 +43,8 @@ std::string print_pass_output(const aot::Partition& p) {
                      p.saved_bytes);
 }
 
+std::string print_pass_output(const PostGradGraph& g) { return g.changes + graph_text(g.graph); }
+
 std::string print_pass_output(const LoweredGraph& l) { return lower::to_string(*l.lowering); }
 
 std::string print_pass_output(const sched::Schedule& s) { return sched::to_string(s); }
@@ -76,6 +78,10 @@ void verify_pass_output(const aot::JointGraph& g, std::string_view pass) {
 void verify_pass_output(const aot::Partition& p, std::string_view pass) {
   checked(pass, "forward graph", [&] { graph::verify(p.forward); });
   checked(pass, "backward graph", [&] { graph::verify(p.backward); });
+}
+
+void verify_pass_output(const PostGradGraph& g, std::string_view pass) {
+  checked(pass, "graph", [&] { graph::verify(g.graph); });
 }
 
 void verify_pass_output(const LoweredGraph& l, std::string_view pass) {

@@ -13,6 +13,7 @@
 #include "src/codegen/cpp/codegen.h"
 #include "src/graph/graph.h"
 #include "src/lower/graph_lowering.h"
+#include "src/pipeline/post_grad.h"
 #include "src/runtime/compiler.h"
 #include "src/sched/scheduler.h"
 
@@ -34,6 +35,7 @@ std::string print_pass_output(const graph::Graph& g);
 std::string print_pass_output(const aot::FunctionalGraph& g);
 std::string print_pass_output(const aot::JointGraph& g);
 std::string print_pass_output(const aot::Partition& p);
+std::string print_pass_output(const PostGradGraph& g);
 std::string print_pass_output(const LoweredGraph& l);
 std::string print_pass_output(const sched::Schedule& s);
 std::string print_pass_output(const codegen::GeneratedCode& c);
@@ -45,6 +47,7 @@ void verify_pass_output(const graph::Graph& g, std::string_view pass);
 void verify_pass_output(const aot::FunctionalGraph& g, std::string_view pass);
 void verify_pass_output(const aot::JointGraph& g, std::string_view pass);
 void verify_pass_output(const aot::Partition& p, std::string_view pass);
+void verify_pass_output(const PostGradGraph& g, std::string_view pass);
 void verify_pass_output(const LoweredGraph& l, std::string_view pass);
 void verify_pass_output(const sched::Schedule& s, std::string_view pass);
 void verify_pass_output(const codegen::GeneratedCode& c, std::string_view pass);

@@ -32,6 +32,7 @@
 #include "src/graph/graph.h"
 #include "src/lower/decompositions.h"
 #include "src/pipeline/pass.h"
+#include "src/pipeline/post_grad.h"
 #include "src/runtime/compiler.h"
 #include "src/runtime/executor.h"
 #include "src/runtime/program_json.h"
@@ -121,10 +122,6 @@ graph::Graph functionalized_for_inference(const graph::Graph& captured) {
   }
 }
 
-// The post-grad pass list: graph rewrites after autograd and decomposition, before lowering.
-// Empty for now; custom post-grad passes will be added here.
-graph::Graph run_post_grad_passes(graph::Graph g) { return g; }
-
 // The inference stages after the graph cache: functionalize (unless `graph` is already
 // functional: AOT autograd's forward and backward), decompose .. load.
 CompiledGraph compile_for_inference(const graph::Graph& captured, bool functional,
@@ -134,9 +131,9 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
   const runtime::CompilerOptions copts = kernel_compiler_options();
   const codegen::CodegenOptions gopts = codegen_options(copts);
   const std::string key = runtime::source_hash(
-      fmt::format("graph v1 {}\n{}\nvectorize={} threshold={} chunk={}\n", pipeline_identity(),
+      fmt::format("graph v1 {}\n{}\nvectorize={} threshold={} chunk={}\n{}", pipeline_identity(),
                   graph::to_string(captured), gopts.vectorize, gopts.parallel_threshold,
-                  gopts.chunk),
+                  gopts.chunk, post_grad_fingerprint()),
       copts);
 
   if (std::optional<runtime::Program> cached = runtime::load_program(key)) {
@@ -163,7 +160,7 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
       lower::decompose(g, kKeep);
       return std::move(g);
     });
-    g = run_pass(context, "post_grad", [&] { return run_post_grad_passes(std::move(g)); });
+    g = run_pass(context, "post_grad", [&] { return run_post_grad_passes(std::move(g)); }).graph;
     decompose_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
     const LoweredGraph lowered = run_pass(context, "lower", [&] {
@@ -216,7 +213,7 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
   return run_pass(context, "load", [&] { return load(std::move(code.program), lib); }).run;
 }
 
-// Note [Compiled autograd function] (src/aot/aot_autograd.h).
+// See Note [Compiled autograd function] (src/aot/aot_autograd.h).
 CompiledGraph compile_training(const graph::Graph& captured, std::span<const Tensor> inputs,
                                const CompileContext& context) {
   const std::vector<bool> requires_grad = aot::inputs_requiring_grad(inputs);

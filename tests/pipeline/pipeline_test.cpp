@@ -15,6 +15,7 @@
 #include "src/lower/graph_lowering.h"
 #include "src/pipeline/pass.h"
 #include "src/pipeline/pipeline.h"
+#include "src/pipeline/post_grad.h"
 #include "src/sym/shape_env.h"
 #include "src/trace/logs.h"
 #include "src/trace/reader.h"
@@ -288,6 +289,63 @@ TEST(LoopIrVerifier, RejectsAReadOfALaterBufferAndAnUnboundSymbol) {
     EXPECT_THAT([&] { verify_loop_ir(buffers, {}, {}); },
                 ::testing::ThrowsMessage<ValueError>(HasSubstr("two buffers have this name")));
   }
+}
+
+// Note [Post-grad passes]: common subexpressions are computed once, but two returned values stay
+// two tensors (an in-place update of one does not show in the other, as eagerly).
+TEST(PostGrad, CommonSubexpressionsAreComputedOnceAndReturnedValuesStayTwo) {
+  FreshCache cache("kiln_pipeline_cse_test");
+  Recorder recorder;
+  g_recorder = &recorder;
+  auto fn = [](const Tensor& x) {
+    return std::make_tuple(x.exp() + x.exp(), x.sin(), x.sin());
+  };
+  Tensor x = randn({5, 3});
+  auto f = compile(fn, watched_options());
+  auto [sum, s1, s2] = f(x);
+  auto [eager_sum, e1, e2] = fn(x);
+  expect_equal(sum, eager_sum);
+  expect_equal(s1, e1);
+  expect_equal(s2, e2);
+  EXPECT_THAT(recorder.output_of("post_grad"),
+              HasSubstr("# common subexpression elimination: 1 changed"));
+  s1.add_(1);
+  expect_equal(s2, e2);
+  g_recorder = nullptr;
+}
+
+const char* kDoubleNegation =
+    "%0 : f32[] = placeholder(\"x\")\n"
+    "%1 : f32[] = neg(%0)\n"
+    "%2 : f32[] = neg(%1)\n"
+    "return (%2)\n";
+const char* kAbs =
+    "%0 : f32[] = placeholder(\"x\")\n"
+    "%1 : f32[] = abs(%0)\n"
+    "return (%1)\n";
+
+// A registered pattern rewrites every graph compiled while it is registered, and takes part in
+// the graph cache's key. (The pattern is deliberately not exact, so that its effect shows.)
+TEST(PostGrad, ARegisteredPatternRewritesCompiledGraphsAndKeysTheGraphCache) {
+  FreshCache cache("kiln_pipeline_pattern_test");
+  Recorder recorder;
+  g_recorder = &recorder;
+  auto fn = [](const Tensor& x) { return x.neg().neg() * 2; };
+  Tensor x = randn({8});
+  const int id =
+      pipeline::register_post_grad_pattern("double negation to abs", kDoubleNegation, kAbs);
+  auto rewritten = compile(fn, watched_options());
+  expect_equal(rewritten(x), x.abs() * 2);
+  EXPECT_THAT(recorder.output_of("post_grad"),
+              HasSubstr("# pattern 'double negation to abs': 1 changed"));
+  pipeline::unregister_post_grad_pattern(id);
+  recorder = Recorder{};
+  auto plain = compile(fn, watched_options());
+  expect_equal(plain(x), fn(x));  // not the cached program of the rewritten graph
+  EXPECT_THAT(recorder.names, ElementsAreArray(kInferencePasses));
+  g_recorder = nullptr;
+  EXPECT_THAT([] { pipeline::register_post_grad_pattern("bad", kDoubleNegation, "return ()\n"); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("the pattern has 1 inputs")));
 }
 
 }  // namespace

@@ -120,7 +120,9 @@ struct RangeCheck {
 
 Scalar lowest(ScalarType t) {
   if (is_unsigned(t) || t == kBool) return Scalar(int64_t{0});
-  return Scalar(-(int64_t{1} << (element_size(t) * 8 - 1)));
+  // -2^(bits-1), without negating int64's minimum (undefined behaviour).
+  const int bits = static_cast<int>(element_size(t)) * 8;
+  return Scalar(bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1)));
 }
 Scalar highest(ScalarType t) {
   if (t == kBool) return Scalar(int64_t{1});
