@@ -11,5 +11,7 @@ int run_ops(bool json);
 int run_demo(const examples::FashionMnistOptions& options);
 // `kiln tour`: a short tour of the eager API.
 int run_tour();
+// `kiln passes`: the compiler's passes in pipeline order, with what each takes and makes.
+int run_passes();
 
 }  // namespace kiln::tools

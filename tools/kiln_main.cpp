@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
       "times");
   demo->add_flag("--quiet", quiet, "No progress bars");
   CLI::App* tour = app.add_subcommand("tour", "A short tour of the eager tensor API");
+  CLI::App* passes = app.add_subcommand(
+      "passes", "List the compiler's passes in pipeline order (src/pipeline/pass.cpp)");
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
       return kiln::tools::run_demo(train);
     }
     if (*tour) return kiln::tools::run_tour();
+    if (*passes) return kiln::tools::run_passes();
   } catch (const kiln::Error& e) {
     std::cerr << "kiln: " << e.what() << "\n";
     return 1;

@@ -307,31 +307,44 @@ std::vector<std::pair<int, std::string>> mutated_inputs_read_by_backward(
 
 }  // namespace
 
-capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
-                                   Partitioner partitioner, const CompileInference& compile) {
-  const trace::CompileId id = trace::current_compile_id();
+std::vector<bool> inputs_requiring_grad(std::span<const Tensor> inputs) {
   std::vector<bool> requires_grad;
   for (const Tensor& t : inputs) requires_grad.push_back(t.defined() && t.requires_grad());
+  return requires_grad;
+}
+
+FunctionalGraph functionalize_for_autograd(const graph::Graph& captured,
+                                           const std::vector<bool>& requires_grad) {
   FunctionalGraph functional = functionalize(captured);
   for (int i : functional.mutated_inputs)
     KILN_CHECK(!requires_grad[i], NotImplementedError,
                "AOT autograd: the graph mutates input {}, which requires grad; such graphs run "
                "through the eager autograd engine",
                captured.placeholders()[i]->producer()->source());
+  return functional;
+}
+
+JointGraph trace_joint_graph(const FunctionalGraph& functional,
+                             const std::vector<bool>& requires_grad, sym::ShapeEnv* env) {
   // Note [AOT autograd with symbolic sizes]
-  const bool symbolic = has_symbolic_inputs(captured);
-  sym::ShapeEnv* env = symbolic ? capture::current_trace_shape_env() : nullptr;
+  const bool symbolic = has_symbolic_inputs(functional.graph);
   KILN_CHECK(!symbolic || env != nullptr, NotImplementedError,
              "AOT autograd: the graph has symbolic sizes but was not compiled from a trace (no "
              "ShapeEnv to evaluate them); it runs through the eager autograd engine");
   JointGraph joint = [&] {
-    const sym::ShapeEnv::Scope scope(env);
+    const sym::ShapeEnv::Scope scope(symbolic ? env : nullptr);
     return build_joint_graph(functional.graph, requires_grad, functional.num_outputs);
   }();
   decompose_normalizations(joint.graph);
   check_outputs_are_fresh(joint);
+  return joint;
+}
+
+Partition partition_joint_graph(const JointGraph& joint, Partitioner partitioner,
+                                sym::ShapeEnv* env, const trace::CompileId& id) {
+  const bool symbolic = has_symbolic_inputs(joint.graph);
   Partition part = [&] {
-    const sym::ShapeEnv::Scope scope(env);
+    const sym::ShapeEnv::Scope scope(symbolic ? env : nullptr);
     return partition(joint, partitioner);
   }();
   if (symbolic) check_symbols_are_bound(part.backward, "backward");
@@ -358,7 +371,13 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
                            graph::to_string(part.backward), decisions().dump());
       },
       id);
+  return part;
+}
 
+capture::CompiledGraph make_autograd_function(const AutogradFunctionParts& parts) {
+  const FunctionalGraph& functional = *parts.functional;
+  const JointGraph& joint = *parts.joint;
+  const Partition& part = *parts.partition;
   auto state = std::make_shared<CompiledFunctionState>();
   state->num_forward_outputs = joint.num_forward_outputs;
   state->num_user_outputs = functional.num_outputs;
@@ -367,14 +386,14 @@ capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const
   state->grad_primals = joint.grad_primals;
   state->num_tangents = joint.num_tangents;
   state->backward_reads_mutated = mutated_inputs_read_by_backward(joint, functional.mutated_inputs);
-  state->name = fmt::format("compiled region {}", id.to_string());
-  state->symbolic = symbolic;
-  state->forward = compile(part.forward, inputs);
-  state->backward = compile(part.backward, {});
+  state->name = fmt::format("compiled region {}", parts.compile_id.to_string());
+  state->symbolic = has_symbolic_inputs(functional.graph);
+  state->forward = parts.forward;
+  state->backward = parts.backward;
   state->backward_graph = part.backward.clone();
   state->num_saved = static_cast<int>(part.saved.size());
-  state->compile = compile;
-  state->compile_id = id;
+  state->compile = parts.compile_specialized_backward;
+  state->compile_id = parts.compile_id;
   return [state = std::shared_ptr<const CompiledFunctionState>(std::move(state))](
              std::span<const Tensor> in) { return run_forward(state, in); };
 }

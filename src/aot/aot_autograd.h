@@ -17,7 +17,7 @@
 // A graph captured with symbolic sizes is differentiated over the same symbols, so that one
 // compile serves every size its guards accept, forward and backward (PyTorch's AOTAutograd traces
 // the joint graph inside Dynamo's ShapeEnv the same way). The tracer hands its backend the trace's
-// ShapeEnv (capture::current_trace_shape_env), and the joint graph is recorded with it active: a
+// ShapeEnv (CompileContext::shape_env, Note [Compile context]), and the joint graph is recorded with it active: a
 // backward formula's size conditions (the broadcasting in add's backward, a sum_to_size) are
 // decided by the symbols' value ranges and replacements where they can be, and otherwise by the
 // hints, with a guard that the tracer adds to the compiled entry's guards. The partitioner weighs
@@ -32,20 +32,51 @@
 
 #include <functional>
 #include <span>
+#include <vector>
 
+#include "src/aot/functionalize.h"
 #include "src/aot/partition.h"
 #include "src/capture/backend.h"
+#include "src/trace/trace.h"
 
 namespace kiln::aot {
 
-// Compiles a graph that needs no gradients (the inference backend AOT autograd hands its forward
-// and backward graphs to).
+// Compiles a graph that needs no gradients (the inference pipeline AOT autograd hands its
+// forward and backward graphs to).
 using CompileInference = std::function<capture::CompiledGraph(const graph::Graph& graph,
                                                               std::span<const Tensor> inputs)>;
 
-// Builds the joint graph, partitions it and compiles both halves. NotImplementedError when the
-// graph cannot be compiled this way (the caller runs it through the eager autograd engine).
-capture::CompiledGraph aot_compile(const graph::Graph& captured, std::span<const Tensor> inputs,
-                                   Partitioner partitioner, const CompileInference& compile);
+// The stages of the training path, in order; src/pipeline/pipeline.cpp runs them as passes. Each
+// throws NotImplementedError for a graph that cannot be compiled this way (the caller runs it
+// through the eager autograd engine).
+
+// Which inputs require grad.
+std::vector<bool> inputs_requiring_grad(std::span<const Tensor> inputs);
+// `functionalize`, refusing a graph that mutates an input that requires grad.
+FunctionalGraph functionalize_for_autograd(const graph::Graph& captured,
+                                           const std::vector<bool>& requires_grad);
+// The joint forward-backward graph, traced over the trace's ShapeEnv `env` when the graph has
+// symbolic sizes; batch norm and its backward are decomposed (so min-cut sees their pointwise
+// parts: Note [Batch norm's running statistics, functionalized] in functionalize.cpp).
+JointGraph trace_joint_graph(const FunctionalGraph& functional,
+                             const std::vector<bool>& requires_grad, sym::ShapeEnv* env);
+// The forward and backward graphs (Note [Partitioning the joint graph]); writes the aot_*
+// artifacts of the structured trace and the KILN_LOGS=aot lines.
+Partition partition_joint_graph(const JointGraph& joint, Partitioner partitioner,
+                                sym::ShapeEnv* env, const trace::CompileId& id);
+
+// What the runtime wrapper is made of: the stages' outputs and the two compiled halves.
+struct AutogradFunctionParts {
+  const FunctionalGraph* functional = nullptr;
+  const JointGraph* joint = nullptr;
+  const Partition* partition = nullptr;
+  capture::CompiledGraph forward;
+  capture::CompiledGraph backward;
+  // Compiles a backward specialized for absent tangents, on first use (Note [Absent tangents]).
+  CompileInference compile_specialized_backward;
+  trace::CompileId compile_id;
+};
+// The callable of Note [Compiled autograd function].
+capture::CompiledGraph make_autograd_function(const AutogradFunctionParts& parts);
 
 }  // namespace kiln::aot

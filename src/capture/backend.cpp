@@ -12,17 +12,19 @@
 namespace kiln::capture {
 namespace {
 
-CompiledGraph eager_backend(const graph::Graph& g, std::span<const Tensor>) {
+CompiledGraph eager_backend(const graph::Graph& g, std::span<const Tensor>,
+                            const CompileContext&) {
   auto owned = std::make_shared<graph::Graph>(g.clone());
   return [owned](std::span<const Tensor> inputs) { return graph::interpret(*owned, inputs); };
 }
 
-CompiledGraph count_backend(const graph::Graph& g, std::span<const Tensor> inputs) {
+CompiledGraph count_backend(const graph::Graph& g, std::span<const Tensor> inputs,
+                            const CompileContext& context) {
   CompileCounter& counter = compile_counter();
   counter.graphs += 1;
   for (const graph::Node* node : g.nodes())
     if (node->kind() == graph::NodeKind::Call) counter.ops += 1;
-  return eager_backend(g, inputs);
+  return eager_backend(g, inputs, context);
 }
 
 struct Registry {
@@ -44,6 +46,16 @@ void register_backend(const std::string& name, Backend backend) {
   KILN_CHECK(!r.backends.contains(name), ValueError,
              "register_backend: a backend named '{}' is already registered", name);
   r.backends.emplace(name, std::move(backend));
+}
+
+void register_backend(const std::string& name, SimpleBackend backend) {
+  KILN_CHECK(backend != nullptr, ValueError,
+             "register_backend: a backend needs a non-empty name and a callable");
+  register_backend(name, [backend = std::move(backend)](const graph::Graph& g,
+                                                        std::span<const Tensor> inputs,
+                                                        const CompileContext&) {
+    return backend(g, inputs);
+  });
 }
 
 const Backend& lookup_backend(const std::string& name) {
@@ -71,36 +83,5 @@ CompileCounter& compile_counter() {
   static CompileCounter counter;
   return counter;
 }
-
-}  // namespace kiln::capture
-
-namespace kiln::capture {
-namespace {
-thread_local const CompileOptions* g_current_options = nullptr;
-}  // namespace
-
-const CompileOptions& current_compile_options() {
-  static const CompileOptions defaults;
-  return g_current_options != nullptr ? *g_current_options : defaults;
-}
-
-CompileOptionsScope::CompileOptionsScope(const CompileOptions& options)
-    : saved_(g_current_options) {
-  g_current_options = &options;
-}
-
-CompileOptionsScope::~CompileOptionsScope() { g_current_options = saved_; }
-
-namespace {
-thread_local sym::ShapeEnv* g_trace_shape_env = nullptr;
-}  // namespace
-
-sym::ShapeEnv* current_trace_shape_env() { return g_trace_shape_env; }
-
-TraceShapeEnvScope::TraceShapeEnvScope(sym::ShapeEnv* env) : saved_(g_trace_shape_env) {
-  g_trace_shape_env = env;
-}
-
-TraceShapeEnvScope::~TraceShapeEnvScope() { g_trace_shape_env = saved_; }
 
 }  // namespace kiln::capture

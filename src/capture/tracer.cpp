@@ -29,7 +29,7 @@ std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>
 // Backends compile with tracing paused: what they run (meta functions, eager ops) must not be
 // recorded into the graph they are compiling.
 CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
-                             std::span<const Tensor> inputs);
+                             std::span<const Tensor> inputs, const CompileContext& context);
 
 class Tracer final : public TracingHooks {
  public:
@@ -601,16 +601,19 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   std::vector<Tensor> inputs = gather_inputs(*seg_, *req_.args, outputs_by_depth_);
   const auto backend_start = std::chrono::steady_clock::now();
   {
-    CompileOptionsScope options(*req_.options);
-    // Note [AOT autograd with symbolic sizes] (src/aot/aot_autograd.h): the backend may trace on
-    // over the graph's symbols, and the guards it adds hold for this entry too.
-    TraceShapeEnvScope shape_env(&env_);
+    // Note [Compile context]. Note [AOT autograd with symbolic sizes] (src/aot/aot_autograd.h):
+    // the backend may trace on over the graph's symbols, and the guards it adds hold for this
+    // entry too.
+    const CompileContext context{.options = *req_.options,
+                                 .shape_env = &env_,
+                                 .compile_id = trace::current_compile_id()};
     // Note [Replacements reach the backend]
     const graph::Graph simplified = simplified_for_backend(seg_->graph, env_);
-    seg_->compiled = compile_paused(
-        lookup_backend(seg_->eager_only ? "eager" : req_.options->backend), simplified, inputs);
+    seg_->compiled =
+        compile_paused(lookup_backend(seg_->eager_only ? "eager" : req_.options->backend),
+                       simplified, inputs, context);
     if (req_.options->verify && !seg_->eager_only)  // Note [Verify mode]
-      seg_->reference = compile_paused(lookup_backend("eager"), simplified, inputs);
+      seg_->reference = compile_paused(lookup_backend("eager"), simplified, inputs, context);
   }
   take_shape_guards();
   result_.backend_seconds +=
@@ -753,9 +756,9 @@ std::vector<Tensor> run_paused(const Segment& segment, const std::vector<Tensor>
 }
 
 CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
-                             std::span<const Tensor> inputs) {
+                             std::span<const Tensor> inputs, const CompileContext& context) {
   PauseScope pause;
-  return backend(graph, inputs);
+  return backend(graph, inputs, context);
 }
 
 // Note [Backward in a compiled function]

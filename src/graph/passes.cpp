@@ -7,7 +7,9 @@
 // the earlier calls may have changed; and (2) never merges a call whose output is mutated later,
 // directly or through a view of it (a view's base is treated as mutated when the view is): merging
 // `a = clone(x); b = clone(x); add_(b, 1)` would make `a` see the add. Views of the same base are
-// still merged: they alias the same memory anyway.
+// still merged: they alias the same memory anyway. (3) Two calls that are both returned (or whose
+// views are) are never merged: the caller would get one tensor twice where eager code gives two,
+// and an in-place update of one would show in the other.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -57,6 +59,27 @@ std::unordered_set<const Value*> mutated_values(const Graph& g) {
   return mutated;
 }
 
+// Values the graph returns, closed over view bases: a view that is returned shares its base's
+// memory with the caller (Note [CSE and mutation], rule 3).
+std::unordered_set<const Value*> returned_values(const Graph& g) {
+  std::unordered_set<const Value*> returned(g.outputs().begin(), g.outputs().end());
+  const std::vector<Node*> calls = g.calls();
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+    const Node* node = *it;
+    if (!node->op_def().has_tag(kTagView) || node->args().empty() || !node->args()[0].is_value())
+      continue;
+    for (const Value* out : node->outputs())
+      if (returned.count(out) != 0) returned.insert(node->args()[0].as_value());
+  }
+  return returned;
+}
+
+bool any_of_outputs_in(const Node& node, const std::unordered_set<const Value*>& set) {
+  for (const Value* v : node.outputs())
+    if (set.count(v) != 0) return true;
+  return false;
+}
+
 // Equal calls hash equally: numbers hash by their value as the op sees it (constants_equal).
 size_t call_hash(const Node& n) {
   size_t h = std::hash<OpId>()(n.op());
@@ -90,6 +113,7 @@ bool same_call(const Node& a, const Node& b) {
 
 int eliminate_common_subexpressions(Graph& g) {
   const std::unordered_set<const Value*> mutated = mutated_values(g);
+  const std::unordered_set<const Value*> returned = returned_values(g);
   std::unordered_map<size_t, std::vector<Node*>> seen;  // call_hash -> candidates
   int removed = 0;
   for (Node* node : g.calls()) {
@@ -103,8 +127,9 @@ int eliminate_common_subexpressions(Graph& g) {
     if (output_mutated) continue;
     std::vector<Node*>& candidates = seen[call_hash(*node)];
     Node* match = nullptr;
+    const bool node_returned = any_of_outputs_in(*node, returned);
     for (Node* c : candidates)
-      if (same_call(*c, *node)) match = c;
+      if (same_call(*c, *node) && !(node_returned && any_of_outputs_in(*c, returned))) match = c;
     if (match == nullptr) {
       candidates.push_back(node);
       continue;

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -71,6 +72,21 @@ class GraphLowering {
   int next_buffer_ = 0;
   int next_extern_group_ = 0;
 };
+
+// Note [Loop IR invariants]
+// What every lowering must produce, checked by verify() after the `lower` pass when passes are
+// verified (Note [Running a pass] in src/pipeline/pass.h): buffer names are unique; a layout has
+// as many strides as sizes; a computed buffer's loop ranges match its sizes, its body reads only
+// buffers created before it and writes only itself (or the earlier buffer it stores into); an
+// extern call's inputs and the graph outputs view earlier buffers of the same lowering; and every
+// symbol in a size, stride, offset or index is bound by an input's size or stride (or is a loop
+// variable i0.., r0.. inside a body). A violation is a ValueError naming the buffer.
+void verify(const GraphLowering& lowering);
+// The same over parts (tests build broken IR with it).
+void verify_loop_ir(std::span<const std::unique_ptr<Buffer>> buffers,
+                    std::span<const StridedView> outputs, std::span<const SymbolSource> symbols);
+// One line per symbol source, buffer and output: what `KILN_LOGS=passes` prints after `lower`.
+std::string to_string(const GraphLowering& lowering);
 
 // Lowering of one call: the node's output boxes (one per output), or none to leave this call
 // (a case the lowering does not cover) to the op's extern kernel.

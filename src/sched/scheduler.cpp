@@ -1,6 +1,7 @@
 #include "src/sched/scheduler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/error.h"
 #include "src/lower/index_simplify.h"
@@ -261,6 +262,42 @@ Schedule schedule(const lower::GraphLowering& lowering) {
   }
   fuser.flush();
   return s;
+}
+
+}  // namespace kiln::sched
+
+namespace kiln::sched {
+namespace {
+std::string ranges_text(const std::vector<ExprPtr>& v) {
+  std::vector<std::string> s;
+  for (ExprPtr e : v) s.push_back(sym::to_string(e));
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+}  // namespace
+
+std::string to_string(const Schedule& schedule) {
+  std::string out;
+  for (const Step& step : schedule.steps) {
+    if (const auto* k = std::get_if<Kernel>(&step)) {
+      out += fmt::format("kernel {} over {}:\n", k->name.empty() ? "(unnamed)" : k->name,
+                         ranges_text(k->outer));
+      for (const SchedNode& n : k->nodes) {
+        out += fmt::format("  {} {}", n.buffer->name(), ranges_text(n.ranges));
+        if (n.is_reduction()) out += " reduce " + ranges_text(n.reduction_ranges);
+        if (n.buffer->store_target() != nullptr)
+          out += " (stores into " + n.buffer->store_target()->name() + ")";
+        out += "\n";
+      }
+    } else {
+      std::vector<std::string> names;
+      for (const lower::ExternBuffer* e : std::get<ExternCall>(step).outputs)
+        names.push_back(e->name());
+      const auto& first = *std::get<ExternCall>(step).outputs.front();
+      out += fmt::format("extern {} -> {}\n", first.node()->op_def().name, fmt::join(names, ", "));
+    }
+  }
+  for (const std::string& line : schedule.fusion_log) out += "# fusion: " + line + "\n";
+  return out;
 }
 
 }  // namespace kiln::sched

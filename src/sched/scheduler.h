@@ -64,5 +64,8 @@ struct Schedule {
 };
 
 Schedule schedule(const lower::GraphLowering& lowering);
+// The kernels (with their buffers and loop ranges), the extern calls and the fusion decisions:
+// what `KILN_LOGS=passes` prints after `schedule`.
+std::string to_string(const Schedule& schedule);
 
 }  // namespace kiln::sched

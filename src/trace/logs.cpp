@@ -40,7 +40,7 @@ std::string_view log_category_name(LogCategory category) {
 
 const std::vector<std::string_view>& log_category_names() {
   static const std::vector<std::string_view> names = {
-      "graph", "guards", "recompiles", "graph_breaks", "dynamic", "output_code", "aot"};
+      "graph", "guards", "recompiles", "graph_breaks", "dynamic", "output_code", "aot", "passes"};
   return names;
 }
 

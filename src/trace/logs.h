@@ -32,8 +32,9 @@ enum class LogCategory : uint8_t {
   dynamic,       // shape env: symbols created, guards added, specializations
   output_code,   // generated code (the code-generating backend)
   aot,           // joint / forward / backward graphs (AOT autograd)
+  passes,        // each compiler pass's output, in pipeline order (src/pipeline/pass.h)
 };
-inline constexpr int kNumLogCategories = 7;
+inline constexpr int kNumLogCategories = 8;
 
 // "graph", "guards", ... (the names KILN_LOGS takes).
 std::string_view log_category_name(LogCategory category);

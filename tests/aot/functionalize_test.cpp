@@ -36,7 +36,7 @@ graph::Graph capture_graph(F fn, Args&&... args) {
   const std::string name = fmt::format("functionalize_test_{}", counter++);
   capture::register_backend(name, [holder](const graph::Graph& g, std::span<const Tensor> in) {
     *holder = g.clone();
-    return capture::lookup_backend("eager")(g, in);
+    return capture::lookup_backend("eager")(g, in, {});
   });
   auto f = compile(fn, CompileOptions{.backend = name, .dynamic = false});
   f(std::forward<Args>(args)...);

@@ -241,7 +241,7 @@ TEST(Compile, UnknownBackendAndBadOptionsAreErrors) {
             }).find("unknown backend 'tensorrt'; registered backends: "),
             std::string::npos);
   EXPECT_THROW(compile(f, {.recompile_limit = 0}), ValueError);
-  EXPECT_THROW(capture::register_backend("eager", nullptr), ValueError);
+  EXPECT_THROW(capture::register_backend("eager", capture::Backend{}), ValueError);
 }
 
 TEST(Compile, CustomBackendsSeeTheGraphAndExampleInputs) {
@@ -250,7 +250,7 @@ TEST(Compile, CustomBackendsSeeTheGraphAndExampleInputs) {
   capture::register_backend("test_custom", [](const graph::Graph& g, std::span<const Tensor> in) {
     seen_graphs += 1;
     seen_inputs = in.size();
-    return capture::lookup_backend("eager")(g, in);
+    return capture::lookup_backend("eager")(g, in, {});
   });
   auto f = compile([](const Tensor& x, const Tensor& y) { return x.matmul(y); },
                    {.backend = "test_custom"});

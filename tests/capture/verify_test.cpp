@@ -181,7 +181,7 @@ TEST(Verify, AnItemBreakVerifiesEachBranch) {
 const bool g_off_by_one_registered = [] {
   capture::register_backend(
       "verify_test_off_by_one", [](const graph::Graph& g, std::span<const Tensor> inputs) {
-        capture::CompiledGraph right = capture::lookup_backend("eager")(g, inputs);
+        capture::CompiledGraph right = capture::lookup_backend("eager")(g, inputs, {});
         return capture::CompiledGraph([right](std::span<const Tensor> in) {
           std::vector<Tensor> out = right(in);
           if (!out.empty() && is_floating(out[0].dtype())) out[0] = out[0] + 1;

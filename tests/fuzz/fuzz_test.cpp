@@ -223,7 +223,7 @@ void register_off_by_one_backend() {
   static const bool registered = [] {
     capture::register_backend(
         "fuzz_off_by_one", [](const graph::Graph& g, std::span<const Tensor> ex) {
-          capture::CompiledGraph eager = capture::lookup_backend("eager")(g, ex);
+          capture::CompiledGraph eager = capture::lookup_backend("eager")(g, ex, {});
           return capture::CompiledGraph([eager](std::span<const Tensor> inputs) {
             std::vector<Tensor> out = eager(inputs);
             for (Tensor& t : out) {
@@ -293,7 +293,7 @@ void register_stale_backend() {
   static const bool registered = [] {
     capture::register_backend(
         "fuzz_stale", [](const graph::Graph& g, std::span<const Tensor> inputs) {
-          capture::CompiledGraph right = capture::lookup_backend("eager")(g, inputs);
+          capture::CompiledGraph right = capture::lookup_backend("eager")(g, inputs, {});
           auto first = std::make_shared<std::optional<std::vector<Tensor>>>();
           return capture::CompiledGraph([right, first](std::span<const Tensor> in) {
             if (!first->has_value()) {
