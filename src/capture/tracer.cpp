@@ -118,6 +118,7 @@ graph::TensorMeta Tracer::meta_of(const Tensor& fake) const {
   m.sizes = SymDimVector(fake.sym_sizes().begin(), fake.sym_sizes().end());
   m.strides = SymDimVector(fake.sym_strides().begin(), fake.sym_strides().end());
   m.offset = fake.impl()->sym_offset();
+  m.wrapped_number = fake.impl()->is_wrapped_number();
   return m;
 }
 

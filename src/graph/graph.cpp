@@ -40,6 +40,7 @@ TensorMeta TensorMeta::of(const Tensor& t) {
   m.strides = SymDimVector(strides.begin(), strides.end());
   m.offset = t.impl()->sym_offset();
   m.requires_grad = t.requires_grad();
+  m.wrapped_number = t.impl()->is_wrapped_number();
   return m;
 }
 
@@ -65,7 +66,8 @@ bool operator==(const TensorMeta& a, const TensorMeta& b) {
     return true;
   };
   return a.dtype == b.dtype && same_dims(a.sizes, b.sizes) && same_dims(a.strides, b.strides) &&
-         same(a.offset, b.offset) && a.requires_grad == b.requires_grad;
+         same(a.offset, b.offset) && a.requires_grad == b.requires_grad &&
+         a.wrapped_number == b.wrapped_number;
 }
 
 // ---- Value ----

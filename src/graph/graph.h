@@ -46,6 +46,9 @@ struct TensorMeta {
   SymDimVector strides;
   SymInt offset = 0;
   bool requires_grad = false;
+  // A Scalar turned into a 0-dim tensor (`2.5 - t`): type promotion treats it as a Scalar, so
+  // meta functions run on a fake of this meta must see it too (printed " wrapped").
+  bool wrapped_number = false;
 
   // A contiguous meta (row-major strides, offset 0).
   static TensorMeta contiguous(ScalarType dtype, SymDimVector sizes, bool requires_grad = false);

@@ -34,8 +34,7 @@ Tensor symbolic_fake_tensor(const TensorMeta& meta) {
 }
 
 // A Meta tensor with exactly `meta`'s sizes, strides and offset.
-Tensor make_fake_tensor(const TensorMeta& meta) {
-  if (meta.is_symbolic()) return symbolic_fake_tensor(meta);
+Tensor concrete_fake_tensor(const TensorMeta& meta) {
   const DimVector sizes = concrete(meta.sizes), strides = concrete(meta.strides);
   int64_t extent = 1;
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -45,6 +44,12 @@ Tensor make_fake_tensor(const TensorMeta& meta) {
   const int64_t offset = meta.offset.raw();
   Tensor base = empty_tensor(DimVector{offset + extent}, meta.dtype, Device::Meta);
   return make_view(base, meta.sizes, meta.strides, meta.offset);
+}
+
+Tensor make_fake_tensor(const TensorMeta& meta) {
+  Tensor fake = meta.is_symbolic() ? symbolic_fake_tensor(meta) : concrete_fake_tensor(meta);
+  if (meta.wrapped_number) fake.impl()->set_wrapped_number(true);
+  return fake;
 }
 
 // Runs the op's meta function on fakes of the argument metas.

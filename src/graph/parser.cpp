@@ -274,6 +274,11 @@ class LineParser {
       }
     }
     skip_space();
+    if (starts_with_word("wrapped")) {
+      pos_ += std::string_view("wrapped").size();
+      meta.wrapped_number = true;
+      skip_space();
+    }
     if (starts_with_word("requires_grad")) {
       pos_ += std::string_view("requires_grad").size();
       meta.requires_grad = true;

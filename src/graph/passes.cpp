@@ -92,7 +92,10 @@ size_t call_hash(const Node& n) {
       for (const Value* v : a.as_list()) mix(std::hash<const void*>()(v));
     } else {
       const IValue& c = a.as_constant();
-      const bool number = c.is_int() || c.is_double() || c.is_bool() || c.is_scalar();
+      // A symbolic int hashes by its text: its value is not known here, and reading it as a
+      // number would guard (specialize) it.
+      const bool number = (c.is_int() && !c.to_sym_int().is_symbolic()) || c.is_double() ||
+                          c.is_bool() || c.is_scalar();
       mix(number ? std::hash<double>()(c.scalar().to_double())
                  : std::hash<std::string>()(constant_to_string(c)));
     }

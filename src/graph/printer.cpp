@@ -75,6 +75,7 @@ std::string to_string(const TensorMeta& meta) {
     const std::string offset = text::sym_int(meta.offset);
     out += meta.offset.is_symbolic() ? fmt::format("@({})", offset) : fmt::format("@{}", offset);
   }
+  if (meta.wrapped_number) out += " wrapped";
   if (meta.requires_grad) out += " requires_grad";
   return out;
 }

@@ -79,8 +79,9 @@ class GraphLowering {
 // as many strides as sizes; a computed buffer's loop ranges match its sizes, its body reads only
 // buffers created before it and writes only itself (or the earlier buffer it stores into); an
 // extern call's inputs and the graph outputs view earlier buffers of the same lowering; and every
-// symbol in a size, stride, offset or index is bound by an input's size or stride (or is a loop
-// variable i0.., r0.. inside a body). A violation is a ValueError naming the buffer.
+// symbol in a size, stride, offset or index is bound by an input's size or stride, by the sizes of
+// an earlier extern call's output (a data-dependent size, bound when that call runs), or is a loop
+// variable i0.., r0.. inside a body. A violation is a ValueError naming the buffer.
 void verify(const GraphLowering& lowering);
 // The same over parts (tests build broken IR with it).
 void verify_loop_ir(std::span<const std::unique_ptr<Buffer>> buffers,

@@ -23,9 +23,13 @@ std::string list(const std::vector<ExprPtr>& v) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
+struct Accesses {
+  std::vector<MemoryAccess> reads, writes;
+};
+
 // Runs a computed buffer's body once over symbolic loop variables i0.. and r0.., recording what
 // it reads and writes.
-DependencyHandler accesses(const ComputedBuffer& b) {
+Accesses accesses(const ComputedBuffer& b) {
   DependencyHandler deps;
   HandlerScope scope(deps);
   const Index index = loop_vars('i', b.ranges().size());
@@ -37,7 +41,7 @@ DependencyHandler accesses(const ComputedBuffer& b) {
     deps.store(out.ref(), out.layout().offset_of(index),
                std::get<Pointwise>(b.loops()).inner_fn(index));
   }
-  return deps;
+  return {deps.reads(), deps.writes()};
 }
 
 class Verifier {
@@ -54,6 +58,13 @@ class Verifier {
     const std::string& name = b.name();
     if (name.empty()) fail("<unnamed>", "a buffer without a name");
     if (by_name_.contains(name)) fail(name, "two buffers have this name");
+    if (b.kind() == Buffer::Kind::Extern) {
+      // An extern call allocates its output: a data-dependent size (an unbacked symbol such as
+      // nonzero's u0) is bound when it runs.
+      for (ExprPtr e : b.layout().sizes)
+        if (e != nullptr)
+          for (ExprPtr s : sym::free_symbols(e)) known_symbols_.insert(s);
+    }
     check_layout(name, b.layout());
     switch (b.kind()) {
       case Buffer::Kind::Input:
@@ -120,14 +131,14 @@ class Verifier {
     if (target != nullptr && (!by_name_.contains(target->name()) ||
                               by_name_.at(target->name()) != target))
       fail(name, fmt::format("stores into {}, which is not an earlier buffer", target->name()));
-    const DependencyHandler deps = accesses(b);
-    for (const MemoryAccess& read : deps.reads()) {
+    const Accesses deps = accesses(b);
+    for (const MemoryAccess& read : deps.reads) {
       if (!by_name_.contains(read.buffer))
         fail(name, fmt::format("reads {}, which is not defined before it", read.buffer));
       check_symbols(name, read.index, true);
     }
     const std::string& written = target != nullptr ? target->name() : name;
-    for (const MemoryAccess& write : deps.writes()) {
+    for (const MemoryAccess& write : deps.writes) {
       if (write.buffer != written)
         fail(name, fmt::format("writes {}; a computed buffer writes only {}", write.buffer,
                                written));
@@ -161,7 +172,8 @@ std::string describe(const Buffer& b) {
         kind = "ComputedBuffer Pointwise";
       if (c.store_target() != nullptr) kind += " (stores into " + c.store_target()->name() + ")";
       std::vector<std::string> reads;
-      for (const MemoryAccess& a : accesses(c).reads())
+      const Accesses deps = accesses(c);
+      for (const MemoryAccess& a : deps.reads)
         reads.push_back(fmt::format("{}[{}]", a.buffer, sym::to_string(a.index)));
       if (!reads.empty()) kind += fmt::format(" reads {}", fmt::join(reads, ", "));
       break;

@@ -145,7 +145,7 @@ TEST(Pipeline, InferenceRunsEveryInferencePassInOrderAndTheGraphCacheOnlyLoads) 
   // Each pass's output is its stage's own printed form.
   EXPECT_THAT(recorder.output_of("decompose"), HasSubstr("tanh("));
   EXPECT_THAT(recorder.output_of("lower"), HasSubstr("ComputedBuffer Reduction sum"));
-  EXPECT_THAT(recorder.output_of("lower"), HasSubstr("reads buf"));
+  EXPECT_THAT(recorder.output_of("lower"), HasSubstr("reads arg0[i0 + 8*r0]"));
   EXPECT_THAT(recorder.output_of("schedule"), HasSubstr("kernel kernel0 over"));
   EXPECT_THAT(recorder.output_of("codegen"), HasSubstr("extern \"C\" void kernel0"));
   EXPECT_THAT(recorder.output_of("load"), HasSubstr("program:"));
@@ -215,7 +215,7 @@ TEST(Pipeline, KilnLogsPassesPrintsEachPassAndTheTraceHasItsArtifact) {
   trace::set_logs_for_testing(std::nullopt);
   trace::set_directory_for_testing(std::nullopt);
   for (const std::string& pass : kInferencePasses)
-    EXPECT_THAT(err, HasSubstr("[kiln passes] [0/0] after " + pass + " (")) << pass;
+    EXPECT_THAT(err, HasSubstr("] after " + pass + " (")) << pass;
   std::set<std::string> artifacts;
   for (const std::string& file : trace::trace_files((cache.dir() / "trace").string()))
     for (const trace::Record& r : trace::read_trace(file))
