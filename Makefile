@@ -5,7 +5,7 @@
 CMAKE_ARGS ?=
 SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
 
-.PHONY: all deps build test demo asan-build asan-test bench consumer-test format clean
+.PHONY: all deps build test demo asan-build asan-test bench consumer-test format format-check clean
 
 all: build
 
@@ -44,6 +44,11 @@ bench:
 format:
 	@scripts/install-deps clang-format
 	clang-format -i $(SOURCES)
+
+# Fails (listing each place) when clang-format would change a file; CI runs it first.
+format-check:
+	@scripts/install-deps clang-format
+	@clang-format --dry-run --Werror $(SOURCES)
 
 clean:
 	rm -rf build

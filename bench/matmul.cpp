@@ -22,11 +22,13 @@ std::vector<Result> bench_matmul(const Options& options) {
   std::vector<float> x(size_t{n} * n, 0.5f), y(size_t{n} * n, 0.25f), z(size_t{n} * n);
   double blas_seconds = median_seconds(
       [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x.data(), n,
-                    y.data(), n, 0.0f, z.data(), n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x.data(), n, y.data(),
+                    n, 0.0f, z.data(), n);
       },
       reps);
-  return {{"mm_f32_1024", "GFLOP/s", flops / kiln_seconds / 1e9,
+  return {{"mm_f32_1024",
+           "GFLOP/s",
+           flops / kiln_seconds / 1e9,
            {{"openblas_sgemm", flops / blas_seconds / 1e9}}}};
 }
 

@@ -9,8 +9,8 @@ namespace kiln::tools {
 int run_passes() {
   int index = 1;
   for (const pipeline::PassInfo& p : pipeline::pass_table()) {
-    fmt::print("{:2}. {:<14} {} -> {}   ({})\n    {}\n", index++, p.name, p.input, p.output,
-               p.file, p.summary);
+    fmt::print("{:2}. {:<14} {} -> {}   ({})\n    {}\n", index++, p.name, p.input, p.output, p.file,
+               p.summary);
   }
   fmt::print(
       "\nKILN_LOGS=passes prints each pass's output; KILN_TRACE writes it as the artifact "

@@ -42,7 +42,9 @@ class DispatchKeySet {
     return static_cast<DispatchKey>(31 - std::countl_zero(bits_));
   }
   constexpr uint32_t bits() const { return bits_; }
-  friend constexpr bool operator==(DispatchKeySet a, DispatchKeySet b) { return a.bits_ == b.bits_; }
+  friend constexpr bool operator==(DispatchKeySet a, DispatchKeySet b) {
+    return a.bits_ == b.bits_;
+  }
 
  private:
   static constexpr uint32_t bit(DispatchKey k) { return 1u << static_cast<int>(k); }

@@ -49,9 +49,9 @@ inline constexpr ScalarType kFloat = ScalarType::Float32;
 inline constexpr ScalarType kFloat64 = ScalarType::Float64;
 inline constexpr ScalarType kDouble = ScalarType::Float64;
 
-inline constexpr ScalarType kAllScalarTypes[] = {
-    kBool, kUInt8, kUInt16, kUInt32, kUInt64, kInt8,  kInt16,
-    kInt32, kInt64, kFloat16, kBFloat16, kFloat32, kFloat64};
+inline constexpr ScalarType kAllScalarTypes[] = {kBool,     kUInt8,   kUInt16, kUInt32, kUInt64,
+                                                 kInt8,     kInt16,   kInt32,  kInt64,  kFloat16,
+                                                 kBFloat16, kFloat32, kFloat64};
 
 // "float32", "uint16", ... : the names PyTorch prints (torch.float32 -> "float32").
 std::string_view dtype_name(ScalarType t);
@@ -126,9 +126,11 @@ inline constexpr DTypeSet kAll = kNumeric | DTypeSet{kBool};
 // C++ type <-> ScalarType.
 template <typename T>
 struct CppTypeToScalarType;
-#define KILN_MAP_TYPE(cpp, st) \
-  template <>                  \
-  struct CppTypeToScalarType<cpp> { static constexpr ScalarType value = ScalarType::st; };
+#define KILN_MAP_TYPE(cpp, st)                          \
+  template <>                                           \
+  struct CppTypeToScalarType<cpp> {                     \
+    static constexpr ScalarType value = ScalarType::st; \
+  };
 KILN_MAP_TYPE(bool, Bool)
 KILN_MAP_TYPE(uint8_t, UInt8)
 KILN_MAP_TYPE(uint16_t, UInt16)
@@ -159,19 +161,32 @@ using opmath_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
 template <typename F>
 decltype(auto) visit_dtype(ScalarType t, F&& f) {
   switch (t) {
-    case ScalarType::Bool: return f.template operator()<bool>();
-    case ScalarType::UInt8: return f.template operator()<uint8_t>();
-    case ScalarType::UInt16: return f.template operator()<uint16_t>();
-    case ScalarType::UInt32: return f.template operator()<uint32_t>();
-    case ScalarType::UInt64: return f.template operator()<uint64_t>();
-    case ScalarType::Int8: return f.template operator()<int8_t>();
-    case ScalarType::Int16: return f.template operator()<int16_t>();
-    case ScalarType::Int32: return f.template operator()<int32_t>();
-    case ScalarType::Int64: return f.template operator()<int64_t>();
-    case ScalarType::Float16: return f.template operator()<Half>();
-    case ScalarType::BFloat16: return f.template operator()<BFloat16>();
-    case ScalarType::Float32: return f.template operator()<float>();
-    case ScalarType::Float64: return f.template operator()<double>();
+    case ScalarType::Bool:
+      return f.template operator()<bool>();
+    case ScalarType::UInt8:
+      return f.template operator()<uint8_t>();
+    case ScalarType::UInt16:
+      return f.template operator()<uint16_t>();
+    case ScalarType::UInt32:
+      return f.template operator()<uint32_t>();
+    case ScalarType::UInt64:
+      return f.template operator()<uint64_t>();
+    case ScalarType::Int8:
+      return f.template operator()<int8_t>();
+    case ScalarType::Int16:
+      return f.template operator()<int16_t>();
+    case ScalarType::Int32:
+      return f.template operator()<int32_t>();
+    case ScalarType::Int64:
+      return f.template operator()<int64_t>();
+    case ScalarType::Float16:
+      return f.template operator()<Half>();
+    case ScalarType::BFloat16:
+      return f.template operator()<BFloat16>();
+    case ScalarType::Float32:
+      return f.template operator()<float>();
+    case ScalarType::Float64:
+      return f.template operator()<double>();
   }
   __builtin_unreachable();
 }

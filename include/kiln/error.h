@@ -51,9 +51,9 @@ class VerifyError : public Error {
 // KILN_CHECK(cond, Kind, fmt-args...) throws kiln::Kind with a fmt-formatted message.
 // The message is formatted only on failure, so checks are free on the hot path.
 #include <fmt/format.h>
-#define KILN_CHECK(cond, Kind, ...)                  \
-  do {                                               \
-    if (!(cond)) [[unlikely]] {                      \
+#define KILN_CHECK(cond, Kind, ...)                   \
+  do {                                                \
+    if (!(cond)) [[unlikely]] {                       \
       throw ::kiln::Kind(::fmt::format(__VA_ARGS__)); \
-    }                                                \
+    }                                                 \
   } while (0)

@@ -1,5 +1,6 @@
 // 16-bit floating types: IEEE binary16 (Half) and bfloat16 (BFloat16). Arithmetic happens in
-// float: both convert implicitly to float and are constructed from float with round-to-nearest-even.
+// float: both convert implicitly to float and are constructed from float with
+// round-to-nearest-even.
 #pragma once
 
 #include <bit>

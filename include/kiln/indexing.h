@@ -19,7 +19,8 @@ struct Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
   Slice() = default;
-  Slice(std::optional<int64_t> start_, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
+  Slice(std::optional<int64_t> start_, std::optional<int64_t> stop_ = std::nullopt,
+        int64_t step_ = 1)
       : start(start_), stop(stop_), step(step_) {}
   Slice(NoneType) {}
   Slice(std::optional<int64_t> start_, NoneType, int64_t step_ = 1) : start(start_), step(step_) {}

@@ -98,7 +98,8 @@ class SmallVector {
   void reserve(size_t count) {
     if (count <= capacity_) return;
     size_t new_capacity = std::max(count, capacity_ * 2);
-    T* fresh = static_cast<T*>(::operator new(new_capacity * sizeof(T), std::align_val_t(alignof(T))));
+    T* fresh =
+        static_cast<T*>(::operator new(new_capacity * sizeof(T), std::align_val_t(alignof(T))));
     for (size_t i = 0; i < size_; ++i) {
       new (fresh + i) T(std::move(ptr()[i]));
       ptr()[i].~T();

@@ -14,8 +14,8 @@
 // comparison of sizes) or a symbolic SymInt to `int64_t` asks the current ShapeEnv (the one the
 // tracer installed on this thread): it answers with the symbols' hints and records the answer as a
 // guard, so the compiled graph is only reused for inputs where the answer is the same. A condition
-// on an unbacked (data-dependent) symbol has no hint: that is a graph break. Code that wants to stay
-// symbolic keeps SymInt/SymBool (`auto n = x.size(0);`) instead of converting.
+// on an unbacked (data-dependent) symbol has no hint: that is a graph break. Code that wants to
+// stay symbolic keeps SymInt/SymBool (`auto n = x.size(0);`) instead of converting.
 #pragma once
 
 #include <concepts>
@@ -82,7 +82,8 @@ class SymBool {
   const sym::Expr* expr() const;
   bool expect_bool() const;
   bool guard_bool(std::source_location loc = std::source_location::current()) const;
-  // Like PyTorch's `bool(sym_bool)`: guards a symbolic condition (Note [Guarding a symbolic value]).
+  // Like PyTorch's `bool(sym_bool)`: guards a symbolic condition (Note [Guarding a symbolic
+  // value]).
   operator bool() const { return is_symbolic() ? guard_bool() : data_ == 1; }
   constexpr uintptr_t raw() const { return data_; }
 
@@ -119,19 +120,19 @@ constexpr int64_t mod_int(int64_t a, int64_t b) {
 }
 }  // namespace sym_detail
 
-#define KILN_SYMINT_BINARY(op, fn, expr_)                                                 \
-  inline SymInt operator op(SymInt a, SymInt b) {                                       \
-    if (a.is_symbolic() || b.is_symbolic()) return sym_detail::fn(a, b);                \
-    int64_t x = a.raw(), y = b.raw();                                                   \
-    return SymInt(expr_);                                                               \
-  }                                                                                     \
-  template <std::integral I>                                                            \
-  SymInt operator op(SymInt a, I b) {                                                   \
-    return a op SymInt(static_cast<int64_t>(b));                                        \
-  }                                                                                     \
-  template <std::integral I>                                                            \
-  SymInt operator op(I a, SymInt b) {                                                   \
-    return SymInt(static_cast<int64_t>(a)) op b;                                        \
+#define KILN_SYMINT_BINARY(op, fn, expr_)                                \
+  inline SymInt operator op(SymInt a, SymInt b) {                        \
+    if (a.is_symbolic() || b.is_symbolic()) return sym_detail::fn(a, b); \
+    int64_t x = a.raw(), y = b.raw();                                    \
+    return SymInt(expr_);                                                \
+  }                                                                      \
+  template <std::integral I>                                             \
+  SymInt operator op(SymInt a, I b) {                                    \
+    return a op SymInt(static_cast<int64_t>(b));                         \
+  }                                                                      \
+  template <std::integral I>                                             \
+  SymInt operator op(I a, SymInt b) {                                    \
+    return SymInt(static_cast<int64_t>(a)) op b;                         \
   }
 KILN_SYMINT_BINARY(+, add, x + y)
 KILN_SYMINT_BINARY(-, sub, x - y)
@@ -141,18 +142,18 @@ KILN_SYMINT_BINARY(/, floordiv, sym_detail::floordiv_int(x, y))
 KILN_SYMINT_BINARY(%, mod, sym_detail::mod_int(x, y))
 #undef KILN_SYMINT_BINARY
 
-#define KILN_SYMINT_COMPARE(op, make)                                                   \
-  inline SymBool operator op(SymInt a, SymInt b) {                                      \
-    if (a.is_symbolic() || b.is_symbolic()) return make;                                \
-    return SymBool(a.raw() op b.raw());                                                 \
-  }                                                                                     \
-  template <std::integral I>                                                            \
-  SymBool operator op(SymInt a, I b) {                                                  \
-    return a op SymInt(static_cast<int64_t>(b));                                        \
-  }                                                                                     \
-  template <std::integral I>                                                            \
-  SymBool operator op(I a, SymInt b) {                                                  \
-    return SymInt(static_cast<int64_t>(a)) op b;                                        \
+#define KILN_SYMINT_COMPARE(op, make)                    \
+  inline SymBool operator op(SymInt a, SymInt b) {       \
+    if (a.is_symbolic() || b.is_symbolic()) return make; \
+    return SymBool(a.raw() op b.raw());                  \
+  }                                                      \
+  template <std::integral I>                             \
+  SymBool operator op(SymInt a, I b) {                   \
+    return a op SymInt(static_cast<int64_t>(b));         \
+  }                                                      \
+  template <std::integral I>                             \
+  SymBool operator op(I a, SymInt b) {                   \
+    return SymInt(static_cast<int64_t>(a)) op b;         \
   }
 KILN_SYMINT_COMPARE(==, sym_detail::eq(a, b))
 KILN_SYMINT_COMPARE(!=, sym_detail::ne(a, b))

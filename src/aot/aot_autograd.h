@@ -17,17 +17,17 @@
 // A graph captured with symbolic sizes is differentiated over the same symbols, so that one
 // compile serves every size its guards accept, forward and backward (PyTorch's AOTAutograd traces
 // the joint graph inside Dynamo's ShapeEnv the same way). The tracer hands its backend the trace's
-// ShapeEnv (CompileContext::shape_env, Note [Compile context]), and the joint graph is recorded with it active: a
-// backward formula's size conditions (the broadcasting in add's backward, a sum_to_size) are
-// decided by the symbols' value ranges and replacements where they can be, and otherwise by the
-// hints, with a guard that the tracer adds to the compiled entry's guards. The partitioner weighs
-// values at the hints (the sizes of the call being compiled). The compiled backward binds its
-// symbols from the sizes and strides of its inputs, the saved values and the tangents; a backward
-// that needs a symbol none of them has as a whole size or stride (only inside an expression)
-// raises NotImplementedError, and the graph runs through the eager engine. A tangent that does
-// not arrive (Note [Absent tangents]) is passed as zeros of its output's size at that call rather
-// than through a specialized backward graph: dropping a tangent input could drop the only input
-// a symbol is bound from.
+// ShapeEnv (CompileContext::shape_env, Note [Compile context]), and the joint graph is recorded
+// with it active: a backward formula's size conditions (the broadcasting in add's backward, a
+// sum_to_size) are decided by the symbols' value ranges and replacements where they can be, and
+// otherwise by the hints, with a guard that the tracer adds to the compiled entry's guards. The
+// partitioner weighs values at the hints (the sizes of the call being compiled). The compiled
+// backward binds its symbols from the sizes and strides of its inputs, the saved values and the
+// tangents; a backward that needs a symbol none of them has as a whole size or stride (only inside
+// an expression) raises NotImplementedError, and the graph runs through the eager engine. A tangent
+// that does not arrive (Note [Absent tangents]) is passed as zeros of its output's size at that
+// call rather than through a specialized backward graph: dropping a tangent input could drop the
+// only input a symbol is bound from.
 #pragma once
 
 #include <functional>

@@ -12,8 +12,7 @@
 namespace kiln::capture {
 namespace {
 
-CompiledGraph eager_backend(const graph::Graph& g, std::span<const Tensor>,
-                            const CompileContext&) {
+CompiledGraph eager_backend(const graph::Graph& g, std::span<const Tensor>, const CompileContext&) {
   auto owned = std::make_shared<graph::Graph>(g.clone());
   return [owned](std::span<const Tensor> inputs) { return graph::interpret(*owned, inputs); };
 }
@@ -51,11 +50,9 @@ void register_backend(const std::string& name, Backend backend) {
 void register_backend(const std::string& name, SimpleBackend backend) {
   KILN_CHECK(backend != nullptr, ValueError,
              "register_backend: a backend needs a non-empty name and a callable");
-  register_backend(name, [backend = std::move(backend)](const graph::Graph& g,
-                                                        std::span<const Tensor> inputs,
-                                                        const CompileContext&) {
-    return backend(g, inputs);
-  });
+  register_backend(
+      name, [backend = std::move(backend)](const graph::Graph& g, std::span<const Tensor> inputs,
+                                           const CompileContext&) { return backend(g, inputs); });
 }
 
 const Backend& lookup_backend(const std::string& name) {

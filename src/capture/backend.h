@@ -22,9 +22,9 @@ namespace kiln::capture {
 using CompiledGraph = std::function<std::vector<Tensor>(std::span<const Tensor> inputs)>;
 // `example_inputs` are the real tensors of the call being compiled (for backends that autotune);
 // `context` the options, ShapeEnv and compile id of the compile (Note [Compile context]).
-using Backend = std::function<CompiledGraph(const graph::Graph& graph,
-                                            std::span<const Tensor> example_inputs,
-                                            const CompileContext& context)>;
+using Backend =
+    std::function<CompiledGraph(const graph::Graph& graph, std::span<const Tensor> example_inputs,
+                                const CompileContext& context)>;
 // A backend that needs only the graph and the example inputs.
 using SimpleBackend =
     std::function<CompiledGraph(const graph::Graph& graph, std::span<const Tensor> example_inputs)>;

@@ -605,9 +605,8 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     // Note [Compile context]. Note [AOT autograd with symbolic sizes] (src/aot/aot_autograd.h):
     // the backend may trace on over the graph's symbols, and the guards it adds hold for this
     // entry too.
-    const CompileContext context{.options = *req_.options,
-                                 .shape_env = &env_,
-                                 .compile_id = trace::current_compile_id()};
+    const CompileContext context{
+        .options = *req_.options, .shape_env = &env_, .compile_id = trace::current_compile_id()};
     // Note [Replacements reach the backend]
     const graph::Graph simplified = simplified_for_backend(seg_->graph, env_);
     seg_->compiled =

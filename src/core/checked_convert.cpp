@@ -48,9 +48,8 @@ bool fits(const Scalar& value, ScalarType dtype) {
     return !std::isfinite(v) || (v >= r.lowest && v <= r.highest);
   }
   if (value.is_integral()) {
-    const __int128 v = value.kind() == Scalar::Kind::UInt
-                           ? static_cast<__int128>(value.to_uint64())
-                           : static_cast<__int128>(value.to_int64());
+    const __int128 v = value.kind() == Scalar::Kind::UInt ? static_cast<__int128>(value.to_uint64())
+                                                          : static_cast<__int128>(value.to_int64());
     if (is_unsigned(dtype)) return v <= r.max && v >= -r.max;
     return v >= r.min && v <= r.max;
   }

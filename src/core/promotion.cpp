@@ -23,6 +23,8 @@ constexpr ScalarType b1 = kBool, u8 = kUInt8, u16 = kUInt16, u32 = kUInt32, u64 
 // A marker outside the enum for "no exact common type".
 constexpr ScalarType ERR = static_cast<ScalarType>(0xff);
 
+// The table reads as a grid, so clang-format leaves it alone.
+// clang-format off
 constexpr ScalarType kPromotionTable[kNumScalarTypes][kNumScalarTypes] = {
     //            b1    u8   u16   u32   u64    i8   i16   i32   i64   f16  bf16   f32   f64
     /*   b1 */ {   b1,   u8,  u16,  u32,  u64,   i8,  i16,  i32,  i64,  f16, bf16,  f32,  f64},
@@ -38,6 +40,7 @@ constexpr ScalarType kPromotionTable[kNumScalarTypes][kNumScalarTypes] = {
     /* bf16 */ { bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16, bf16,  f32, bf16,  f32,  f64},
     /*  f32 */ {  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f32,  f64},
     /*  f64 */ {  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64,  f64},};
+// clang-format on
 }  // namespace
 
 ScalarType promote_types(ScalarType a, ScalarType b) {

@@ -8,10 +8,14 @@ namespace kiln {
 
 ScalarType Scalar::natural_dtype() const {
   switch (kind_) {
-    case Kind::Bool: return kBool;
-    case Kind::Int: return kInt64;
-    case Kind::UInt: return kUInt64;
-    case Kind::Double: return kFloat64;
+    case Kind::Bool:
+      return kBool;
+    case Kind::Int:
+      return kInt64;
+    case Kind::UInt:
+      return kUInt64;
+    case Kind::Double:
+      return kFloat64;
   }
   return kFloat64;
 }
@@ -19,10 +23,14 @@ ScalarType Scalar::natural_dtype() const {
 template <typename T>
 T Scalar::to() const {
   switch (kind_) {
-    case Kind::Bool: return cast_value<T>(i_ != 0);
-    case Kind::Int: return cast_value<T>(i_);
-    case Kind::UInt: return cast_value<T>(u_);
-    case Kind::Double: return cast_value<T>(d_);
+    case Kind::Bool:
+      return cast_value<T>(i_ != 0);
+    case Kind::Int:
+      return cast_value<T>(i_);
+    case Kind::UInt:
+      return cast_value<T>(u_);
+    case Kind::Double:
+      return cast_value<T>(d_);
   }
   return T();
 }
@@ -47,10 +55,14 @@ bool Scalar::to_bool() const { return to<bool>(); }
 
 Scalar Scalar::operator-() const {
   switch (kind_) {
-    case Kind::Bool: return Scalar(-static_cast<int64_t>(i_ != 0));
-    case Kind::Int: return Scalar(static_cast<int64_t>(0ULL - static_cast<uint64_t>(i_)));
-    case Kind::UInt: return Scalar(0ULL - u_);  // modular, like negating a uint64 tensor
-    case Kind::Double: return Scalar(-d_);
+    case Kind::Bool:
+      return Scalar(-static_cast<int64_t>(i_ != 0));
+    case Kind::Int:
+      return Scalar(static_cast<int64_t>(0ULL - static_cast<uint64_t>(i_)));
+    case Kind::UInt:
+      return Scalar(0ULL - u_);  // modular, like negating a uint64 tensor
+    case Kind::Double:
+      return Scalar(-d_);
   }
   return *this;
 }
@@ -63,10 +75,14 @@ bool Scalar::operator==(const Scalar& o) const {
 
 std::string Scalar::str() const {
   switch (kind_) {
-    case Kind::Bool: return i_ ? "true" : "false";
-    case Kind::Int: return std::to_string(i_);
-    case Kind::UInt: return std::to_string(u_);
-    case Kind::Double: return fmt::format("{}", d_);
+    case Kind::Bool:
+      return i_ ? "true" : "false";
+    case Kind::Int:
+      return std::to_string(i_);
+    case Kind::UInt:
+      return std::to_string(u_);
+    case Kind::Double:
+      return fmt::format("{}", d_);
   }
   return "?";
 }

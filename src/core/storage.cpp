@@ -1,8 +1,8 @@
 #include "kiln/storage.h"
 
+#include <atomic>
 #include <bit>
 #include <cstdlib>
-#include <atomic>
 #include <mutex>
 #include <unordered_map>
 #include <vector>

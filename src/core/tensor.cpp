@@ -107,8 +107,8 @@ std::vector<T> Tensor::to_vector(std::source_location loc) const {
   return out;
 }
 
-#define KILN_INSTANTIATE(T)                                 \
-  template T* Tensor::data_ptr<T>() const;                  \
+#define KILN_INSTANTIATE(T)                               \
+  template T* Tensor::data_ptr<T>() const;                \
   template T Tensor::item<T>(std::source_location) const; \
   template std::vector<T> Tensor::to_vector<T>(std::source_location) const;
 KILN_INSTANTIATE(bool)

@@ -40,13 +40,20 @@ OpId OpRegistry::id(std::string_view name) const {
 
 std::string_view dispatch_key_name(DispatchKey k) {
   switch (k) {
-    case DispatchKey::CPU: return "CPU";
-    case DispatchKey::Meta: return "Meta";
-    case DispatchKey::Subclass: return "Subclass";
-    case DispatchKey::Record: return "Record";
-    case DispatchKey::Autograd: return "Autograd";
-    case DispatchKey::Vmap: return "Vmap";
-    case DispatchKey::Trace: return "Trace";
+    case DispatchKey::CPU:
+      return "CPU";
+    case DispatchKey::Meta:
+      return "Meta";
+    case DispatchKey::Subclass:
+      return "Subclass";
+    case DispatchKey::Record:
+      return "Record";
+    case DispatchKey::Autograd:
+      return "Autograd";
+    case DispatchKey::Vmap:
+      return "Vmap";
+    case DispatchKey::Trace:
+      return "Trace";
   }
   return "?";
 }
@@ -73,7 +80,7 @@ DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
   if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
       !args[op.device_arg].is_none()) {
     keys = keys.add(args[op.device_arg].device() == Device::Meta ? DispatchKey::Meta
-                                                                  : DispatchKey::CPU);
+                                                                 : DispatchKey::CPU);
   }
   return keys;
 }
@@ -111,9 +118,10 @@ void check_dtype(const OpDef& op, const Stack& args) {
     if (!supported.empty()) supported += ", ";
     supported += dtype_name(s);
   }
-  throw DTypeError(fmt::format("{}: dtype {} is not supported ({}); supported dtypes: {}. Convert "
-                               "with .to(dtype) first",
-                               op.name, dtype_name(*dtype), what, supported));
+  throw DTypeError(
+      fmt::format("{}: dtype {} is not supported ({}); supported dtypes: {}. Convert "
+                  "with .to(dtype) first",
+                  op.name, dtype_name(*dtype), what, supported));
 }
 
 void run_backend(const OpDef& op, Stack& args, Stack& outputs, DispatchKey key) {

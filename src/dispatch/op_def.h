@@ -28,31 +28,32 @@ using KernelFn = void (*)(OpCall&);
 using CompositeFn = void (*)(OpCall&);
 // A handler for a non-backend dispatch key (Autograd, Trace, ...). `keys` is the key set the
 // call is dispatching on; handlers redispatch with their own key removed.
-using KeyHandler = std::function<void(const OpDef&, Stack& args, Stack& outputs, DispatchKeySet keys)>;
+using KeyHandler =
+    std::function<void(const OpDef&, Stack& args, Stack& outputs, DispatchKeySet keys)>;
 
 enum OpTag : uint32_t {
   kTagNone = 0,
-  kTagView = 1u << 0,          // outputs alias the first input's storage
-  kTagInplace = 1u << 1,       // mutates args[0] and returns it
-  kTagRandom = 1u << 2,        // draws from a Generator
-  kTagDynamicOutput = 1u << 3, // output shape depends on data (nonzero); kernel allocates
-  kTagFactory = 1u << 4,       // no tensor inputs; a `device` argument picks the backend
+  kTagView = 1u << 0,           // outputs alias the first input's storage
+  kTagInplace = 1u << 1,        // mutates args[0] and returns it
+  kTagRandom = 1u << 2,         // draws from a Generator
+  kTagDynamicOutput = 1u << 3,  // output shape depends on data (nonzero); kernel allocates
+  kTagFactory = 1u << 4,        // no tensor inputs; a `device` argument picks the backend
   kTagPointwise = 1u << 5,
   kTagReduction = 1u << 6,
   kTagNondifferentiable = 1u << 7,  // integer/bool outputs only, no derivative expected
-  kTagNotTraceable = 1u << 8,  // kiln::compile runs it eagerly between graphs (a graph break)
+  kTagNotTraceable = 1u << 8,       // kiln::compile runs it eagerly between graphs (a graph break)
 };
 
 struct OpDef {
   std::string name;
-  std::string schema;           // "add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor"
-  std::string family;           // "pointwise", "reduce", ... (for docs and the ops listing)
+  std::string schema;  // "add(Tensor self, Tensor other, Scalar alpha=1) -> Tensor"
+  std::string family;  // "pointwise", "reduce", ... (for docs and the ops listing)
   MetaFn meta = nullptr;
   KernelFn cpu = nullptr;
   CompositeFn composite = nullptr;
   DTypeSet dtypes = dtypes::kAll;  // dtypes the CPU kernel accepts (of the main input)
   uint32_t tags = kTagNone;
-  int device_arg = -1;          // factories: index of the Device argument
+  int device_arg = -1;                                  // factories: index of the Device argument
   std::array<KeyHandler, kNumDispatchKeys> handlers{};  // per-op override of a key's fallback
   // Filled by later stages (src/autograd derivative table, src/lower decompositions).
   bool has_derivative = false;

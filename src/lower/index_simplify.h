@@ -1,6 +1,6 @@
 // Simplification of index expressions with the ranges of loop variables (the generic simplifier
-// in src/sym knows nothing of ranges). A loop variable v of a loop over [0, n) makes v // n zero and
-// v % n equal to v; the unflatten-then-flatten of a reshape, x//k*k + x%k, is x again.
+// in src/sym knows nothing of ranges). A loop variable v of a loop over [0, n) makes v // n zero
+// and v % n equal to v; the unflatten-then-flatten of a reshape, x//k*k + x%k, is x again.
 #pragma once
 
 #include <optional>

@@ -72,20 +72,25 @@ TensorBox TensorBox::of(std::shared_ptr<StorageBox> storage) {
   return t;
 }
 
-TensorBox TensorBox::view(std::vector<ExprPtr> sizes, std::function<Index(const Index&)> reindex) const {
+TensorBox TensorBox::view(std::vector<ExprPtr> sizes,
+                          std::function<Index(const Index&)> reindex) const {
   TensorBox t;
   t.storage_ = storage_;
   t.sizes_ = std::move(sizes);
   if (reindex_) {
     // Compose: view index -> this box's index -> storage index.
-    t.reindex_ = [outer = std::move(reindex), inner = reindex_](const Index& i) { return inner(outer(i)); };
+    t.reindex_ = [outer = std::move(reindex), inner = reindex_](const Index& i) {
+      return inner(outer(i));
+    };
   } else {
     t.reindex_ = std::move(reindex);
   }
   return t;
 }
 
-Index TensorBox::storage_index(const Index& index) const { return reindex_ ? reindex_(index) : index; }
+Index TensorBox::storage_index(const Index& index) const {
+  return reindex_ ? reindex_(index) : index;
+}
 
 Loader TensorBox::make_loader() const {
   // The storage as it is now: a consumer lowered before the value is realized recomputes its

@@ -58,11 +58,11 @@ struct Pointwise {
 };
 
 struct Reduction {
-  ScalarType dtype = kFloat32;      // of the result
-  std::vector<ExprPtr> ranges;      // output (kept dims, size 1 where keepdim)
+  ScalarType dtype = kFloat32;  // of the result
+  std::vector<ExprPtr> ranges;  // output (kept dims, size 1 where keepdim)
   std::vector<ExprPtr> reduction_ranges;
   ReductionType type = ReductionType::sum;
-  ReductionFn inner_fn;             // returns the value fed to the accumulator (its dtype)
+  ReductionFn inner_fn;  // returns the value fed to the accumulator (its dtype)
 };
 
 using Loops = std::variant<Pointwise, Reduction>;
@@ -71,7 +71,8 @@ using Loops = std::variant<Pointwise, Reduction>;
 class Buffer {
  public:
   enum class Kind : uint8_t { Input, Computed, Extern };
-  Buffer(Kind kind, std::string name, Layout layout) : kind_(kind), name_(std::move(name)), layout_(std::move(layout)) {}
+  Buffer(Kind kind, std::string name, Layout layout)
+      : kind_(kind), name_(std::move(name)), layout_(std::move(layout)) {}
   virtual ~Buffer() = default;
 
   Kind kind() const { return kind_; }
@@ -131,8 +132,8 @@ struct StridedView {
 // (graph::Node::inputs() order). Multi-output ops make one ExternBuffer per output.
 class ExternBuffer : public Buffer {
  public:
-  ExternBuffer(std::string name, Layout layout, const graph::Node* node, std::vector<StridedView> inputs,
-               int output_index, int group)
+  ExternBuffer(std::string name, Layout layout, const graph::Node* node,
+               std::vector<StridedView> inputs, int output_index, int group)
       : Buffer(Kind::Extern, std::move(name), std::move(layout)),
         node_(node),
         inputs_(std::move(inputs)),

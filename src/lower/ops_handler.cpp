@@ -42,16 +42,26 @@ bool produces_bool(BinaryOp op) {
 
 std::string_view name_of(ReductionType r) {
   switch (r) {
-    case ReductionType::sum: return "sum";
-    case ReductionType::prod: return "prod";
-    case ReductionType::max: return "max";
-    case ReductionType::min: return "min";
-    case ReductionType::argmax: return "argmax";
-    case ReductionType::argmin: return "argmin";
-    case ReductionType::any: return "any";
-    case ReductionType::all: return "all";
-    case ReductionType::welford_mean: return "welford_mean";
-    case ReductionType::welford_m2: return "welford_m2";
+    case ReductionType::sum:
+      return "sum";
+    case ReductionType::prod:
+      return "prod";
+    case ReductionType::max:
+      return "max";
+    case ReductionType::min:
+      return "min";
+    case ReductionType::argmax:
+      return "argmax";
+    case ReductionType::argmin:
+      return "argmin";
+    case ReductionType::any:
+      return "any";
+    case ReductionType::all:
+      return "all";
+    case ReductionType::welford_mean:
+      return "welford_mean";
+    case ReductionType::welford_m2:
+      return "welford_m2";
   }
   return "?";
 }

@@ -35,20 +35,24 @@ struct Val {
 
 // Unary primitives. Math functions take floating operands; neg/abs/sign on integers; logical_not
 // and isnan/isinf/isfinite produce bool; bitwise_not on integers and bool.
-#define KILN_LOOP_UNARY_OPS(X)                                                                  \
-  X(neg) X(abs) X(sign) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt)        \
-  X(rsqrt) X(reciprocal) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)   \
-  X(erf) X(erfinv) X(sigmoid) X(floor) X(ceil) X(round) X(trunc) X(frac) X(logical_not)         \
+// clang-format off
+#define KILN_LOOP_UNARY_OPS(X)                                                                 \
+  X(neg) X(abs) X(sign) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt)       \
+  X(rsqrt) X(reciprocal) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)  \
+  X(erf) X(erfinv) X(sigmoid) X(floor) X(ceil) X(round) X(trunc) X(frac) X(logical_not)        \
   X(bitwise_not) X(isnan) X(isinf) X(isfinite)
+// clang-format on
 
 // Binary primitives, both operands of one dtype. truediv on floats; floordiv, truncdiv and
 // remainder (sign of the divisor, as Python and PyTorch) on integers and floats; fmod has the
 // sign of the dividend. Comparisons and logical ops produce bool. Shifts on integers follow the
 // eager kernels (a shift by >= the bit width gives 0, or -1 for a negative signed right shift).
-#define KILN_LOOP_BINARY_OPS(X)                                                                 \
-  X(add) X(sub) X(mul) X(truediv) X(floordiv) X(truncdiv) X(remainder) X(fmod) X(pow) X(atan2)  \
-  X(hypot) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and)             \
+// clang-format off
+#define KILN_LOOP_BINARY_OPS(X)                                                                \
+  X(add) X(sub) X(mul) X(truediv) X(floordiv) X(truncdiv) X(remainder) X(fmod) X(pow) X(atan2) \
+  X(hypot) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and)            \
   X(logical_or) X(logical_xor) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift)
+// clang-format on
 
 enum class UnaryOp : uint8_t {
 #define KILN_ENUM_ENTRY(name) name,

@@ -98,8 +98,8 @@ class Verifier {
 
   void check_layout(std::string_view name, const Layout& layout) {
     if (layout.strides.size() != layout.sizes.size())
-      fail(name, fmt::format("{} sizes but {} strides", layout.sizes.size(),
-                             layout.strides.size()));
+      fail(name,
+           fmt::format("{} sizes but {} strides", layout.sizes.size(), layout.strides.size()));
     for (ExprPtr e : layout.sizes) check_symbols(name, e, false);
     for (ExprPtr e : layout.strides) check_symbols(name, e, false);
     check_symbols(name, layout.offset, false);
@@ -112,8 +112,8 @@ class Verifier {
       fail(where, fmt::format("{} views {}, which is not an earlier buffer of this lowering", role,
                               v.buffer->name()));
     if (v.sizes.size() != v.strides.size())
-      fail(where, fmt::format("{} has {} sizes but {} strides", role, v.sizes.size(),
-                              v.strides.size()));
+      fail(where,
+           fmt::format("{} has {} sizes but {} strides", role, v.sizes.size(), v.strides.size()));
     for (ExprPtr e : v.sizes) check_symbols(where, e, false);
     for (ExprPtr e : v.strides) check_symbols(where, e, false);
     check_symbols(where, v.offset, false);
@@ -128,8 +128,8 @@ class Verifier {
     if (const auto* r = std::get_if<Reduction>(&b.loops()))
       for (ExprPtr e : r->reduction_ranges) check_symbols(name, e, false);
     const Buffer* target = b.store_target();
-    if (target != nullptr && (!by_name_.contains(target->name()) ||
-                              by_name_.at(target->name()) != target))
+    if (target != nullptr &&
+        (!by_name_.contains(target->name()) || by_name_.at(target->name()) != target))
       fail(name, fmt::format("stores into {}, which is not an earlier buffer", target->name()));
     const Accesses deps = accesses(b);
     for (const MemoryAccess& read : deps.reads) {
@@ -140,8 +140,8 @@ class Verifier {
     const std::string& written = target != nullptr ? target->name() : name;
     for (const MemoryAccess& write : deps.writes) {
       if (write.buffer != written)
-        fail(name, fmt::format("writes {}; a computed buffer writes only {}", write.buffer,
-                               written));
+        fail(name,
+             fmt::format("writes {}; a computed buffer writes only {}", write.buffer, written));
       check_symbols(name, write.index, true);
     }
   }

@@ -34,7 +34,8 @@ void cpu_div_(OpCall& call) {
   const Tensor& self = call.tensor(0);
   const cpu::Operand other = operand(call, 1);
   const BinaryOp op = div_op(call.name(), rounding_mode_arg(call));
-  cpu::binary_kernel(call.name(), op, self, self, other, compute_dtype(call.name(), op, self, other));
+  cpu::binary_kernel(call.name(), op, self, self, other,
+                     compute_dtype(call.name(), op, self, other));
 }
 
 // Registers `name` (Tensor other) and, when scalar_name is given, `scalar_name` (Scalar other):
@@ -47,11 +48,21 @@ void add_pair(OpRegistry& r, const char* name, const char* scalar_name, std::str
   auto schema = [&](const char* n, const char* other_type) {
     return fmt::format("{}({}, {} other{}) -> {}", n, self, other_type, extra, ret);
   };
-  r.add({.name = name, .schema = schema(name, "Tensor"), .family = "binary", .meta = meta,
-         .cpu = cpu, .dtypes = dtypes, .tags = tags});
+  r.add({.name = name,
+         .schema = schema(name, "Tensor"),
+         .family = "binary",
+         .meta = meta,
+         .cpu = cpu,
+         .dtypes = dtypes,
+         .tags = tags});
   if (scalar_name != nullptr) {
-    r.add({.name = scalar_name, .schema = schema(scalar_name, "Scalar"), .family = "binary",
-           .meta = meta, .cpu = cpu, .dtypes = dtypes, .tags = tags});
+    r.add({.name = scalar_name,
+           .schema = schema(scalar_name, "Scalar"),
+           .family = "binary",
+           .meta = meta,
+           .cpu = cpu,
+           .dtypes = dtypes,
+           .tags = tags});
   }
 }
 
@@ -64,8 +75,10 @@ void register_binary_ops(OpRegistry& r) {
   using namespace dtypes;
   constexpr std::string_view kAlpha = ", Scalar alpha=1";
   constexpr std::string_view kMode = ", str rounding_mode=\"\"";
-  add_pair(r, "add", "add.Scalar", kAlpha, meta_binary<BinaryOp::Add>, cpu_binary<BinaryOp::Add>, kAll);
-  add_pair(r, "sub", "sub.Scalar", kAlpha, meta_binary<BinaryOp::Sub>, cpu_binary<BinaryOp::Sub>, kNumeric);
+  add_pair(r, "add", "add.Scalar", kAlpha, meta_binary<BinaryOp::Add>, cpu_binary<BinaryOp::Add>,
+           kAll);
+  add_pair(r, "sub", "sub.Scalar", kAlpha, meta_binary<BinaryOp::Sub>, cpu_binary<BinaryOp::Sub>,
+           kNumeric);
   add_pair(r, "mul", "mul.Scalar", "", meta_binary<BinaryOp::Mul>, cpu_binary<BinaryOp::Mul>, kAll);
   add_pair(r, "div", "div.Scalar", kMode, meta_div, cpu_div, kAll);
   add_pair(r, "remainder", "remainder.Scalar", "", meta_binary<BinaryOp::Remainder>,
@@ -74,14 +87,18 @@ void register_binary_ops(OpRegistry& r) {
            kNumeric);
   add_pair(r, "pow", "pow.Tensor_Scalar", "", meta_binary<BinaryOp::Pow>, cpu_binary<BinaryOp::Pow>,
            kNumeric);
-  add_pair(r, "maximum", nullptr, "", meta_binary<BinaryOp::Maximum>, cpu_binary<BinaryOp::Maximum>, kAll);
-  add_pair(r, "minimum", nullptr, "", meta_binary<BinaryOp::Minimum>, cpu_binary<BinaryOp::Minimum>, kAll);
-  add_pair(r, "atan2", nullptr, "", meta_binary<BinaryOp::Atan2>, cpu_binary<BinaryOp::Atan2>, kNumeric);
-  add_pair(r, "hypot", nullptr, "", meta_binary<BinaryOp::Hypot>, cpu_binary<BinaryOp::Hypot>, kNumeric);
-  add_pair(r, "add_", "add_.Scalar", kAlpha, meta_binary_<BinaryOp::Add>, cpu_binary_<BinaryOp::Add>,
-           kAll, true);
-  add_pair(r, "sub_", "sub_.Scalar", kAlpha, meta_binary_<BinaryOp::Sub>, cpu_binary_<BinaryOp::Sub>,
-           kNumeric, true);
+  add_pair(r, "maximum", nullptr, "", meta_binary<BinaryOp::Maximum>, cpu_binary<BinaryOp::Maximum>,
+           kAll);
+  add_pair(r, "minimum", nullptr, "", meta_binary<BinaryOp::Minimum>, cpu_binary<BinaryOp::Minimum>,
+           kAll);
+  add_pair(r, "atan2", nullptr, "", meta_binary<BinaryOp::Atan2>, cpu_binary<BinaryOp::Atan2>,
+           kNumeric);
+  add_pair(r, "hypot", nullptr, "", meta_binary<BinaryOp::Hypot>, cpu_binary<BinaryOp::Hypot>,
+           kNumeric);
+  add_pair(r, "add_", "add_.Scalar", kAlpha, meta_binary_<BinaryOp::Add>,
+           cpu_binary_<BinaryOp::Add>, kAll, true);
+  add_pair(r, "sub_", "sub_.Scalar", kAlpha, meta_binary_<BinaryOp::Sub>,
+           cpu_binary_<BinaryOp::Sub>, kNumeric, true);
   add_pair(r, "mul_", "mul_.Scalar", "", meta_binary_<BinaryOp::Mul>, cpu_binary_<BinaryOp::Mul>,
            kAll, true);
   add_pair(r, "div_", "div_.Scalar", kMode, meta_div_, cpu_div_, kNumeric, true);
@@ -166,14 +183,26 @@ Tensor hypot(const Tensor& a, const Tensor& b) {
   return dispatch::call_tensor(id, a, b);
 }
 
-Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const { return kiln::add(*this, other, alpha); }
-Tensor Tensor::add(const Scalar& other, const Scalar& alpha) const { return kiln::add(*this, other, alpha); }
-Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const { return kiln::sub(*this, other, alpha); }
-Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const { return kiln::sub(*this, other, alpha); }
+Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const {
+  return kiln::add(*this, other, alpha);
+}
+Tensor Tensor::add(const Scalar& other, const Scalar& alpha) const {
+  return kiln::add(*this, other, alpha);
+}
+Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const {
+  return kiln::sub(*this, other, alpha);
+}
+Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const {
+  return kiln::sub(*this, other, alpha);
+}
 Tensor Tensor::mul(const Tensor& other) const { return kiln::mul(*this, other); }
 Tensor Tensor::mul(const Scalar& other) const { return kiln::mul(*this, other); }
-Tensor Tensor::div(const Tensor& other, std::string_view mode) const { return kiln::div(*this, other, mode); }
-Tensor Tensor::div(const Scalar& other, std::string_view mode) const { return kiln::div(*this, other, mode); }
+Tensor Tensor::div(const Tensor& other, std::string_view mode) const {
+  return kiln::div(*this, other, mode);
+}
+Tensor Tensor::div(const Scalar& other, std::string_view mode) const {
+  return kiln::div(*this, other, mode);
+}
 Tensor Tensor::remainder(const Tensor& other) const { return kiln::remainder(*this, other); }
 Tensor Tensor::remainder(const Scalar& other) const { return kiln::remainder(*this, other); }
 Tensor Tensor::fmod(const Tensor& other) const { return kiln::fmod(*this, other); }

@@ -26,9 +26,11 @@ void add_bitwise(OpRegistry& r, const char* name, const char* scalar_name, DType
 }  // namespace
 
 void register_binary_bitwise_ops(OpRegistry& r) {
-  add_bitwise<BinaryOp::BitwiseAnd>(r, "bitwise_and", "bitwise_and.Scalar", dtypes::kIntegralAndBool);
+  add_bitwise<BinaryOp::BitwiseAnd>(r, "bitwise_and", "bitwise_and.Scalar",
+                                    dtypes::kIntegralAndBool);
   add_bitwise<BinaryOp::BitwiseOr>(r, "bitwise_or", "bitwise_or.Scalar", dtypes::kIntegralAndBool);
-  add_bitwise<BinaryOp::BitwiseXor>(r, "bitwise_xor", "bitwise_xor.Scalar", dtypes::kIntegralAndBool);
+  add_bitwise<BinaryOp::BitwiseXor>(r, "bitwise_xor", "bitwise_xor.Scalar",
+                                    dtypes::kIntegralAndBool);
   add_bitwise<BinaryOp::LeftShift>(r, "bitwise_left_shift", "bitwise_left_shift.Tensor_Scalar",
                                    dtypes::kIntegral);
   add_bitwise<BinaryOp::RightShift>(r, "bitwise_right_shift", "bitwise_right_shift.Tensor_Scalar",

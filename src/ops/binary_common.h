@@ -68,12 +68,12 @@ void meta_binary(OpCall& call) {
   }
   // The kernel's check, here too: a compiled graph never runs the eager kernel's check.
   if (Op == cpu::BinaryOp::Pow && b.is_scalar())
-    KILN_CHECK(!(is_integral(c) && b.scalar().kind() == Scalar::Kind::Int &&
-                 b.scalar().to_int64() < 0),
-               ValueError,
-               "{}: integers to negative integer powers are not allowed (exponent {}); use a "
-               "floating base, e.g. t.to(kiln::kFloat32)",
-               call.name(), b.scalar().str());
+    KILN_CHECK(
+        !(is_integral(c) && b.scalar().kind() == Scalar::Kind::Int && b.scalar().to_int64() < 0),
+        ValueError,
+        "{}: integers to negative integer powers are not allowed (exponent {}); use a "
+        "floating base, e.g. t.to(kiln::kFloat32)",
+        call.name(), b.scalar().str());
   if (b.is_scalar()) {
     call.set_output(0, c, a.sym_sizes());
   } else {

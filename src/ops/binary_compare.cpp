@@ -117,10 +117,10 @@ void register_binary_compare_ops(OpRegistry& r) {
   add_logical<cpu::LogicalOp::Xor>(r, "logical_xor");
 }
 
-#define KILN_BINARY_WRAPPER(fn, name, OtherT)                 \
-  Tensor fn(const Tensor& a, const OtherT& b) {               \
-    static const OpId id = op_id(name);                       \
-    return dispatch::call_tensor(id, a, b);                   \
+#define KILN_BINARY_WRAPPER(fn, name, OtherT)   \
+  Tensor fn(const Tensor& a, const OtherT& b) { \
+    static const OpId id = op_id(name);         \
+    return dispatch::call_tensor(id, a, b);     \
   }
 KILN_BINARY_WRAPPER(eq, "eq", Tensor)
 KILN_BINARY_WRAPPER(eq, "eq.Scalar", Scalar)

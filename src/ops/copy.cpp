@@ -1,6 +1,6 @@
 // Copies and conversions: copy_, _to_copy, clone, fill_; to/contiguous/zero_ are composites.
-#include "src/core/checked_convert.h"
 #include "src/kernels/cpu/copy.h"
+#include "src/core/checked_convert.h"
 #include "src/ops/registry.h"
 
 namespace kiln {

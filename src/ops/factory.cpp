@@ -2,8 +2,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "src/core/checked_convert.h"
 #include "kiln/ops/creation.h"
+#include "src/core/checked_convert.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/ops/registry.h"
 

@@ -10,7 +10,8 @@ namespace {
 
 void meta_linspace(OpCall& call) {
   const int64_t steps = call.int_arg(2);
-  KILN_CHECK(steps >= 0, ValueError, "linspace: number of steps must be non-negative, got {}", steps);
+  KILN_CHECK(steps >= 0, ValueError, "linspace: number of steps must be non-negative, got {}",
+             steps);
   const ScalarType dtype = call.arg(3).dtype();
   KILN_CHECK(dtype != kBool, DTypeError, "linspace: dtype bool is not supported");
   call.set_output(0, dtype, {steps});
@@ -55,7 +56,8 @@ void cpu_eye(OpCall& call) {
 
 void register_range_factory_ops(OpRegistry& r) {
   r.add({.name = "linspace",
-         .schema = "linspace(Scalar start, Scalar end, int steps, ScalarType dtype, Device device) -> Tensor",
+         .schema = "linspace(Scalar start, Scalar end, int steps, ScalarType dtype, Device device) "
+                   "-> Tensor",
          .family = "factory",
          .meta = meta_linspace,
          .cpu = cpu_linspace,

@@ -5,8 +5,8 @@
 // tensor weight of one floating dtype; masked_fill keeps self's dtype. In-place forms require the
 // result dtype to be castable to self's (can_cast) and the broadcast shape to be self's shape.
 // See Note [Pointwise dtype handling] in src/ops/pointwise_utils.h.
-#include "src/core/checked_convert.h"
 #include "kiln/ops/ternary.h"
+#include "src/core/checked_convert.h"
 
 #include <limits>
 #include <type_traits>

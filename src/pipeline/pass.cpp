@@ -47,8 +47,8 @@ const PassInfo& pass_info(std::string_view name) {
     if (p.name == name) return p;
   std::vector<std::string_view> names;
   for (const PassInfo& p : kPasses) names.push_back(p.name);
-  throw ValueError(fmt::format("pipeline: unknown pass '{}'; the passes are: {}", name,
-                               fmt::join(names, ", ")));
+  throw ValueError(
+      fmt::format("pipeline: unknown pass '{}'; the passes are: {}", name, fmt::join(names, ", ")));
 }
 
 bool verify_passes() {
@@ -71,8 +71,8 @@ void after_pass(const capture::CompileContext& context, const PassInfo& pass, do
   const bool tracing = trace::enabled();
   if (!logging && !tracing && context.observer == nullptr) return;
   const std::string output = print();
-  const std::string title =
-      context.part.empty() ? std::string(pass.name) : fmt::format("{} ({})", pass.name, context.part);
+  const std::string title = context.part.empty() ? std::string(pass.name)
+                                                 : fmt::format("{} ({})", pass.name, context.part);
   if (logging)
     trace::log_readable(trace::LogCategory::passes,
                         fmt::format("after {} ({:.3f} ms):\n{}", title, seconds * 1e3, output),

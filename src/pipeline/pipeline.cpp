@@ -147,9 +147,9 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
     }
   }
 
-  graph::Graph g = functional ? captured.clone()
-                              : run_pass(context, "functionalize",
-                                         [&] { return functionalized_for_inference(captured); });
+  graph::Graph g = functional ? captured.clone() : run_pass(context, "functionalize", [&] {
+    return functionalized_for_inference(captured);
+  });
   codegen::GeneratedCode code;
   double decompose_s = 0, lower_s = 0, schedule_s = 0, codegen_s = 0;
   try {

@@ -31,11 +31,16 @@ inline CompileOptions inductor() {
 
 inline double compiled_tolerance(ScalarType t) {
   switch (t) {
-    case kFloat64: return 1e-12;
-    case kFloat32: return 1e-5;
-    case kFloat16: return 1e-2;
-    case kBFloat16: return 5e-2;
-    default: return 0;
+    case kFloat64:
+      return 1e-12;
+    case kFloat32:
+      return 1e-5;
+    case kFloat16:
+      return 1e-2;
+    case kBFloat16:
+      return 5e-2;
+    default:
+      return 0;
   }
 }
 

@@ -12,9 +12,9 @@
 namespace kiln {
 namespace {
 
+using testing::error_message;
 using testing::expect_close;
 using testing::expect_equal;
-using testing::error_message;
 
 Tensor pointwise(const Tensor& x) { return (x * 2 + 1).relu().sum({1}); }
 

@@ -10,8 +10,8 @@
 namespace kiln {
 namespace {
 
-using testing::expect_equal;
 using testing::error_message;
+using testing::expect_equal;
 
 CompileOptions with_backend(const std::string& backend) {
   CompileOptions o;

@@ -40,7 +40,8 @@ TEST(Half, RoundsToNearestEvenAndOverflowsToInf) {
 
 TEST(BFloat16, KeepsFloatRangeWithEightBitMantissa) {
   EXPECT_EQ(static_cast<float>(BFloat16(1.0f)), 1.0f);
-  EXPECT_EQ(static_cast<float>(BFloat16(3.0e38f)), 3.00405527047391e+38f);  // PyTorch gives the same
+  EXPECT_EQ(static_cast<float>(BFloat16(3.0e38f)),
+            3.00405527047391e+38f);                            // PyTorch gives the same
   EXPECT_EQ(static_cast<float>(BFloat16(1.00390625f)), 1.0f);  // halfway: rounds to even
   EXPECT_TRUE(std::isnan(static_cast<float>(BFloat16(std::nanf("")))));
 }

@@ -15,10 +15,14 @@ int bits(ScalarType t) { return static_cast<int>(element_size(t)) * 8; }
 
 ScalarType signed_of_bits(int b) {
   switch (b) {
-    case 8: return kInt8;
-    case 16: return kInt16;
-    case 32: return kInt32;
-    default: return kInt64;
+    case 8:
+      return kInt8;
+    case 16:
+      return kInt16;
+    case 32:
+      return kInt32;
+    default:
+      return kInt64;
   }
 }
 
@@ -145,8 +149,8 @@ TEST(ResultType, WrappedNumbersRankAsScalars) {
 }
 
 TEST(CanCast, FollowsCategories) {
-  EXPECT_TRUE(can_cast(kInt64, kUInt8));   // same category narrows
-  EXPECT_TRUE(can_cast(kInt32, kFloat16)); // int -> float
+  EXPECT_TRUE(can_cast(kInt64, kUInt8));    // same category narrows
+  EXPECT_TRUE(can_cast(kInt32, kFloat16));  // int -> float
   EXPECT_FALSE(can_cast(kFloat32, kInt64));
   EXPECT_FALSE(can_cast(kInt8, kBool));
   EXPECT_TRUE(can_cast(kBool, kUInt8));

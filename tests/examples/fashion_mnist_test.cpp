@@ -43,8 +43,9 @@ TEST(FashionMnistExample, LearnsAndSavesACheckpoint) {
 }
 
 // `kiln demo --compile`: the whole training step compiled: forward, loss and backward (AOT
-// autograd, BatchNorm's running statistics functionalized) and the optimizer step. Same seed, same data order: the same accuracy as eager within noise
-// (the compiled kernels sum in another order, so the runs drift apart slowly).
+// autograd, BatchNorm's running statistics functionalized) and the optimizer step. Same seed, same
+// data order: the same accuracy as eager within noise (the compiled kernels sum in another order,
+// so the runs drift apart slowly).
 TEST(FashionMnistExample, CompiledTrainingMatchesEagerAccuracy) {
   FashionMnistOptions options;
   options.epochs = 2;

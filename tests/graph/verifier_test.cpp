@@ -113,16 +113,16 @@ TEST(Verifier, WrappedNumbersPromoteAsScalars) {
 // What the verifier cannot or need not compare: the strides of a tensor with no elements, and
 // the output of an op whose size depends on its input's values (outside a trace).
 TEST(Verifier, IgnoresStridesOfEmptyTensorsAndDataDependentSizes) {
-  EXPECT_NO_THROW(verify(parse_graph(
-      "%0 : f32[0, 3] = placeholder(\"x\")\n"
-      "%1 : f32[0, 3]{1, 0} = neg(%0)\n"
-      "return (%1)\n")));
-  EXPECT_NO_THROW(verify(parse_graph(
-      "%0 : f32[3, 4] = placeholder(\"x\")\n"
-      "%1 : b8[3] = placeholder(\"mask\")\n"
-      "%2 : f32[4] = placeholder(\"v\")\n"
-      "%3 : f32[3, 4] = index_put_(%0, [%1], %2, accumulate=False)\n"
-      "return (%3)\n")));
+  EXPECT_NO_THROW(
+      verify(parse_graph("%0 : f32[0, 3] = placeholder(\"x\")\n"
+                         "%1 : f32[0, 3]{1, 0} = neg(%0)\n"
+                         "return (%1)\n")));
+  EXPECT_NO_THROW(
+      verify(parse_graph("%0 : f32[3, 4] = placeholder(\"x\")\n"
+                         "%1 : b8[3] = placeholder(\"mask\")\n"
+                         "%2 : f32[4] = placeholder(\"v\")\n"
+                         "%3 : f32[3, 4] = index_put_(%0, [%1], %2, accumulate=False)\n"
+                         "return (%3)\n")));
 }
 
 }  // namespace

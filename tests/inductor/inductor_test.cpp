@@ -20,8 +20,8 @@
 namespace kiln {
 namespace {
 
-using testing::expect_equal;
 using testing::error_message;
+using testing::expect_equal;
 
 CompileOptions inductor(bool dynamic = false) {
   CompileOptions o;

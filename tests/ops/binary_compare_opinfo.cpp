@@ -11,12 +11,18 @@ enum class Cmp { Eq, Ne, Lt, Le, Gt, Ge };
 template <typename V>
 bool compare(Cmp op, V x, V y) {
   switch (op) {
-    case Cmp::Eq: return x == y;
-    case Cmp::Ne: return x != y;
-    case Cmp::Lt: return x < y;
-    case Cmp::Le: return x <= y;
-    case Cmp::Gt: return x > y;
-    case Cmp::Ge: return x >= y;
+    case Cmp::Eq:
+      return x == y;
+    case Cmp::Ne:
+      return x != y;
+    case Cmp::Lt:
+      return x < y;
+    case Cmp::Le:
+      return x <= y;
+    case Cmp::Gt:
+      return x > y;
+    case Cmp::Ge:
+      return x >= y;
   }
   return false;
 }
@@ -55,7 +61,8 @@ Tensor compare_reference(Cmp op, const Stack& a) {
 // Operands with ties (equal elements) so eq/le/ge see both outcomes.
 Maker tied() {
   return from_draw([](ScalarType dt, std::mt19937_64& rng) {
-    return dt == kBool ? static_cast<double>(rng() & 1) : uniform_int(rng, is_unsigned(dt) ? 0 : -2, 2);
+    return dt == kBool ? static_cast<double>(rng() & 1)
+                       : uniform_int(rng, is_unsigned(dt) ? 0 : -2, 2);
   });
 }
 
@@ -91,14 +98,17 @@ void register_compare(const char* name, const char* scalar_name, Cmp op) {
              return std::vector<ErrorCase>{
                  {{zeros({2, 3}), zeros({4})}, ErrorKind::Shape, "broadcast [2, 3] with [4]"}};
            }});
-  register_binary({.name = scalar_name,
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      return scalar_samples(dt, rng, tied(),
-                                            {Scalar(1), Scalar(-1), Scalar(0.5), Scalar(true), Scalar(1000),
-                                             Scalar(-129), Scalar(UINT64_MAX), Scalar(INT64_MIN)},
-                                            {});
-                    },
-                    .reference = [op](const Stack& a) { return std::vector<Tensor>{compare_reference(op, a)}; }});
+  register_binary(
+      {.name = scalar_name,
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             return scalar_samples(dt, rng, tied(),
+                                   {Scalar(1), Scalar(-1), Scalar(0.5), Scalar(true), Scalar(1000),
+                                    Scalar(-129), Scalar(UINT64_MAX), Scalar(INT64_MIN)},
+                                   {});
+           },
+       .reference =
+           [op](const Stack& a) { return std::vector<Tensor>{compare_reference(op, a)}; }});
 }
 
 // Logical ops: truth of each operand in its own dtype.
@@ -113,20 +123,24 @@ Tensor logical_reference(Logic op, const Stack& a) {
 }
 
 void register_logical(const char* name, Logic op) {
-  register_binary({.name = name,
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
-                      // Any dtypes mix, uint64 with signed included: no promotion happens.
-                      if (dt == kUInt64)
-                        s.push_back({{tied()({4}, dt, rng, Layout::Contiguous), tied()({4}, kInt64, rng, Layout::Contiguous)},
-                                     "uint64 with int64"});
-                      return s;
-                    },
-                    .reference = [op](const Stack& a) { return std::vector<Tensor>{logical_reference(op, a)}; },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({2, 3}), zeros({4})}, ErrorKind::Shape, "broadcast [2, 3] with [4]"}};
-                    }});
+  register_binary(
+      {.name = name,
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> s = pair_samples(dt, rng, tied(), tied(), {});
+             // Any dtypes mix, uint64 with signed included: no promotion happens.
+             if (dt == kUInt64)
+               s.push_back({{tied()({4}, dt, rng, Layout::Contiguous),
+                             tied()({4}, kInt64, rng, Layout::Contiguous)},
+                            "uint64 with int64"});
+             return s;
+           },
+       .reference = [op](const Stack& a) { return std::vector<Tensor>{logical_reference(op, a)}; },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({2, 3}), zeros({4})}, ErrorKind::Shape, "broadcast [2, 3] with [4]"}};
+           }});
 }
 
 // Bitwise ops and shifts: exact integer math in the promoted dtype.
@@ -136,10 +150,14 @@ template <typename T>
 T bits_ref(Bits op, T xt, T yt) {
   const I128 x = static_cast<I128>(xt), y = static_cast<I128>(yt);
   switch (op) {
-    case Bits::And: return wrap<T>(x & y);
-    case Bits::Or: return wrap<T>(x | y);
-    case Bits::Xor: return wrap<T>(x ^ y);
-    default: break;
+    case Bits::And:
+      return wrap<T>(x & y);
+    case Bits::Or:
+      return wrap<T>(x | y);
+    case Bits::Xor:
+      return wrap<T>(x ^ y);
+    default:
+      break;
   }
   if constexpr (std::is_same_v<T, bool>) {
     return false;  // shifts are not defined for bool
@@ -147,7 +165,8 @@ T bits_ref(Bits op, T xt, T yt) {
     const I128 width = static_cast<I128>(sizeof(T) * 8);
     if (op == Bits::Shl) {
       if (y < 0 || y >= width) return 0;
-      return wrap<T>(static_cast<I128>(static_cast<U128>(static_cast<std::make_unsigned_t<T>>(xt)) << static_cast<int>(y)));
+      return wrap<T>(static_cast<I128>(static_cast<U128>(static_cast<std::make_unsigned_t<T>>(xt))
+                                       << static_cast<int>(y)));
     }
     if (y < 0 || y >= width) return x < 0 ? wrap<T>(-1) : T(0);
     // Floor division by 2^y: arithmetic for negative signed values, logical for unsigned.
@@ -161,8 +180,9 @@ T bits_ref(Bits op, T xt, T yt) {
 
 Tensor bits_reference(Bits op, const Stack& a) {
   const ScalarType c = ref_promoted(a);
-  return reference(a, c, c, [op]<typename T>(T x, T y) { return bits_ref<T>(op, x, y); },
-                   [](double, double) { return 0.0; });
+  return reference(
+      a, c, c, [op]<typename T>(T x, T y) { return bits_ref<T>(op, x, y); },
+      [](double, double) { return 0.0; });
 }
 
 Maker shift_amounts() {
@@ -174,36 +194,47 @@ Maker shift_amounts() {
 
 void register_bits(const char* name, const char* scalar_name, Bits op) {
   const bool shift = op == Bits::Shl || op == Bits::Shr;
-  register_binary({.name = name,
-                    .samples = [shift](ScalarType dt, std::mt19937_64& rng) {
-                      if (!shift) return pair_samples(dt, rng, plain, plain, {});
-                      std::vector<SampleInput> s;
-                      for (SampleInput& x : pair_samples(dt, rng, plain, shift_amounts(), {}))
-                        if (x.args[1].tensor().dtype() != kBool && x.args[0].tensor().dtype() != kBool)
-                          s.push_back(std::move(x));
-                      return s;
-                    },
-                    .reference = [op](const Stack& a) { return std::vector<Tensor>{bits_reference(op, a)}; },
-                    .error_cases = [shift] {
-                      std::vector<ErrorCase> e{
-                          {{zeros({2, 3}, kInt32), zeros({4}, kInt32)}, ErrorKind::Shape, "broadcast"},
-                          {{zeros({2}), zeros({2})}, ErrorKind::DType, "float32 operands"},
-                          {{zeros({2}, kInt32), zeros({2})}, ErrorKind::DType, "int32 with float32"},
-                          {{zeros({2}, kUInt64), zeros({2}, kInt64)}, ErrorKind::DType, "uint64 with int64"}};
-                      if (shift) e.push_back({{zeros({2}, kBool), zeros({2}, kBool)}, ErrorKind::DType, "bool"});
-                      return e;
-                    }});
-  register_binary({.name = scalar_name,
-                    .samples = [shift](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<Scalar> scalars = shift ? std::vector<Scalar>{Scalar(1), Scalar(7), Scalar(31), Scalar(64), Scalar(-1)}
-                                                          : std::vector<Scalar>{Scalar(3), Scalar(-2), Scalar(true)};
-                      return scalar_samples(dt, rng, plain, scalars, {});
-                    },
-                    .reference = [op](const Stack& a) { return std::vector<Tensor>{bits_reference(op, a)}; },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{zeros({2}, kInt32), Scalar(1.5)}, ErrorKind::DType, "float Scalar"}};
-                    }});
+  register_binary(
+      {.name = name,
+       .samples =
+           [shift](ScalarType dt, std::mt19937_64& rng) {
+             if (!shift) return pair_samples(dt, rng, plain, plain, {});
+             std::vector<SampleInput> s;
+             for (SampleInput& x : pair_samples(dt, rng, plain, shift_amounts(), {}))
+               if (x.args[1].tensor().dtype() != kBool && x.args[0].tensor().dtype() != kBool)
+                 s.push_back(std::move(x));
+             return s;
+           },
+       .reference = [op](const Stack& a) { return std::vector<Tensor>{bits_reference(op, a)}; },
+       .error_cases =
+           [shift] {
+             std::vector<ErrorCase> e{
+                 {{zeros({2, 3}, kInt32), zeros({4}, kInt32)}, ErrorKind::Shape, "broadcast"},
+                 {{zeros({2}), zeros({2})}, ErrorKind::DType, "float32 operands"},
+                 {{zeros({2}, kInt32), zeros({2})}, ErrorKind::DType, "int32 with float32"},
+                 {{zeros({2}, kUInt64), zeros({2}, kInt64)},
+                  ErrorKind::DType,
+                  "uint64 with int64"}};
+             if (shift)
+               e.push_back({{zeros({2}, kBool), zeros({2}, kBool)}, ErrorKind::DType, "bool"});
+             return e;
+           }});
+  register_binary(
+      {.name = scalar_name,
+       .samples =
+           [shift](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<Scalar> scalars =
+                 shift
+                     ? std::vector<Scalar>{Scalar(1), Scalar(7), Scalar(31), Scalar(64), Scalar(-1)}
+                     : std::vector<Scalar>{Scalar(3), Scalar(-2), Scalar(true)};
+             return scalar_samples(dt, rng, plain, scalars, {});
+           },
+       .reference = [op](const Stack& a) { return std::vector<Tensor>{bits_reference(op, a)}; },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{zeros({2}, kInt32), Scalar(1.5)}, ErrorKind::DType, "float Scalar"}};
+           }});
 }
 
 const bool registered = [] {

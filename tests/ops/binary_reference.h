@@ -17,7 +17,8 @@ using I128 = __int128;
 using U128 = unsigned __int128;
 
 // Draws a tensor of `shape` (the harness's layouts) with values from `draw`.
-using Maker = std::function<Tensor(IntArrayRef shape, ScalarType dt, std::mt19937_64& rng, Layout layout)>;
+using Maker =
+    std::function<Tensor(IntArrayRef shape, ScalarType dt, std::mt19937_64& rng, Layout layout)>;
 using Draw = std::function<double(ScalarType dt, std::mt19937_64& rng)>;
 
 inline Tensor make_from(IntArrayRef shape, ScalarType dt, std::mt19937_64& rng, Layout layout,
@@ -66,19 +67,32 @@ inline double nonzero(ScalarType dt, std::mt19937_64& rng) {
 // a signed type), for the mixed-dtype samples.
 inline ScalarType partner_dtype(ScalarType dt) {
   switch (dt) {
-    case kBool: return kInt32;
-    case kUInt8: return kInt8;      // -> int16
-    case kUInt16: return kUInt8;
-    case kUInt32: return kInt16;    // -> int64
-    case kUInt64: return kUInt8;
-    case kInt8: return kUInt8;      // -> int16
-    case kInt16: return kInt64;
-    case kInt32: return kBool;
-    case kInt64: return kUInt32;
-    case kFloat16: return kBFloat16;  // -> float32
-    case kBFloat16: return kInt32;
-    case kFloat32: return kFloat64;
-    case kFloat64: return kInt64;
+    case kBool:
+      return kInt32;
+    case kUInt8:
+      return kInt8;  // -> int16
+    case kUInt16:
+      return kUInt8;
+    case kUInt32:
+      return kInt16;  // -> int64
+    case kUInt64:
+      return kUInt8;
+    case kInt8:
+      return kUInt8;  // -> int16
+    case kInt16:
+      return kInt64;
+    case kInt32:
+      return kBool;
+    case kInt64:
+      return kUInt32;
+    case kFloat16:
+      return kBFloat16;  // -> float32
+    case kBFloat16:
+      return kInt32;
+    case kFloat32:
+      return kFloat64;
+    case kFloat64:
+      return kInt64;
   }
   return dt;
 }
@@ -110,16 +124,19 @@ inline std::vector<SampleInput> pair_samples(ScalarType dt, std::mt19937_64& rng
     const ScalarType p = partner_dtype(dt);
     add(ma({3, 4}, dt, rng, C), mb({3, 4}, p, rng, C),
         "[3, 4] with [3, 4] of " + std::string(dtype_name(p)));
-    add(ma({3, 4}, dt, rng, C), mb({}, p, rng, C), "[3, 4] with 0-dim " + std::string(dtype_name(p)));
+    add(ma({3, 4}, dt, rng, C), mb({}, p, rng, C),
+        "[3, 4] with 0-dim " + std::string(dtype_name(p)));
     if (p != kBool)  // bool as the first operand is refused by ops without bool support
-      add(ma({}, p, rng, C), mb({3, 4}, dt, rng, C), "0-dim " + std::string(dtype_name(p)) + " with [3, 4]");
+      add(ma({}, p, rng, C), mb({3, 4}, dt, rng, C),
+          "0-dim " + std::string(dtype_name(p)) + " with [3, 4]");
   }
   return s;
 }
 
 // Tensor-Scalar samples for the ".Scalar" entries.
 inline std::vector<SampleInput> scalar_samples(ScalarType dt, std::mt19937_64& rng, const Maker& ma,
-                                               const std::vector<Scalar>& scalars, const Stack& tail) {
+                                               const std::vector<Scalar>& scalars,
+                                               const Stack& tail) {
   std::vector<SampleInput> s;
   for (const Scalar& v : scalars) {
     for (auto [shape, layout, d] :
@@ -199,7 +216,8 @@ T wrap(I128 v) {
 // (T the compute dtype's C++ type, for integer and bool compute dtypes) or float_fn(double,
 // double) for floating ones.
 template <typename IntFn, typename FloatFn>
-Tensor reference(const Stack& a, ScalarType compute, ScalarType out, IntFn int_fn, FloatFn float_fn) {
+Tensor reference(const Stack& a, ScalarType compute, ScalarType out, IntFn int_fn,
+                 FloatFn float_fn) {
   const DimVector shape = ref_shape(a);
   return visit_dtype(compute, [&]<typename C>() -> Tensor {
     const std::vector<C> x = values_as<C>(a[0], shape), y = values_as<C>(a[1], shape);

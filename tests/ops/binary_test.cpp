@@ -107,8 +107,10 @@ TEST(Binary, RemainderTakesTheDivisorsSignFmodTheDividends) {
 
 TEST(Binary, UnsignedFloorDivisionAndRemainder) {
   Tensor a = from_vector(std::vector<uint64_t>{UINT64_MAX, 7});
-  EXPECT_EQ(values<uint64_t>(div(a, Scalar(2), "floor")), (std::vector<uint64_t>{UINT64_MAX / 2, 3}));
-  EXPECT_EQ(values<uint64_t>(remainder(a, Scalar(10))), (std::vector<uint64_t>{UINT64_MAX % 10, 7}));
+  EXPECT_EQ(values<uint64_t>(div(a, Scalar(2), "floor")),
+            (std::vector<uint64_t>{UINT64_MAX / 2, 3}));
+  EXPECT_EQ(values<uint64_t>(remainder(a, Scalar(10))),
+            (std::vector<uint64_t>{UINT64_MAX % 10, 7}));
 }
 
 TEST(Binary, IntegerDivisionByZeroRaisesValueError) {
@@ -190,7 +192,7 @@ TEST(Binary, AddAndSubUseAlpha) {
 TEST(Binary, IntegerPowWrapsAndRejectsNegativeScalarExponent) {
   Tensor a = tensor({2, 3, -1, 1, 5}, kInt32);
   EXPECT_EQ(values<int32_t>(a.pow(Scalar(3))), (std::vector<int32_t>{8, 27, -1, 1, 125}));
-  EXPECT_EQ(tensor({2}, kUInt8).pow(Scalar(9)).item<int64_t>(), 0);      // 512 mod 256
+  EXPECT_EQ(tensor({2}, kUInt8).pow(Scalar(9)).item<int64_t>(), 0);  // 512 mod 256
   EXPECT_EQ(tensor({3}, kUInt8).pow(Scalar(5)).item<int64_t>(), 243);
   EXPECT_EQ(tensor({3}, kUInt8).pow(Scalar(6)).item<int64_t>(), (729 % 256));
   EXPECT_THROW(a.pow(Scalar(-1)), ValueError);

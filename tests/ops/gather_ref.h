@@ -10,7 +10,9 @@
 
 namespace kiln::testing {
 
-inline std::vector<int64_t> shape_vec(const Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+inline std::vector<int64_t> shape_vec(const Tensor& t) {
+  return {t.sizes().begin(), t.sizes().end()};
+}
 
 inline int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;

@@ -29,11 +29,16 @@ const OpInfo* find_op_info(std::string_view name) {
 
 std::pair<double, double> default_tolerance(ScalarType dtype) {
   switch (dtype) {
-    case kFloat16: return {1e-3, 1e-3};
-    case kBFloat16: return {1e-2, 1.6e-2};
-    case kFloat32: return {1e-5, 1.3e-6};
-    case kFloat64: return {1e-7, 1e-7};
-    default: return {0, 0};
+    case kFloat16:
+      return {1e-3, 1e-3};
+    case kBFloat16:
+      return {1e-2, 1.6e-2};
+    case kFloat32:
+      return {1e-5, 1.3e-6};
+    case kFloat64:
+      return {1e-7, 1e-7};
+    default:
+      return {0, 0};
   }
 }
 
@@ -64,7 +69,8 @@ Tensor make_tensor(IntArrayRef shape, ScalarType dtype, std::mt19937_64& rng, do
     visit_dtype(dtype, [&]<typename T>() {
       if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
         T* p = t.data_ptr<T>();
-        for (int64_t i = 0; i < n; i += 3) p[i] = static_cast<T>(std::numeric_limits<T>::max() - p[i]);
+        for (int64_t i = 0; i < n; i += 3)
+          p[i] = static_cast<T>(std::numeric_limits<T>::max() - p[i]);
       }
     });
   }
@@ -97,20 +103,23 @@ std::vector<SampleInput> unary_samples(ScalarType dtype, std::mt19937_64& rng, d
 std::vector<SampleInput> binary_samples(ScalarType dtype, std::mt19937_64& rng, double low,
                                         double high) {
   std::vector<SampleInput> s;
-  s.push_back({{make_tensor({5, 7}, dtype, rng, low, high), make_tensor({5, 7}, dtype, rng, low, high)},
-               "[5, 7] with [5, 7]"});
-  s.push_back({{make_tensor({3, 1}, dtype, rng, low, high), make_tensor({1, 4}, dtype, rng, low, high)},
-               "broadcast [3, 1] with [1, 4]"});
+  s.push_back(
+      {{make_tensor({5, 7}, dtype, rng, low, high), make_tensor({5, 7}, dtype, rng, low, high)},
+       "[5, 7] with [5, 7]"});
+  s.push_back(
+      {{make_tensor({3, 1}, dtype, rng, low, high), make_tensor({1, 4}, dtype, rng, low, high)},
+       "broadcast [3, 1] with [1, 4]"});
   s.push_back({{make_tensor({}, dtype, rng, low, high), make_tensor({2, 3}, dtype, rng, low, high)},
                "0-dim with [2, 3]"});
-  s.push_back({{make_tensor({0, 3}, dtype, rng, low, high), make_tensor({3}, dtype, rng, low, high)},
-               "zero-size [0, 3] with [3]"});
+  s.push_back(
+      {{make_tensor({0, 3}, dtype, rng, low, high), make_tensor({3}, dtype, rng, low, high)},
+       "zero-size [0, 3] with [3]"});
   s.push_back({{make_tensor({4, 6}, dtype, rng, low, high, Layout::NonContiguous),
                 make_tensor({6, 4}, dtype, rng, low, high).t()},
                "non-contiguous [4, 6] with transposed"});
-  s.push_back({{make_tensor({100, 400}, dtype, rng, low, high),
-                make_tensor({400}, dtype, rng, low, high)},
-               "large [100, 400] with [400] (parallel path)"});
+  s.push_back(
+      {{make_tensor({100, 400}, dtype, rng, low, high), make_tensor({400}, dtype, rng, low, high)},
+       "large [100, 400] with [400] (parallel path)"});
   return s;
 }
 
@@ -129,7 +138,8 @@ Tensor map_binary_f64(const Tensor& a, const Tensor& b, ScalarType out,
   return from_vector(va, std::vector<int64_t>(shape.begin(), shape.end())).to(out);
 }
 
-std::string compare_tensors(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+std::string compare_tensors(const Tensor& actual, const Tensor& expected, double atol,
+                            double rtol) {
   if (actual.dtype() != expected.dtype())
     return fmt::format("dtype {} != expected {}", dtype_name(actual.dtype()),
                        dtype_name(expected.dtype()));
@@ -145,7 +155,8 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, double
       if (x == y) continue;  // equal infinities
       if (std::isfinite(x) && std::isfinite(y) && std::fabs(x - y) <= atol + rtol * std::fabs(y))
         continue;
-      return fmt::format("element {} is {} but expected {} (atol {}, rtol {})", i, x, y, atol, rtol);
+      return fmt::format("element {} is {} but expected {} (atol {}, rtol {})", i, x, y, atol,
+                         rtol);
     }
     return "";
   }

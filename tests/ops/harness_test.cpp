@@ -28,8 +28,8 @@ TEST_P(OpHarness, EagerMatchesReferenceAndMetaMatchesEager) {
     if (!op.dtypes.contains(dtype)) continue;
     auto [atol, rtol] = info->tolerance ? info->tolerance(dtype) : default_tolerance(dtype);
     for (SampleInput& sample : info->samples(dtype, rng)) {
-      SCOPED_TRACE(fmt::format("op {} dtype {} sample {}", name, dtype_name(dtype),
-                               sample.description));
+      SCOPED_TRACE(
+          fmt::format("op {} dtype {} sample {}", name, dtype_name(dtype), sample.description));
       std::vector<Tensor> expected;
       if (info->compare_values) expected = info->reference(sample.args);
       Stack args = copy_args(sample.args);
@@ -53,7 +53,8 @@ TEST_P(OpHarness, EagerMatchesReferenceAndMetaMatchesEager) {
         for (size_t i = 0; i < actual.size(); ++i) {
           EXPECT_TRUE(meta_out[i].is_meta());
           EXPECT_EQ(meta_out[i].dtype(), actual[i].dtype()) << "meta output " << i;
-          EXPECT_EQ(shape_str(meta_out[i].sizes()), shape_str(actual[i].sizes())) << "meta output " << i;
+          EXPECT_EQ(shape_str(meta_out[i].sizes()), shape_str(actual[i].sizes()))
+              << "meta output " << i;
           EXPECT_EQ(shape_str(meta_out[i].strides()), shape_str(actual[i].strides()))
               << "meta strides of output " << i;
         }
@@ -69,7 +70,8 @@ TEST_P(OpHarness, BadInputsRaiseTheRightError) {
   const OpInfo* info = find_op_info(name);
   if (info == nullptr || !info->error_cases) {
     GTEST_SKIP() << name << " registers no error cases (an op with no invalid input, e.g. squeeze; "
-                 << "or exempted: " << (exemption_reason(name) ? exemption_reason(name) : "-") << ")";
+                 << "or exempted: " << (exemption_reason(name) ? exemption_reason(name) : "-")
+                 << ")";
   }
   const OpId id = op_id(name);
   for (ErrorCase& c : info->error_cases()) {
@@ -79,16 +81,20 @@ TEST_P(OpHarness, BadInputsRaiseTheRightError) {
       ADD_FAILURE() << name << ": expected an error for " << c.description;
     } catch (const ShapeError& e) {
       EXPECT_EQ(c.kind, ErrorKind::Shape) << e.what();
-      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos)
+          << e.what();
     } catch (const DTypeError& e) {
       EXPECT_EQ(c.kind, ErrorKind::DType) << e.what();
-      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos)
+          << e.what();
     } catch (const IndexError& e) {
       EXPECT_EQ(c.kind, ErrorKind::Index) << e.what();
-      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos)
+          << e.what();
     } catch (const ValueError& e) {
       EXPECT_EQ(c.kind, ErrorKind::Value) << e.what();
-      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name.substr(0, name.find('.'))), std::string::npos)
+          << e.what();
     } catch (const NotImplementedError& e) {
       EXPECT_EQ(c.kind, ErrorKind::NotImplemented) << e.what();
     }

@@ -37,7 +37,8 @@ TEST(Indexing, TooManyIndicesRaisesIndexError) {
 
 TEST(Indexing, BoolMaskSelectsInRowMajorOrder) {
   Tensor t = arange(6).view({2, 3});
-  Tensor mask = from_vector(std::vector<bool>{true, false, true, false, true, false}, std::vector<int64_t>{2, 3});
+  Tensor mask = from_vector(std::vector<bool>{true, false, true, false, true, false},
+                            std::vector<int64_t>{2, 3});
   EXPECT_EQ(t.index({mask}).to_vector<int64_t>(), (std::vector<int64_t>{0, 2, 4}));
   Tensor rows = from_vector(std::vector<bool>{false, true});
   Tensor r = t.index({rows});
@@ -91,7 +92,8 @@ TEST(Indexing, IndexPutThroughTensorIndexList) {
   t.index_put_({Slice(), tensor({0, 2})}, Scalar(7));
   t.index_put_({1, Slice(1, 3)}, Scalar(5));
   EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{7, 0, 7, 0, 7, 5, 5, 0, 7, 0, 7, 0}));
-  Tensor mask = from_vector(std::vector<bool>{1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0}, std::vector<int64_t>{3, 4});
+  Tensor mask = from_vector(std::vector<bool>{1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0},
+                            std::vector<int64_t>{3, 4});
   t.index_put_({mask}, tensor({1, 2, 3, 4, 5}, kInt64));
   EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 2, 0, 3, 5, 5, 0, 4, 0, 5, 0}));
 }

@@ -11,7 +11,9 @@
 namespace kiln::testing::nn_ref {
 
 inline std::vector<double> vals(const Tensor& t) { return t.to_vector<double>(); }
-inline std::vector<int64_t> shape_of(const Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
+inline std::vector<int64_t> shape_of(const Tensor& t) {
+  return {t.sizes().begin(), t.sizes().end()};
+}
 inline Tensor opt(const IValue& v) {
   if (v.is_none()) return Tensor();
   return v.tensor();

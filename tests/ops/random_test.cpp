@@ -1,8 +1,8 @@
 // Statistical and determinism behaviour of the random ops (the harness checks only shapes).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <omp.h>
+#include <cmath>
 
 #include "kiln/kiln.h"
 
@@ -88,8 +88,10 @@ TEST(Random, DropoutScalesKeptValuesAndZeroesAboutP) {
   std::vector<float> v = dropout(x, 0.25, true, gen).to_vector<float>();
   int64_t zeros_count = 0;
   for (float e : v) {
-    if (e == 0) ++zeros_count;
-    else ASSERT_FLOAT_EQ(e, 1.0f / 0.75f);
+    if (e == 0)
+      ++zeros_count;
+    else
+      ASSERT_FLOAT_EQ(e, 1.0f / 0.75f);
   }
   EXPECT_NEAR(static_cast<double>(zeros_count) / kSamples, 0.25, 0.005);
 }

@@ -53,10 +53,10 @@ std::vector<SampleInput> samples(ScalarType dt, std::mt19937_64& rng, double low
   }
   if (is_floating(dt)) {
     const double inf = std::numeric_limits<double>::infinity();
-    std::vector<double> v = {std::nan(""), inf,   -inf,    0.0,     -0.0,  0.5,    -0.5,
-                             1.5,          2.5,   -2.5,    1e30,    -1e30, 100.0,  -100.0,
-                             88.72283,     88.8,  -87.5,   -103.9,  -110,  709.7,  710.0,
-                             -745.0,       3.0,   1e-30,   -1e-30,  0.9999, -0.9999};
+    std::vector<double> v = {std::nan(""), inf,  -inf,  0.0,    -0.0,   0.5,    -0.5,
+                             1.5,          2.5,  -2.5,  1e30,   -1e30,  100.0,  -100.0,
+                             88.72283,     88.8, -87.5, -103.9, -110,   709.7,  710.0,
+                             -745.0,       3.0,  1e-30, -1e-30, 0.9999, -0.9999};
     s.push_back({{from_vector(v).to(dt)}, "special values"});
   }
   return s;
@@ -65,32 +65,37 @@ std::vector<SampleInput> samples(ScalarType dt, std::mt19937_64& rng, double low
 using RefFn = double (*)(double);
 
 void floating_op(const std::string& name, RefFn f, double low = -5, double high = 5) {
-  register_op_info({.name = name,
-                    .samples = [=](ScalarType dt, std::mt19937_64& rng) {
-                      return samples(dt, rng, low, high);
-                    },
-                    .reference = [=](const Stack& a) {
-                      return std::vector<Tensor>{map_unary_f64(as_float(a[0].tensor()), floating_result(a[0].tensor().dtype()), f)};
-                    },
-                    // Integer inputs give float32 results, compared with float32's tolerance.
-                    .tolerance = [](ScalarType dt) { return default_tolerance(floating_result(dt)); }});
+  register_op_info(
+      {.name = name,
+       .samples = [=](ScalarType dt, std::mt19937_64& rng) { return samples(dt, rng, low, high); },
+       .reference =
+           [=](const Stack& a) {
+             return std::vector<Tensor>{
+                 map_unary_f64(as_float(a[0].tensor()), floating_result(a[0].tensor().dtype()), f)};
+           },
+       // Integer inputs give float32 results, compared with float32's tolerance.
+       .tolerance = [](ScalarType dt) { return default_tolerance(floating_result(dt)); }});
 }
 
 void inplace_floating_op(const std::string& name, RefFn f, double low = -5, double high = 5) {
   register_op_info({.name = name,
-                    .samples = [=](ScalarType dt, std::mt19937_64& rng) {
-                      return samples(dt, rng, low, high, /*in_place=*/true);
-                    },
-                    .reference = [=](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      return std::vector<Tensor>{map_unary_f64(x, x.dtype(), f)};
-                    },
-                    .error_cases = [name] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1, 2, 3})}, ErrorKind::DType, "integer tensor in place"},
-                          {{tensor({1.0, 2.0}).expand({3, 2})}, ErrorKind::Value,
-                           "expanded (overlapping) self"}};
-                    }});
+                    .samples =
+                        [=](ScalarType dt, std::mt19937_64& rng) {
+                          return samples(dt, rng, low, high, /*in_place=*/true);
+                        },
+                    .reference =
+                        [=](const Stack& a) {
+                          const Tensor& x = a[0].tensor();
+                          return std::vector<Tensor>{map_unary_f64(x, x.dtype(), f)};
+                        },
+                    .error_cases =
+                        [name] {
+                          return std::vector<ErrorCase>{
+                              {{tensor({1, 2, 3})}, ErrorKind::DType, "integer tensor in place"},
+                              {{tensor({1.0, 2.0}).expand({3, 2})},
+                               ErrorKind::Value,
+                               "expanded (overlapping) self"}};
+                        }});
 }
 
 // Independent of Kiln's erfinv: bisection on std::erf.
@@ -134,27 +139,31 @@ T neg_ref(T v) {
 template <typename G>
 void same_dtype_op(const std::string& name, G g, std::vector<ErrorCase> errors, double low = -5,
                    double high = 5, bool in_place = false) {
-  register_op_info({.name = name,
-                    .samples = [=](ScalarType dt, std::mt19937_64& rng) {
-                      return samples(dt, rng, low, high, in_place);
-                    },
-                    .reference = [=](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      return std::vector<Tensor>{map_typed(x, x.dtype(), [&]<typename T, typename R>(T v) {
-                        return static_cast<R>(g.template operator()<T>(v));
-                      })};
-                    },
-                    .error_cases = [=] { return errors; }});
+  register_op_info(
+      {.name = name,
+       .samples = [=](ScalarType dt,
+                      std::mt19937_64& rng) { return samples(dt, rng, low, high, in_place); },
+       .reference =
+           [=](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             return std::vector<Tensor>{map_typed(x, x.dtype(), [&]<typename T, typename R>(T v) {
+               return static_cast<R>(g.template operator()<T>(v));
+             })};
+           },
+       .error_cases = [=] { return errors; }});
 }
 
 template <typename P>
 void bool_op(const std::string& name, P p) {
-  register_op_info({.name = name,
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) { return samples(dt, rng, -5, 5); },
-                    .reference = [=](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      return std::vector<Tensor>{map_unary_f64(x, kBool, [&](double v) { return p(v) ? 1.0 : 0.0; })};
-                    }});
+  register_op_info(
+      {.name = name,
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return samples(dt, rng, -5, 5); },
+       .reference =
+           [=](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             return std::vector<Tensor>{
+                 map_unary_f64(x, kBool, [&](double v) { return p(v) ? 1.0 : 0.0; })};
+           }});
 }
 
 Tensor bool_tensor() { return tensor({1, 0}).to(kBool); }
@@ -196,10 +205,14 @@ double trunc_d(double v) { return std::trunc(v); }
 
 double max_finite(ScalarType t) {
   switch (t) {
-    case kFloat16: return 65504.0;
-    case kBFloat16: return 3.3895313892515355e38;
-    case kFloat32: return std::numeric_limits<float>::max();
-    default: return std::numeric_limits<double>::max();
+    case kFloat16:
+      return 65504.0;
+    case kBFloat16:
+      return 3.3895313892515355e38;
+    case kFloat32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
   }
 }
 
@@ -207,17 +220,26 @@ const bool registered = [] {
   floating_op("exp", [](double x) { return std::exp(x); });
   floating_op("exp2", [](double x) { return std::exp2(x); });
   floating_op("expm1", [](double x) { return std::expm1(x); });
-  floating_op("log", [](double x) { return std::log(x); }, 0.01, 10);
-  floating_op("log2", [](double x) { return std::log2(x); }, 0.01, 10);
-  floating_op("log10", [](double x) { return std::log10(x); }, 0.01, 10);
-  floating_op("log1p", [](double x) { return std::log1p(x); }, -0.9, 5);
-  floating_op("sqrt", [](double x) { return std::sqrt(x); }, 0, 10);
-  floating_op("rsqrt", [](double x) { return 1 / std::sqrt(x); }, 0.01, 10);
+  floating_op(
+      "log", [](double x) { return std::log(x); }, 0.01, 10);
+  floating_op(
+      "log2", [](double x) { return std::log2(x); }, 0.01, 10);
+  floating_op(
+      "log10", [](double x) { return std::log10(x); }, 0.01, 10);
+  floating_op(
+      "log1p", [](double x) { return std::log1p(x); }, -0.9, 5);
+  floating_op(
+      "sqrt", [](double x) { return std::sqrt(x); }, 0, 10);
+  floating_op(
+      "rsqrt", [](double x) { return 1 / std::sqrt(x); }, 0.01, 10);
   floating_op("sin", [](double x) { return std::sin(x); });
   floating_op("cos", [](double x) { return std::cos(x); });
-  floating_op("tan", [](double x) { return std::tan(x); }, -1.5, 1.5);
-  floating_op("asin", [](double x) { return std::asin(x); }, -1, 1);
-  floating_op("acos", [](double x) { return std::acos(x); }, -1, 1);
+  floating_op(
+      "tan", [](double x) { return std::tan(x); }, -1.5, 1.5);
+  floating_op(
+      "asin", [](double x) { return std::asin(x); }, -1, 1);
+  floating_op(
+      "acos", [](double x) { return std::acos(x); }, -1, 1);
   floating_op("atan", [](double x) { return std::atan(x); });
   floating_op("sinh", [](double x) { return std::sinh(x); });
   floating_op("cosh", [](double x) { return std::cosh(x); });
@@ -230,7 +252,8 @@ const bool registered = [] {
   inplace_floating_op("exp_", [](double x) { return std::exp(x); });
   inplace_floating_op("sigmoid_", sigmoid_ref);
   inplace_floating_op("tanh_", [](double x) { return std::tanh(x); });
-  inplace_floating_op("sqrt_", [](double x) { return std::sqrt(x); }, 0, 10);
+  inplace_floating_op(
+      "sqrt_", [](double x) { return std::sqrt(x); }, 0, 10);
 
   same_dtype_op("neg", kNeg, {{{bool_tensor()}, ErrorKind::DType, "neg of bool"}});
   same_dtype_op("neg_", kNeg,
@@ -243,115 +266,137 @@ const bool registered = [] {
                 {{{bool_tensor()}, ErrorKind::DType, "relu_ of bool"},
                  {{tensor({1, 2}).expand({3, 2})}, ErrorKind::Value, "expanded self"}},
                 -5, 5, true);
-  same_dtype_op("sign", []<typename T>(T v) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return v;
-    } else {
-      const double x = static_cast<double>(v);
-      return T(x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0);  // NaN -> 0, as PyTorch
-    }
-  }, {});
-  same_dtype_op("floor", rounding_ref<floor_d>, {{{bool_tensor()}, ErrorKind::DType, "floor of bool"}});
-  same_dtype_op("ceil", rounding_ref<ceil_d>, {{{bool_tensor()}, ErrorKind::DType, "ceil of bool"}});
+  same_dtype_op("sign",
+                []<typename T>(T v) {
+                  if constexpr (std::is_same_v<T, bool>) {
+                    return v;
+                  } else {
+                    const double x = static_cast<double>(v);
+                    return T(x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0);  // NaN -> 0, as PyTorch
+                  }
+                },
+                {});
+  same_dtype_op("floor", rounding_ref<floor_d>,
+                {{{bool_tensor()}, ErrorKind::DType, "floor of bool"}});
+  same_dtype_op("ceil", rounding_ref<ceil_d>,
+                {{{bool_tensor()}, ErrorKind::DType, "ceil of bool"}});
   same_dtype_op("round", rounding_ref<round_half_even>,
                 {{{bool_tensor()}, ErrorKind::DType, "round of bool"}});
-  same_dtype_op("trunc", rounding_ref<trunc_d>, {{{bool_tensor()}, ErrorKind::DType, "trunc of bool"}});
-  same_dtype_op("frac", []<typename T>(T v) {
-    const double x = static_cast<double>(v);
-    return T(x - std::trunc(x));
-  }, {{{tensor({1, 2})}, ErrorKind::DType, "frac of int64"}});
-  same_dtype_op("bitwise_not", []<typename T>(T v) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return !v;
-    } else if constexpr (is_int_v<T>) {
-      return static_cast<T>(~v);
-    } else {
-      return v;  // never sampled: bitwise_not rejects floating dtypes
-    }
-  }, {{{tensor({1.0, 2.0})}, ErrorKind::DType, "bitwise_not of float32"}});
+  same_dtype_op("trunc", rounding_ref<trunc_d>,
+                {{{bool_tensor()}, ErrorKind::DType, "trunc of bool"}});
+  same_dtype_op("frac",
+                []<typename T>(T v) {
+                  const double x = static_cast<double>(v);
+                  return T(x - std::trunc(x));
+                },
+                {{{tensor({1, 2})}, ErrorKind::DType, "frac of int64"}});
+  same_dtype_op("bitwise_not",
+                []<typename T>(T v) {
+                  if constexpr (std::is_same_v<T, bool>) {
+                    return !v;
+                  } else if constexpr (is_int_v<T>) {
+                    return static_cast<T>(~v);
+                  } else {
+                    return v;  // never sampled: bitwise_not rejects floating dtypes
+                  }
+                },
+                {{{tensor({1.0, 2.0})}, ErrorKind::DType, "bitwise_not of float32"}});
 
   bool_op("logical_not", [](double v) { return v == 0; });
   bool_op("isnan", [](double v) { return std::isnan(v); });
   bool_op("isinf", [](double v) { return std::isinf(v); });
   bool_op("isfinite", [](double v) { return std::isfinite(v); });
 
-  register_op_info({.name = "gelu",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> out;
-                      for (const char* mode : {"none", "tanh"}) {
-                        for (SampleInput s : samples(dt, rng, -5, 5)) {
-                          s.args.emplace_back(std::string(mode));
-                          s.description += std::string(" approximate=") + mode;
-                          out.push_back(std::move(s));
-                        }
-                      }
-                      return out;
-                    },
-                    .reference = [](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      const bool tanh = a[1].string() == "tanh";
-                      return std::vector<Tensor>{map_unary_f64(x, x.dtype(), tanh ? gelu_tanh_ref : gelu_ref)};
-                    },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1.0}), std::string("fast")}, ErrorKind::Value, "unknown approximate"},
-                          {{tensor({1, 2}), std::string("none")}, ErrorKind::DType, "gelu of int64"}};
-                    }});
-  register_op_info({.name = "softplus",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> out;
-                      for (SampleInput s : samples(dt, rng, -5, 5)) {
-                        SampleInput t = s;
-                        s.args.emplace_back(Scalar(1));
-                        s.args.emplace_back(Scalar(20));
-                        out.push_back(std::move(s));
-                        t.args.emplace_back(Scalar(2.0));
-                        t.args.emplace_back(Scalar(1.0));
-                        t.description += " beta=2 threshold=1";
-                        out.push_back(std::move(t));
-                      }
-                      return out;
-                    },
-                    .reference = [](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      const double beta = a[1].scalar().to_double(), th = a[2].scalar().to_double();
-                      return std::vector<Tensor>{map_unary_f64(x, x.dtype(), [=](double v) {
-                        return v * beta > th ? v : std::log1p(std::exp(v * beta)) / beta;
-                      })};
-                    },
-                    .error_cases = [] {
-                      return std::vector<ErrorCase>{
-                          {{tensor({1, 2}), Scalar(1), Scalar(20)}, ErrorKind::DType, "softplus of int64"}};
-                    }});
-  register_op_info({.name = "nan_to_num",
-                    .samples = [](ScalarType dt, std::mt19937_64& rng) {
-                      std::vector<SampleInput> out;
-                      for (SampleInput s : samples(dt, rng, -5, 5)) {
-                        SampleInput t = s;
-                        s.args.emplace_back(std::nullopt);
-                        s.args.emplace_back(std::nullopt);
-                        s.args.emplace_back(std::nullopt);
-                        out.push_back(std::move(s));
-                        t.args.emplace_back(1.5);
-                        t.args.emplace_back(100.0);
-                        t.args.emplace_back(-7.0);
-                        t.description += " nan=1.5 posinf=100 neginf=-7";
-                        out.push_back(std::move(t));
-                      }
-                      return out;
-                    },
-                    .reference = [](const Stack& a) {
-                      const Tensor& x = a[0].tensor();
-                      const double hi = a[2].is_none() ? max_finite(x.dtype()) : a[2].to_double();
-                      const double lo = a[3].is_none() ? -max_finite(x.dtype()) : a[3].to_double();
-                      const double nv = a[1].is_none() ? 0.0 : a[1].to_double();
-                      if (!is_floating(x.dtype())) {
-                        return std::vector<Tensor>{map_typed(x, x.dtype(), []<typename T, typename R>(T v) { return static_cast<R>(v); })};
-                      }
-                      return std::vector<Tensor>{map_unary_f64(x, x.dtype(), [=](double v) {
-                        return std::isnan(v) ? nv : v == INFINITY ? hi : v == -INFINITY ? lo : v;
-                      })};
-                    }});
+  register_op_info(
+      {.name = "gelu",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> out;
+             for (const char* mode : {"none", "tanh"}) {
+               for (SampleInput s : samples(dt, rng, -5, 5)) {
+                 s.args.emplace_back(std::string(mode));
+                 s.description += std::string(" approximate=") + mode;
+                 out.push_back(std::move(s));
+               }
+             }
+             return out;
+           },
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const bool tanh = a[1].string() == "tanh";
+             return std::vector<Tensor>{
+                 map_unary_f64(x, x.dtype(), tanh ? gelu_tanh_ref : gelu_ref)};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{tensor({1.0}), std::string("fast")}, ErrorKind::Value, "unknown approximate"},
+                 {{tensor({1, 2}), std::string("none")}, ErrorKind::DType, "gelu of int64"}};
+           }});
+  register_op_info(
+      {.name = "softplus",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> out;
+             for (SampleInput s : samples(dt, rng, -5, 5)) {
+               SampleInput t = s;
+               s.args.emplace_back(Scalar(1));
+               s.args.emplace_back(Scalar(20));
+               out.push_back(std::move(s));
+               t.args.emplace_back(Scalar(2.0));
+               t.args.emplace_back(Scalar(1.0));
+               t.description += " beta=2 threshold=1";
+               out.push_back(std::move(t));
+             }
+             return out;
+           },
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const double beta = a[1].scalar().to_double(), th = a[2].scalar().to_double();
+             return std::vector<Tensor>{map_unary_f64(x, x.dtype(), [=](double v) {
+               return v * beta > th ? v : std::log1p(std::exp(v * beta)) / beta;
+             })};
+           },
+       .error_cases =
+           [] {
+             return std::vector<ErrorCase>{
+                 {{tensor({1, 2}), Scalar(1), Scalar(20)}, ErrorKind::DType, "softplus of int64"}};
+           }});
+  register_op_info(
+      {.name = "nan_to_num",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             std::vector<SampleInput> out;
+             for (SampleInput s : samples(dt, rng, -5, 5)) {
+               SampleInput t = s;
+               s.args.emplace_back(std::nullopt);
+               s.args.emplace_back(std::nullopt);
+               s.args.emplace_back(std::nullopt);
+               out.push_back(std::move(s));
+               t.args.emplace_back(1.5);
+               t.args.emplace_back(100.0);
+               t.args.emplace_back(-7.0);
+               t.description += " nan=1.5 posinf=100 neginf=-7";
+               out.push_back(std::move(t));
+             }
+             return out;
+           },
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const double hi = a[2].is_none() ? max_finite(x.dtype()) : a[2].to_double();
+             const double lo = a[3].is_none() ? -max_finite(x.dtype()) : a[3].to_double();
+             const double nv = a[1].is_none() ? 0.0 : a[1].to_double();
+             if (!is_floating(x.dtype())) {
+               return std::vector<Tensor>{map_typed(
+                   x, x.dtype(), []<typename T, typename R>(T v) { return static_cast<R>(v); })};
+             }
+             return std::vector<Tensor>{map_unary_f64(x, x.dtype(), [=](double v) {
+               return std::isnan(v) ? nv : v == INFINITY ? hi : v == -INFINITY ? lo : v;
+             })};
+           }});
   return true;
 }();
 

@@ -12,8 +12,7 @@ namespace {
 
 TEST(Unary, RoundHalfwayCasesGoToEven) {
   Tensor x = tensor({0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 2.4999}, kFloat64);
-  EXPECT_EQ(x.round().to_vector<double>(),
-            (std::vector<double>{0, 2, 2, -0.0, -2, -2, 4, 2}));
+  EXPECT_EQ(x.round().to_vector<double>(), (std::vector<double>{0, 2, 2, -0.0, -2, -2, 4, 2}));
   Tensor h = tensor({0.5, 1.5, 2.5}, kFloat16);
   EXPECT_EQ(h.round().to_vector<double>(), (std::vector<double>{0, 2, 2}));
 }
@@ -61,7 +60,7 @@ TEST(Unary, InPlaceOpsBumpTheVersionCounter) {
   x.relu_();
   x.exp_();
   EXPECT_EQ(x.version(), v0 + 3);
-  EXPECT_FLOAT_EQ(x.to_vector<float>()[0], 1.0f);             // relu(-1) = 0, exp(0) = 1
+  EXPECT_FLOAT_EQ(x.to_vector<float>()[0], 1.0f);            // relu(-1) = 0, exp(0) = 1
   EXPECT_FLOAT_EQ(x.to_vector<float>()[1], std::exp(2.0f));  // relu(2) = 2
 }
 
@@ -96,9 +95,7 @@ TEST(Unary, NegAndAbsWrapAtTheIntegerLimits) {
   EXPECT_EQ(u.abs().to_vector<uint8_t>(), (std::vector<uint8_t>{0, 1, 255}));
 }
 
-TEST(Unary, NegOfBoolIsAnError) {
-  EXPECT_THROW(-tensor({1, 0}).to(kBool), DTypeError);
-}
+TEST(Unary, NegOfBoolIsAnError) { EXPECT_THROW(-tensor({1, 0}).to(kBool), DTypeError); }
 
 TEST(Unary, NotOperatorsAreLogicalAndBitwise) {
   Tensor b = tensor({1, 0}).to(kBool);

@@ -23,8 +23,9 @@ std::string error_of(const std::function<void()>& f) {
 
 // Note [Overflowing fill values] (src/core/checked_convert.h).
 TEST(FillValues, OverflowingValuesRaiseAsPyTorch) {
-  EXPECT_NE(error_of([] { zeros({2}, kUInt8).fill_(256); })
-                .find("fill_: value 256 cannot be converted to dtype uint8 without overflow"),
+  EXPECT_NE(error_of([] {
+              zeros({2}, kUInt8).fill_(256);
+            }).find("fill_: value 256 cannot be converted to dtype uint8 without overflow"),
             std::string::npos);
   EXPECT_THROW(full({2}, 300, kInt8), ValueError);
   EXPECT_THROW(zeros({2}, kInt8).masked_fill(tensor({1, 0}) != 0, 300), ValueError);

@@ -26,8 +26,8 @@ namespace kiln {
 namespace {
 
 using ::testing::ElementsAreArray;
-using ::testing::HasSubstr;
 using testing::expect_equal;
+using ::testing::HasSubstr;
 
 const std::vector<std::string> kInferencePasses = {
     "functionalize", "decompose", "post_grad", "lower", "schedule", "codegen", "compile", "load"};
@@ -93,19 +93,18 @@ struct Recorder final : capture::PassObserver {
 Recorder* g_recorder = nullptr;
 capture::CompileContext g_last_context;
 const bool registered = [] {
-  capture::register_backend(
-      "pipeline_test",
-      [](const graph::Graph& g, std::span<const Tensor> inputs,
-         const capture::CompileContext& context) -> capture::CompiledGraph {
-        g_last_context = context;
-        capture::CompileContext watched = context;
-        watched.observer = g_recorder;
-        try {
-          return pipeline::compile_graph(g, inputs, watched);
-        } catch (const pipeline::PipelineStopped&) {
-          return capture::lookup_backend("eager")(g, inputs, context);
-        }
-      });
+  capture::register_backend("pipeline_test",
+                            [](const graph::Graph& g, std::span<const Tensor> inputs,
+                               const capture::CompileContext& context) -> capture::CompiledGraph {
+                              g_last_context = context;
+                              capture::CompileContext watched = context;
+                              watched.observer = g_recorder;
+                              try {
+                                return pipeline::compile_graph(g, inputs, watched);
+                              } catch (const pipeline::PipelineStopped&) {
+                                return capture::lookup_backend("eager")(g, inputs, context);
+                              }
+                            });
   return true;
 }();
 
@@ -123,12 +122,13 @@ TEST(PassTable, ListsEveryStageInPipelineOrder) {
   for (const pipeline::PassInfo& p : pipeline::pass_table()) {
     names.emplace_back(p.name);
     EXPECT_FALSE(p.summary.empty()) << p.name;
-    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(KILN_TEST_DATA_DIR) / ".." / ".." / p.file))
+    EXPECT_TRUE(
+        std::filesystem::exists(std::filesystem::path(KILN_TEST_DATA_DIR) / ".." / ".." / p.file))
         << p.name << " names " << p.file;
   }
-  EXPECT_THAT(names, ElementsAreArray({"functionalize", "joint_graph", "partition", "decompose",
-                                       "post_grad", "lower", "schedule", "codegen", "compile",
-                                       "load"}));
+  EXPECT_THAT(names,
+              ElementsAreArray({"functionalize", "joint_graph", "partition", "decompose",
+                                "post_grad", "lower", "schedule", "codegen", "compile", "load"}));
   EXPECT_THAT([] { pipeline::pass_info("fuse"); },
               ::testing::ThrowsMessage<ValueError>(
                   HasSubstr("unknown pass 'fuse'; the passes are: functionalize, joint_graph")));
@@ -260,8 +260,8 @@ TEST(LoopIrVerifier, RejectsAReadOfALaterBufferAndAnUnboundSymbol) {
     Pointwise body{kFloat32, {size}, [reads](const Index& i) {
                      return load(BufferRef{reads, kFloat32}, i[0]);
                    }};
-    return std::make_unique<ComputedBuffer>(std::move(name),
-                                            Layout::contiguous(kFloat32, {size}), body);
+    return std::make_unique<ComputedBuffer>(std::move(name), Layout::contiguous(kFloat32, {size}),
+                                            body);
   };
   {
     std::vector<std::unique_ptr<Buffer>> buffers;
@@ -297,9 +297,7 @@ TEST(PostGrad, CommonSubexpressionsAreComputedOnceAndReturnedValuesStayTwo) {
   FreshCache cache("kiln_pipeline_cse_test");
   Recorder recorder;
   g_recorder = &recorder;
-  auto fn = [](const Tensor& x) {
-    return std::make_tuple(x.exp() + x.exp(), x.sin(), x.sin());
-  };
+  auto fn = [](const Tensor& x) { return std::make_tuple(x.exp() + x.exp(), x.sin(), x.sin()); };
   Tensor x = randn({5, 3});
   auto f = compile(fn, watched_options());
   auto [sum, s1, s2] = f(x);

@@ -561,9 +561,9 @@ TEST_F(TraceTest, ParsesLogSpecs) {
 
 TEST_F(TraceTest, UnknownLogNameListsValidNames) {
   EXPECT_THAT([] { parse_log_spec("graph,grpah"); },
-              ::testing::ThrowsMessage<ValueError>(
-                  HasSubstr("unknown log name 'grpah' in 'graph,grpah'; valid names: all, graph, "
-                            "guards, recompiles, graph_breaks, dynamic, output_code, aot, passes")));
+              ::testing::ThrowsMessage<ValueError>(HasSubstr(
+                  "unknown log name 'grpah' in 'graph,grpah'; valid names: all, graph, "
+                  "guards, recompiles, graph_breaks, dynamic, output_code, aot, passes")));
   EXPECT_THROW(parse_log_spec("dynamo"), ValueError);
 }
 

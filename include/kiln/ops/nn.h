@@ -33,8 +33,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   double momentum = 0.1, double eps = 1e-5);
 // (output, save_mean, save_invstd); the saved statistics are empty in eval mode.
 std::tuple<Tensor, Tensor, Tensor> native_batch_norm(const Tensor& input, const Tensor& weight,
-                                                     const Tensor& bias,
-                                                     const Tensor& running_mean,
+                                                     const Tensor& bias, const Tensor& running_mean,
                                                      const Tensor& running_var, bool training,
                                                      double momentum, double eps);
 

@@ -20,7 +20,8 @@ Tensor randint(const Scalar& low, const Scalar& high, IntArrayRef sizes,
                TensorOptions options = TensorOptions(kInt64));
 Tensor randint(const Scalar& low, const Scalar& high, IntArrayRef sizes, Generator& gen,
                TensorOptions options = TensorOptions(kInt64));
-Tensor randint(const Scalar& high, IntArrayRef sizes, TensorOptions options = TensorOptions(kInt64));
+Tensor randint(const Scalar& high, IntArrayRef sizes,
+               TensorOptions options = TensorOptions(kInt64));
 
 Tensor rand_like(const Tensor& t, std::optional<ScalarType> dtype = std::nullopt);
 Tensor randn_like(const Tensor& t, std::optional<ScalarType> dtype = std::nullopt);

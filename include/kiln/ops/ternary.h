@@ -17,7 +17,8 @@ Tensor where(const Tensor& condition, const Scalar& self, const Scalar& other);
 
 // min(max(self, min), max); at least one bound. A bound promotes the result (an int tensor
 // clamped to 0.5 is float32). NaN in self or a bound gives NaN.
-Tensor clamp(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clamp(const Tensor& self, std::optional<Scalar> min,
+             std::optional<Scalar> max = std::nullopt);
 // Tensor bounds (broadcast with self); an undefined Tensor means no bound.
 Tensor clamp(const Tensor& self, const Tensor& min, const Tensor& max);
 

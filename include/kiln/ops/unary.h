@@ -11,8 +11,8 @@
 
 namespace kiln {
 
-Tensor neg(const Tensor& self);  // modular for unsigned; DTypeError for bool (use logical_not)
-Tensor abs(const Tensor& self);  // identity for unsigned
+Tensor neg(const Tensor& self);   // modular for unsigned; DTypeError for bool (use logical_not)
+Tensor abs(const Tensor& self);   // identity for unsigned
 Tensor sign(const Tensor& self);  // -1, 0 or 1 (0 for NaN, as PyTorch)
 Tensor exp(const Tensor& self);
 Tensor exp2(const Tensor& self);

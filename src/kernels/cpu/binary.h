@@ -14,15 +14,16 @@ namespace kiln::cpu {
 // operand (a Scalar, a 0-dim tensor, a wrapped number) is read once and held in a register.
 class Operand {
  public:
-  Operand(const Tensor& t) : tensor_(&t) {}    // NOLINT: implicit on purpose
-  Operand(const Scalar& s) : scalar_(s) {}     // NOLINT
+  Operand(const Tensor& t) : tensor_(&t) {}  // NOLINT: implicit on purpose
+  Operand(const Scalar& s) : scalar_(s) {}   // NOLINT
   bool is_scalar() const { return tensor_ == nullptr; }
   const Tensor& tensor() const { return *tensor_; }
   const Scalar& scalar() const { return scalar_; }
   // One value, broadcast against everything.
   bool is_single() const { return tensor_ == nullptr || tensor_->numel() == 1; }
   bool is_integer_valued() const {
-    return tensor_ == nullptr ? !scalar_.is_floating() : kiln::is_integral_or_bool(tensor_->dtype());
+    return tensor_ == nullptr ? !scalar_.is_floating()
+                              : kiln::is_integral_or_bool(tensor_->dtype());
   }
   // The single value converted to T (cast_value semantics). Requires is_single().
   template <typename T>
@@ -37,10 +38,10 @@ class Operand {
 };
 
 enum class BinaryOp : uint8_t {
-  Add,        // a + alpha * b
-  Sub,        // a - alpha * b
+  Add,  // a + alpha * b
+  Sub,  // a - alpha * b
   Mul,
-  Div,        // true division (floating compute dtypes only)
+  Div,  // true division (floating compute dtypes only)
   DivFloor,
   DivTrunc,
   Remainder,  // sign of the divisor (Python %)

@@ -158,13 +158,18 @@ void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const O
       if (s == M(1)) return float_loop<T>(name, out, a, b, [](M x, M y) { return x + y; });
       return float_loop<T>(name, out, a, b, [s](M x, M y) { return x + s * y; });
     }
-    case BinaryOp::Mul: return float_loop<T>(name, out, a, b, [](M x, M y) { return x * y; });
-    case BinaryOp::Div: return float_loop<T>(name, out, a, b, [](M x, M y) { return x / y; });
-    case BinaryOp::DivFloor: return float_loop<T>(name, out, a, b, float_div_floor<M>);
+    case BinaryOp::Mul:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return x * y; });
+    case BinaryOp::Div:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return x / y; });
+    case BinaryOp::DivFloor:
+      return float_loop<T>(name, out, a, b, float_div_floor<M>);
     case BinaryOp::DivTrunc:
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::trunc(x / y); });
-    case BinaryOp::Remainder: return float_loop<T>(name, out, a, b, float_remainder<M>);
-    case BinaryOp::Fmod: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::fmod(x, y); });
+    case BinaryOp::Remainder:
+      return float_loop<T>(name, out, a, b, float_remainder<M>);
+    case BinaryOp::Fmod:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return std::fmod(x, y); });
     case BinaryOp::Pow:
       // Note [Power of one half]: as PyTorch, a Scalar exponent of 0.5 is sqrt and -0.5 is
       // 1 / sqrt, which differ from pow at -inf (NaN, where pow gives inf) and at -0.0.
@@ -175,13 +180,19 @@ void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const O
           return float_loop<T>(name, out, a, b, [](M x, M) { return M(1) / std::sqrt(x); });
       }
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::pow(x, y); });
-    case BinaryOp::Maximum: return float_loop<T>(name, out, a, b, nan_max<M>);
-    case BinaryOp::Minimum: return float_loop<T>(name, out, a, b, nan_min<M>);
-    case BinaryOp::Atan2: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::atan2(x, y); });
-    case BinaryOp::Hypot: return float_loop<T>(name, out, a, b, [](M x, M y) { return std::hypot(x, y); });
-    default: break;
+    case BinaryOp::Maximum:
+      return float_loop<T>(name, out, a, b, nan_max<M>);
+    case BinaryOp::Minimum:
+      return float_loop<T>(name, out, a, b, nan_min<M>);
+    case BinaryOp::Atan2:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return std::atan2(x, y); });
+    case BinaryOp::Hypot:
+      return float_loop<T>(name, out, a, b, [](M x, M y) { return std::hypot(x, y); });
+    default:
+      break;
   }
-  throw DTypeError(fmt::format("{}: not defined for floating dtype {}", name, dtype_name(scalar_type_of<T>)));
+  throw DTypeError(
+      fmt::format("{}: not defined for floating dtype {}", name, dtype_name(scalar_type_of<T>)));
 }
 
 // True when the divisor operand has a zero element (checked before any element is written).
@@ -202,7 +213,8 @@ bool has_zero(std::string_view name, const Operand& b) {
   TensorIter iter(name, {c}, {});
   iter.serial_for_each(
       [&](char** data, const int64_t* strides, int64_t n) {
-        for (int64_t i = 0; i < n; ++i) zero |= *reinterpret_cast<const T*>(data[0] + i * strides[0]) == T(0);
+        for (int64_t i = 0; i < n; ++i)
+          zero |= *reinterpret_cast<const T*>(data[0] + i * strides[0]) == T(0);
       },
       0, iter.numel());
   return zero;
@@ -221,15 +233,19 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
       if (s == T(1)) return loop([](T x, T y) { return wrap_add(x, y); });
       return loop([s](T x, T y) { return wrap_add(x, wrap_mul(s, y)); });
     }
-    case BinaryOp::Mul: return loop([](T x, T y) { return wrap_mul(x, y); });
-    case BinaryOp::Maximum: return loop([](T x, T y) { return x > y ? x : y; });
-    case BinaryOp::Minimum: return loop([](T x, T y) { return x < y ? x : y; });
+    case BinaryOp::Mul:
+      return loop([](T x, T y) { return wrap_mul(x, y); });
+    case BinaryOp::Maximum:
+      return loop([](T x, T y) { return x > y ? x : y; });
+    case BinaryOp::Minimum:
+      return loop([](T x, T y) { return x < y ? x : y; });
     case BinaryOp::Pow: {
-      KILN_CHECK(!(b.is_scalar() && b.scalar().kind() == Scalar::Kind::Int && b.scalar().to_int64() < 0),
-                 ValueError,
-                 "{}: integers to negative integer powers are not allowed (exponent {}); use a "
-                 "floating base, e.g. t.to(kiln::kFloat32)",
-                 name, b.scalar().str());
+      KILN_CHECK(
+          !(b.is_scalar() && b.scalar().kind() == Scalar::Kind::Int && b.scalar().to_int64() < 0),
+          ValueError,
+          "{}: integers to negative integer powers are not allowed (exponent {}); use a "
+          "floating base, e.g. t.to(kiln::kFloat32)",
+          name, b.scalar().str());
       return loop(int_pow<T>);
     }
     case BinaryOp::DivFloor:
@@ -245,9 +261,11 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
       if (op == BinaryOp::Remainder) return loop(int_remainder<T>);
       return loop(int_fmod<T>);
     }
-    default: break;
+    default:
+      break;
   }
-  throw DTypeError(fmt::format("{}: not defined for integer dtype {}", name, dtype_name(scalar_type_of<T>)));
+  throw DTypeError(
+      fmt::format("{}: not defined for integer dtype {}", name, dtype_name(scalar_type_of<T>)));
 }
 
 void bool_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
@@ -259,12 +277,15 @@ void bool_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Op
       return loop([](bool x, bool y) { return x || y; });
     }
     case BinaryOp::Mul:
-    case BinaryOp::Minimum: return loop([](bool x, bool y) { return x && y; });
-    case BinaryOp::Maximum: return loop([](bool x, bool y) { return x || y; });
-    default: break;
+    case BinaryOp::Minimum:
+      return loop([](bool x, bool y) { return x && y; });
+    case BinaryOp::Maximum:
+      return loop([](bool x, bool y) { return x || y; });
+    default:
+      break;
   }
-  throw DTypeError(fmt::format("{}: not defined for bool operands; convert to an integer dtype first",
-                               name));
+  throw DTypeError(
+      fmt::format("{}: not defined for bool operands; convert to an integer dtype first", name));
 }
 
 }  // namespace

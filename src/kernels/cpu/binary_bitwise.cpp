@@ -21,7 +21,8 @@ inline T shift_left(T x, T s) {
   }
   if (s >= static_cast<T>(kBits)) return 0;
   using W = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-  return static_cast<T>(static_cast<W>(static_cast<W>(static_cast<std::make_unsigned_t<T>>(x)) << s));
+  return static_cast<T>(
+      static_cast<W>(static_cast<W>(static_cast<std::make_unsigned_t<T>>(x)) << s));
 }
 
 template <typename T>
@@ -46,10 +47,14 @@ void binary_bitwise_kernel(std::string_view name, BinaryOp op, const Tensor& out
     if constexpr (!is_floating_v<T>) {
       auto loop = [&](auto f) { binary_loop<T, T>(name, out, a, b, f); };
       switch (op) {
-        case BinaryOp::BitwiseAnd: return loop([](T x, T y) { return static_cast<T>(x & y); });
-        case BinaryOp::BitwiseOr: return loop([](T x, T y) { return static_cast<T>(x | y); });
-        case BinaryOp::BitwiseXor: return loop([](T x, T y) { return static_cast<T>(x ^ y); });
-        default: break;
+        case BinaryOp::BitwiseAnd:
+          return loop([](T x, T y) { return static_cast<T>(x & y); });
+        case BinaryOp::BitwiseOr:
+          return loop([](T x, T y) { return static_cast<T>(x | y); });
+        case BinaryOp::BitwiseXor:
+          return loop([](T x, T y) { return static_cast<T>(x ^ y); });
+        default:
+          break;
       }
       if constexpr (!std::is_same_v<T, bool>) {
         if (op == BinaryOp::LeftShift) return loop(shift_left<T>);
@@ -68,16 +73,22 @@ void logical_kernel(std::string_view name, LogicalOp op, const Tensor& out, cons
     return x.is_scalar() ? x.scalar().natural_dtype() : x.tensor().dtype();
   };
   ScalarType common = kBool;
-  if (a.is_single() && !b.is_single()) common = dtype_of(b);
-  else if (!a.is_single() && b.is_single()) common = dtype_of(a);
-  else if (!a.is_scalar() && !b.is_scalar() && a.tensor().dtype() == b.tensor().dtype()) common = dtype_of(a);
+  if (a.is_single() && !b.is_single())
+    common = dtype_of(b);
+  else if (!a.is_single() && b.is_single())
+    common = dtype_of(a);
+  else if (!a.is_scalar() && !b.is_scalar() && a.tensor().dtype() == b.tensor().dtype())
+    common = dtype_of(a);
   visit_dtype(common, [&]<typename T>() {
     auto loop = [&](auto f) { binary_loop<bool, T>(name, out, a, b, f); };
     auto truth = [](T x) { return cast_value<bool>(x); };
     switch (op) {
-      case LogicalOp::And: return loop([truth](T x, T y) { return truth(x) && truth(y); });
-      case LogicalOp::Or: return loop([truth](T x, T y) { return truth(x) || truth(y); });
-      case LogicalOp::Xor: return loop([truth](T x, T y) { return truth(x) != truth(y); });
+      case LogicalOp::And:
+        return loop([truth](T x, T y) { return truth(x) && truth(y); });
+      case LogicalOp::Or:
+        return loop([truth](T x, T y) { return truth(x) || truth(y); });
+      case LogicalOp::Xor:
+        return loop([truth](T x, T y) { return truth(x) != truth(y); });
     }
   });
 }

@@ -19,23 +19,32 @@ namespace {
 // The op with its operands swapped: v < x  <=>  x > v.
 CompareOp mirrored(CompareOp op) {
   switch (op) {
-    case CompareOp::Lt: return CompareOp::Gt;
-    case CompareOp::Le: return CompareOp::Ge;
-    case CompareOp::Gt: return CompareOp::Lt;
-    case CompareOp::Ge: return CompareOp::Le;
-    default: return op;
+    case CompareOp::Lt:
+      return CompareOp::Gt;
+    case CompareOp::Le:
+      return CompareOp::Ge;
+    case CompareOp::Gt:
+      return CompareOp::Lt;
+    case CompareOp::Ge:
+      return CompareOp::Le;
+    default:
+      return op;
   }
 }
 
 // x <op> v for every x of the compute dtype when v lies below (or above) all of them.
 bool constant_result(CompareOp op, bool value_below) {
   switch (op) {
-    case CompareOp::Eq: return false;
-    case CompareOp::Ne: return true;
+    case CompareOp::Eq:
+      return false;
+    case CompareOp::Ne:
+      return true;
     case CompareOp::Lt:
-    case CompareOp::Le: return !value_below;
+    case CompareOp::Le:
+      return !value_below;
     case CompareOp::Gt:
-    case CompareOp::Ge: return value_below;
+    case CompareOp::Ge:
+      return value_below;
   }
   return false;
 }
@@ -72,12 +81,18 @@ void compare_kernel(std::string_view name, CompareOp op, const Tensor& out, cons
     using M = opmath_t<T>;
     auto loop = [&](auto f) { binary_loop<bool, T>(name, out, a, b, f); };
     switch (op) {
-      case CompareOp::Eq: return loop([](T x, T y) { return M(x) == M(y); });
-      case CompareOp::Ne: return loop([](T x, T y) { return M(x) != M(y); });
-      case CompareOp::Lt: return loop([](T x, T y) { return M(x) < M(y); });
-      case CompareOp::Le: return loop([](T x, T y) { return M(x) <= M(y); });
-      case CompareOp::Gt: return loop([](T x, T y) { return M(x) > M(y); });
-      case CompareOp::Ge: return loop([](T x, T y) { return M(x) >= M(y); });
+      case CompareOp::Eq:
+        return loop([](T x, T y) { return M(x) == M(y); });
+      case CompareOp::Ne:
+        return loop([](T x, T y) { return M(x) != M(y); });
+      case CompareOp::Lt:
+        return loop([](T x, T y) { return M(x) < M(y); });
+      case CompareOp::Le:
+        return loop([](T x, T y) { return M(x) <= M(y); });
+      case CompareOp::Gt:
+        return loop([](T x, T y) { return M(x) > M(y); });
+      case CompareOp::Ge:
+        return loop([](T x, T y) { return M(x) >= M(y); });
     }
   });
 }

@@ -35,8 +35,8 @@ inline void parallel_range(int64_t n, const Body& body) {
     body(int64_t{0}, n);
     return;
   }
-  const int threads =
-      static_cast<int>(std::min<int64_t>(omp_get_max_threads(), (n + kParallelGrain - 1) / kParallelGrain));
+  const int threads = static_cast<int>(
+      std::min<int64_t>(omp_get_max_threads(), (n + kParallelGrain - 1) / kParallelGrain));
   if (threads <= 1) {
     body(int64_t{0}, n);
     return;

@@ -35,10 +35,18 @@ void gather_offsets(const Tensor& out, const Tensor& src, const std::vector<int6
     for (int64_t p = 0; p < n; ++p) op[p] = sp[src_offsets[static_cast<size_t>(p)]];
   };
   switch (es) {
-    case 1: run.template operator()<uint8_t>(); break;
-    case 2: run.template operator()<uint16_t>(); break;
-    case 4: run.template operator()<uint32_t>(); break;
-    default: run.template operator()<uint64_t>(); break;
+    case 1:
+      run.template operator()<uint8_t>();
+      break;
+    case 2:
+      run.template operator()<uint16_t>();
+      break;
+    case 4:
+      run.template operator()<uint32_t>();
+      break;
+    default:
+      run.template operator()<uint64_t>();
+      break;
   }
 }
 

@@ -91,9 +91,8 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
 
 void gemm_integral(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar& alpha,
                    const Scalar& beta) {
-  visit_dtype_in<dtypes::kIntegral>(out.dtype(), "gemm_integral", [&]<typename T>() {
-    gemm_int<T>(a, b, out, alpha, beta);
-  });
+  visit_dtype_in<dtypes::kIntegral>(out.dtype(), "gemm_integral",
+                                    [&]<typename T>() { gemm_int<T>(a, b, out, alpha, beta); });
 }
 
 }  // namespace kiln::cpu

@@ -190,11 +190,11 @@ void group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, i
 #pragma omp parallel for if (N * C * S > kParallelGrain) schedule(static)
     for (int64_t ng = 0; ng < N * groups; ++ng) {
       const T* xb = xp + ng * block;
-      const double m = block > 0 ? sum_span<double>(xb, block) / static_cast<double>(block)
-                                 : std::nan("");
-      const double var = block > 0 ? sum_sq_dev_span<double>(xb, block, m) /
-                                         static_cast<double>(block)
-                                   : std::nan("");
+      const double m =
+          block > 0 ? sum_span<double>(xb, block) / static_cast<double>(block) : std::nan("");
+      const double var = block > 0
+                             ? sum_sq_dev_span<double>(xb, block, m) / static_cast<double>(block)
+                             : std::nan("");
       const double rs = 1.0 / std::sqrt(var + eps);
       mp[ng] = static_cast<T>(m);
       rp[ng] = static_cast<T>(rs);

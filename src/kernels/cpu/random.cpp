@@ -14,10 +14,10 @@ namespace {
 // produce 1.0 (a float32 draw rounded to half could).
 template <typename T>
 double unit_uniform(const std::array<uint32_t, 4>& r) {
-  constexpr int bits = std::is_same_v<T, double> ? 53
-                       : std::is_same_v<T, Half>  ? 11
+  constexpr int bits = std::is_same_v<T, double>     ? 53
+                       : std::is_same_v<T, Half>     ? 11
                        : std::is_same_v<T, BFloat16> ? 8
-                                                 : 24;
+                                                     : 24;
   const uint64_t x = (uint64_t{r[0]} << 32 | r[1]) >> (64 - bits);
   return std::ldexp(static_cast<double>(x), -bits);
 }
@@ -45,7 +45,8 @@ void normal_fill(const Tensor& out, uint64_t seed, uint64_t offset) {
     fill_each<T>(out, [&](int64_t i) {
       const auto r = philox4x32_10(seed, offset + static_cast<uint64_t>(i));
       // Box-Muller on two 53-bit uniforms; u1 in (0, 1] so the log is finite.
-      const double u1 = std::ldexp(static_cast<double>(((uint64_t{r[0]} << 32 | r[1]) >> 11) + 1), -53);
+      const double u1 =
+          std::ldexp(static_cast<double>(((uint64_t{r[0]} << 32 | r[1]) >> 11) + 1), -53);
       const double u2 = std::ldexp(static_cast<double>((uint64_t{r[2]} << 32 | r[3]) >> 11), -53);
       return cast_value<T>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
     });

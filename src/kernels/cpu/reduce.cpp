@@ -75,12 +75,16 @@ struct Reducer {
     if constexpr (K == ReduceKind::All) return true;
     if constexpr (K == ReduceKind::Any) return false;
     if constexpr (K == ReduceKind::Max) {
-      if constexpr (kFloat) return -std::numeric_limits<acc_t>::infinity();
-      else return std::numeric_limits<acc_t>::lowest();
+      if constexpr (kFloat)
+        return -std::numeric_limits<acc_t>::infinity();
+      else
+        return std::numeric_limits<acc_t>::lowest();
     }
     if constexpr (K == ReduceKind::Min) {
-      if constexpr (kFloat) return std::numeric_limits<acc_t>::infinity();
-      else return std::numeric_limits<acc_t>::max();
+      if constexpr (kFloat)
+        return std::numeric_limits<acc_t>::infinity();
+      else
+        return std::numeric_limits<acc_t>::max();
     }
   }
   static acc_t load(T v) {
@@ -99,20 +103,24 @@ struct Reducer {
     if constexpr (K == ReduceKind::Any) return a || b;
     // NaN propagates: a NaN operand wins (a != a is the branch-free NaN test that vectorizes).
     if constexpr (K == ReduceKind::Max) {
-      if constexpr (kFloat) return (a != a || a > b) ? a : b;
-      else return a > b ? a : b;
+      if constexpr (kFloat)
+        return (a != a || a > b) ? a : b;
+      else
+        return a > b ? a : b;
     }
     if constexpr (K == ReduceKind::Min) {
-      if constexpr (kFloat) return (a != a || a < b) ? a : b;
-      else return a < b ? a : b;
+      if constexpr (kFloat)
+        return (a != a || a < b) ? a : b;
+      else
+        return a < b ? a : b;
     }
   }
 };
 
-constexpr int64_t kLanes = 32;          // independent accumulators of a row block
-constexpr int64_t kRowBlock = 2048;     // pairwise base case of a contiguous row
-constexpr int64_t kColRows = 64;        // pairwise base case of the outer fast path (rows)
-constexpr int64_t kColChunk = 256;      // columns handled together by the outer fast path
+constexpr int64_t kLanes = 32;       // independent accumulators of a row block
+constexpr int64_t kRowBlock = 2048;  // pairwise base case of a contiguous row
+constexpr int64_t kColRows = 64;     // pairwise base case of the outer fast path (rows)
+constexpr int64_t kColChunk = 256;   // columns handled together by the outer fast path
 
 template <typename R, typename T>
 typename R::acc_t reduce_row(const T* p, int64_t n) {
@@ -228,12 +236,18 @@ void reduce_dispatch(const Tensor& out, const Tensor& x, uint64_t mask, double s
 
 void reduce(ReduceKind kind, const Tensor& out, const Tensor& x, uint64_t mask, double scale) {
   switch (kind) {
-    case ReduceKind::Sum: return reduce_dispatch<ReduceKind::Sum>(out, x, mask, scale);
-    case ReduceKind::Prod: return reduce_dispatch<ReduceKind::Prod>(out, x, mask, scale);
-    case ReduceKind::Max: return reduce_dispatch<ReduceKind::Max>(out, x, mask, scale);
-    case ReduceKind::Min: return reduce_dispatch<ReduceKind::Min>(out, x, mask, scale);
-    case ReduceKind::All: return reduce_dispatch<ReduceKind::All>(out, x, mask, scale);
-    case ReduceKind::Any: return reduce_dispatch<ReduceKind::Any>(out, x, mask, scale);
+    case ReduceKind::Sum:
+      return reduce_dispatch<ReduceKind::Sum>(out, x, mask, scale);
+    case ReduceKind::Prod:
+      return reduce_dispatch<ReduceKind::Prod>(out, x, mask, scale);
+    case ReduceKind::Max:
+      return reduce_dispatch<ReduceKind::Max>(out, x, mask, scale);
+    case ReduceKind::Min:
+      return reduce_dispatch<ReduceKind::Min>(out, x, mask, scale);
+    case ReduceKind::All:
+      return reduce_dispatch<ReduceKind::All>(out, x, mask, scale);
+    case ReduceKind::Any:
+      return reduce_dispatch<ReduceKind::Any>(out, x, mask, scale);
   }
 }
 

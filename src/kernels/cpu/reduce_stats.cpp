@@ -33,7 +33,8 @@ void for_each_row_floating(const Tensor& out, const Tensor& x, uint64_t mask, co
     T* o = out.data_ptr<T>();
     if (out.numel() == 0) return;
     if (x.numel() == 0) {
-      for (int64_t i = 0; i < out.numel(); ++i) o[i] = static_cast<T>(f(static_cast<const T*>(nullptr), 0));
+      for (int64_t i = 0; i < out.numel(); ++i)
+        o[i] = static_cast<T>(f(static_cast<const T*>(nullptr), 0));
       return;
     }
     ReducePlan plan = rows_plan(x, mask);
@@ -46,7 +47,8 @@ void for_each_row_floating(const Tensor& out, const Tensor& x, uint64_t mask, co
 
 }  // namespace
 
-void variance(const Tensor& out, const Tensor& x, uint64_t mask, double correction, bool take_sqrt) {
+void variance(const Tensor& out, const Tensor& x, uint64_t mask, double correction,
+              bool take_sqrt) {
   for_each_row_floating(out, x, mask, [&]<typename T>(const T* p, int64_t n) {
     // Two passes: the mean, then the sum of squared deviations (stable, unlike E[x^2] - E[x]^2).
     double mean = 0;
@@ -91,10 +93,14 @@ void norm(const Tensor& out, const Tensor& x, uint64_t mask, double p) {
     }
     for (int64_t i = 0; i < n; ++i) {
       const double a = std::fabs(static_cast<double>(v[i]));
-      if (p == 0) acc += a != 0 ? 1.0 : 0.0;
-      else if (p == 1) acc += a;
-      else if (p == 2) acc += a * a;
-      else acc += std::pow(a, p);
+      if (p == 0)
+        acc += a != 0 ? 1.0 : 0.0;
+      else if (p == 1)
+        acc += a;
+      else if (p == 2)
+        acc += a * a;
+      else
+        acc += std::pow(a, p);
     }
     if (p == 0 || p == 1) return acc;
     if (p == 2) return std::sqrt(acc);
@@ -143,8 +149,10 @@ void cumulative(bool is_prod, const Tensor& out, const Tensor& x, int64_t dim) {
     T* o = out.data_ptr<T>();
     const int64_t outer = plan.outer, n = plan.reduce, inner = plan.inner;
     auto load = [](T v) -> acc_t {
-      if constexpr (is_floating_v<T>) return static_cast<double>(v);
-      else return static_cast<uint64_t>(v);
+      if constexpr (is_floating_v<T>)
+        return static_cast<double>(v);
+      else
+        return static_cast<uint64_t>(v);
     };
 #pragma omp parallel for if (outer * n * inner > kParallelGrain && outer > 1)
     for (int64_t k = 0; k < outer; ++k) {

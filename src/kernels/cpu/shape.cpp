@@ -14,10 +14,22 @@ namespace {
 // Byte-level element types: the gather only moves elements, so it is instantiated per size.
 template <size_t N>
 struct Bits;
-template <> struct Bits<1> { using type = uint8_t; };
-template <> struct Bits<2> { using type = uint16_t; };
-template <> struct Bits<4> { using type = uint32_t; };
-template <> struct Bits<8> { using type = uint64_t; };
+template <>
+struct Bits<1> {
+  using type = uint8_t;
+};
+template <>
+struct Bits<2> {
+  using type = uint16_t;
+};
+template <>
+struct Bits<4> {
+  using type = uint32_t;
+};
+template <>
+struct Bits<8> {
+  using type = uint64_t;
+};
 
 template <typename U>
 void gather_loop(U* out, const U* src, IntArrayRef sizes,
@@ -37,8 +49,10 @@ void gather_loop(U* out, const U* src, IntArrayRef sizes,
     for (int64_t d = nd - 2; d >= 0; --d) {
       const int64_t o = tables[d][rem % sizes[d]];
       rem /= sizes[d];
-      if (o == kOutside) outside = true;
-      else base += o;
+      if (o == kOutside)
+        outside = true;
+      else
+        base += o;
     }
     U* row = out + r * inner;
     if (outside) {
@@ -53,10 +67,18 @@ void gather_loop(U* out, const U* src, IntArrayRef sizes,
 template <typename F>
 void visit_element_size(int64_t size, F&& f) {
   switch (size) {
-    case 1: f.template operator()<uint8_t>(); return;
-    case 2: f.template operator()<uint16_t>(); return;
-    case 4: f.template operator()<uint32_t>(); return;
-    default: f.template operator()<uint64_t>(); return;
+    case 1:
+      f.template operator()<uint8_t>();
+      return;
+    case 2:
+      f.template operator()<uint16_t>();
+      return;
+    case 4:
+      f.template operator()<uint32_t>();
+      return;
+    default:
+      f.template operator()<uint64_t>();
+      return;
   }
 }
 

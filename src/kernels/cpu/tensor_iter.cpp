@@ -37,8 +37,9 @@ void TensorIter::build(std::string_view op, std::span<const Tensor> outputs,
     IntArrayRef strides = t.strides();
     const int64_t td = t.dim();
     if (k < num_outputs_) {
-      KILN_CHECK(sizes == shape, ShapeError, "{}: output {} has shape {} but the result has shape {}",
-                 op, k, shape_str(sizes), shape_str(shape));
+      KILN_CHECK(sizes == shape, ShapeError,
+                 "{}: output {} has shape {} but the result has shape {}", op, k, shape_str(sizes),
+                 shape_str(shape));
     }
     KILN_CHECK(td <= nd, ShapeError, "{}: input of shape {} cannot be broadcast to {}", op,
                shape_str(sizes), shape_str(shape));

@@ -18,15 +18,21 @@ namespace {
 // The largest finite value of T (float16 saturates at 65504, bfloat16 near 3.39e38) and the lowest.
 template <typename T>
 T max_finite() {
-  if constexpr (std::is_same_v<T, Half>) return Half::from_bits(0x7bff);
-  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_bits(0x7f7f);
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::is_same_v<T, Half>)
+    return Half::from_bits(0x7bff);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return BFloat16::from_bits(0x7f7f);
+  else
+    return std::numeric_limits<T>::max();
 }
 template <typename T>
 T lowest_finite() {
-  if constexpr (std::is_same_v<T, Half>) return Half::from_bits(0xfbff);
-  else if constexpr (std::is_same_v<T, BFloat16>) return BFloat16::from_bits(0xff7f);
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::is_same_v<T, Half>)
+    return Half::from_bits(0xfbff);
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return BFloat16::from_bits(0xff7f);
+  else
+    return std::numeric_limits<T>::lowest();
 }
 
 template <typename T>
@@ -64,9 +70,8 @@ void rounding(std::string_view op, const Tensor& out, const Tensor& in, const G&
     copy_into(out, in);
     return;
   }
-  map_same_dtype<dtypes::kFloating>(op, out, in, [&]<typename T>(T v) {
-    return static_cast<T>(g(static_cast<opmath_t<T>>(v)));
-  });
+  map_same_dtype<dtypes::kFloating>(
+      op, out, in, [&]<typename T>(T v) { return static_cast<T>(g(static_cast<opmath_t<T>>(v))); });
 }
 
 }  // namespace
@@ -79,7 +84,8 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   }
   switch (op) {
     case UnaryOp::Neg:
-      map_same_dtype<dtypes::kNumeric>("neg", out, in, []<typename T>(T v) { return wrapping_neg(v); });
+      map_same_dtype<dtypes::kNumeric>("neg", out, in,
+                                       []<typename T>(T v) { return wrapping_neg(v); });
       return;
     case UnaryOp::Abs:
       if (is_unsigned(in.dtype())) return copy_into(out, in);
@@ -139,23 +145,23 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
       });
       return;
     case UnaryOp::LogicalNot:
-      map_to_bool("logical_not", out, in, []<typename T>(T v) {
-        return static_cast<opmath_t<T>>(v) == opmath_t<T>(0);
-      });
+      map_to_bool("logical_not", out, in,
+                  []<typename T>(T v) { return static_cast<opmath_t<T>>(v) == opmath_t<T>(0); });
       return;
     case UnaryOp::IsNan:
       if (!is_floating(in.dtype())) return fill(out, false);
-      map_to_bool("isnan", out, in, []<typename T>(T v) { return std::isnan(static_cast<opmath_t<T>>(v)); });
+      map_to_bool("isnan", out, in,
+                  []<typename T>(T v) { return std::isnan(static_cast<opmath_t<T>>(v)); });
       return;
     case UnaryOp::IsInf:
       if (!is_floating(in.dtype())) return fill(out, false);
-      map_to_bool("isinf", out, in, []<typename T>(T v) { return std::isinf(static_cast<opmath_t<T>>(v)); });
+      map_to_bool("isinf", out, in,
+                  []<typename T>(T v) { return std::isinf(static_cast<opmath_t<T>>(v)); });
       return;
     case UnaryOp::IsFinite:
       if (!is_floating(in.dtype())) return fill(out, true);
-      map_to_bool("isfinite", out, in, []<typename T>(T v) {
-        return std::isfinite(static_cast<opmath_t<T>>(v));
-      });
+      map_to_bool("isfinite", out, in,
+                  []<typename T>(T v) { return std::isfinite(static_cast<opmath_t<T>>(v)); });
       return;
     default:
       break;

@@ -85,25 +85,42 @@ void floating_unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
     return;
   }
   switch (op) {
-    case UnaryOp::Exp: return map_floating("exp", out, x, [](auto v) { return std::exp(v); });
-    case UnaryOp::Exp2: return map_floating("exp2", out, x, [](auto v) { return std::exp2(v); });
-    case UnaryOp::Expm1: return map_floating("expm1", out, x, [](auto v) { return std::expm1(v); });
-    case UnaryOp::Log: return map_floating("log", out, x, [](auto v) { return std::log(v); });
-    case UnaryOp::Log2: return map_floating("log2", out, x, [](auto v) { return std::log2(v); });
-    case UnaryOp::Log10: return map_floating("log10", out, x, [](auto v) { return std::log10(v); });
-    case UnaryOp::Log1p: return map_floating("log1p", out, x, [](auto v) { return std::log1p(v); });
-    case UnaryOp::Sqrt: return map_floating("sqrt", out, x, [](auto v) { return std::sqrt(v); });
+    case UnaryOp::Exp:
+      return map_floating("exp", out, x, [](auto v) { return std::exp(v); });
+    case UnaryOp::Exp2:
+      return map_floating("exp2", out, x, [](auto v) { return std::exp2(v); });
+    case UnaryOp::Expm1:
+      return map_floating("expm1", out, x, [](auto v) { return std::expm1(v); });
+    case UnaryOp::Log:
+      return map_floating("log", out, x, [](auto v) { return std::log(v); });
+    case UnaryOp::Log2:
+      return map_floating("log2", out, x, [](auto v) { return std::log2(v); });
+    case UnaryOp::Log10:
+      return map_floating("log10", out, x, [](auto v) { return std::log10(v); });
+    case UnaryOp::Log1p:
+      return map_floating("log1p", out, x, [](auto v) { return std::log1p(v); });
+    case UnaryOp::Sqrt:
+      return map_floating("sqrt", out, x, [](auto v) { return std::sqrt(v); });
     case UnaryOp::Rsqrt:
       return map_floating("rsqrt", out, x, [](auto v) { return decltype(v)(1) / std::sqrt(v); });
-    case UnaryOp::Sin: return map_floating("sin", out, x, [](auto v) { return std::sin(v); });
-    case UnaryOp::Cos: return map_floating("cos", out, x, [](auto v) { return std::cos(v); });
-    case UnaryOp::Tan: return map_floating("tan", out, x, [](auto v) { return std::tan(v); });
-    case UnaryOp::Asin: return map_floating("asin", out, x, [](auto v) { return std::asin(v); });
-    case UnaryOp::Acos: return map_floating("acos", out, x, [](auto v) { return std::acos(v); });
-    case UnaryOp::Atan: return map_floating("atan", out, x, [](auto v) { return std::atan(v); });
-    case UnaryOp::Sinh: return map_floating("sinh", out, x, [](auto v) { return std::sinh(v); });
-    case UnaryOp::Cosh: return map_floating("cosh", out, x, [](auto v) { return std::cosh(v); });
-    case UnaryOp::Tanh: return map_floating("tanh", out, x, [](auto v) { return std::tanh(v); });
+    case UnaryOp::Sin:
+      return map_floating("sin", out, x, [](auto v) { return std::sin(v); });
+    case UnaryOp::Cos:
+      return map_floating("cos", out, x, [](auto v) { return std::cos(v); });
+    case UnaryOp::Tan:
+      return map_floating("tan", out, x, [](auto v) { return std::tan(v); });
+    case UnaryOp::Asin:
+      return map_floating("asin", out, x, [](auto v) { return std::asin(v); });
+    case UnaryOp::Acos:
+      return map_floating("acos", out, x, [](auto v) { return std::acos(v); });
+    case UnaryOp::Atan:
+      return map_floating("atan", out, x, [](auto v) { return std::atan(v); });
+    case UnaryOp::Sinh:
+      return map_floating("sinh", out, x, [](auto v) { return std::sinh(v); });
+    case UnaryOp::Cosh:
+      return map_floating("cosh", out, x, [](auto v) { return std::cosh(v); });
+    case UnaryOp::Tanh:
+      return map_floating("tanh", out, x, [](auto v) { return std::tanh(v); });
     case UnaryOp::Sigmoid:
       return map_floating("sigmoid", out, x, [](auto v) {
         using M = decltype(v);
@@ -125,7 +142,8 @@ void floating_unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
         const M inner = M(kSqrt2OverPi) * (v + M(kGeluKappa) * v * v * v);
         return M(0.5) * v * (M(1) + std::tanh(inner));
       });
-    case UnaryOp::Erf: return map_floating("erf", out, x, [](auto v) { return std::erf(v); });
+    case UnaryOp::Erf:
+      return map_floating("erf", out, x, [](auto v) { return std::erf(v); });
     case UnaryOp::Erfinv:
       return map_floating("erfinv", out, x, [](auto v) {
         return static_cast<decltype(v)>(erfinv(static_cast<double>(v)));

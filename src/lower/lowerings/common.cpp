@@ -38,7 +38,9 @@ bool has_arg(const graph::Node& node, size_t i) {
   return !(a.is_constant() && a.as_constant().is_none());
 }
 
-const graph::TensorMeta& out_meta(const graph::Node& node, size_t i) { return node.output(i)->meta(); }
+const graph::TensorMeta& out_meta(const graph::Node& node, size_t i) {
+  return node.output(i)->meta();
+}
 
 ExprPtr broadcast_index(ExprPtr from, ExprPtr to, ExprPtr i) {
   if (from == to) return i;
@@ -68,23 +70,35 @@ Loader broadcast_loader(const TensorBox& box, const std::vector<ExprPtr>& sizes)
 }
 
 TensorBox make_pointwise(ScalarType dtype, std::vector<ExprPtr> ranges, Loader fn) {
-  return TensorBox::of(std::make_shared<StorageBox>(Pointwise{dtype, std::move(ranges), std::move(fn)}));
+  return TensorBox::of(
+      std::make_shared<StorageBox>(Pointwise{dtype, std::move(ranges), std::move(fn)}));
 }
 
 Val scalar_constant(const Scalar& s, ScalarType dtype) {
   // The eager kernels convert a Scalar operand to the compute dtype with Scalar::to<T>.
   switch (dtype) {
-    case kBool: return ops().constant_int(s.to<bool>() ? 1 : 0, dtype);
-    case kUInt8: return ops().constant_int(s.to<uint8_t>(), dtype);
-    case kUInt16: return ops().constant_int(s.to<uint16_t>(), dtype);
-    case kUInt32: return ops().constant_int(s.to<uint32_t>(), dtype);
-    case kUInt64: return ops().constant_int(static_cast<int64_t>(s.to<uint64_t>()), dtype);
-    case kInt8: return ops().constant_int(s.to<int8_t>(), dtype);
-    case kInt16: return ops().constant_int(s.to<int16_t>(), dtype);
-    case kInt32: return ops().constant_int(s.to<int32_t>(), dtype);
-    case kInt64: return ops().constant_int(s.to<int64_t>(), dtype);
-    case kFloat32: return ops().constant_float(s.to<float>(), dtype);
-    default: return ops().constant_float(s.to<double>(), dtype);
+    case kBool:
+      return ops().constant_int(s.to<bool>() ? 1 : 0, dtype);
+    case kUInt8:
+      return ops().constant_int(s.to<uint8_t>(), dtype);
+    case kUInt16:
+      return ops().constant_int(s.to<uint16_t>(), dtype);
+    case kUInt32:
+      return ops().constant_int(s.to<uint32_t>(), dtype);
+    case kUInt64:
+      return ops().constant_int(static_cast<int64_t>(s.to<uint64_t>()), dtype);
+    case kInt8:
+      return ops().constant_int(s.to<int8_t>(), dtype);
+    case kInt16:
+      return ops().constant_int(s.to<int16_t>(), dtype);
+    case kInt32:
+      return ops().constant_int(s.to<int32_t>(), dtype);
+    case kInt64:
+      return ops().constant_int(s.to<int64_t>(), dtype);
+    case kFloat32:
+      return ops().constant_float(s.to<float>(), dtype);
+    default:
+      return ops().constant_float(s.to<double>(), dtype);
   }
 }
 
@@ -105,8 +119,8 @@ ScalarType operands_result_type(const graph::Node& node, std::string_view op) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op) {
   const int64_t n = std::max<int64_t>(ndim, 1);
-  KILN_CHECK(dim >= -n && dim < n, IndexError, "{}: dim {} out of range for a {}-dim tensor", op, dim,
-             ndim);
+  KILN_CHECK(dim >= -n && dim < n, IndexError, "{}: dim {} out of range for a {}-dim tensor", op,
+             dim, ndim);
   return dim < 0 ? dim + n : dim;
 }
 

@@ -8,9 +8,7 @@
 
 namespace kiln::lower {
 
-inline ExprPtr to_expr(SymInt s) {
-  return s.is_symbolic() ? s.expr() : sym::integer(s.raw());
-}
+inline ExprPtr to_expr(SymInt s) { return s.is_symbolic() ? s.expr() : sym::integer(s.raw()); }
 std::vector<ExprPtr> to_exprs(const SymDimVector& sizes);
 std::vector<ExprPtr> to_exprs(SymIntArrayRef sizes);
 

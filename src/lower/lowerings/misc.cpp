@@ -13,9 +13,8 @@ std::vector<TensorBox> lower_full(GraphLowering&, const graph::Node& node) {
   const bool is_full = node.op_def().name == "full";
   const Scalar value = is_full ? arg_constant(node, 1).scalar() : Scalar(0);
   const ScalarType dtype = out.dtype, c = compute_type(dtype);
-  return one(make_pointwise(dtype, to_exprs(out.sizes), [=](const Index&) {
-    return cast(scalar_constant(value, c), dtype);
-  }));
+  return one(make_pointwise(dtype, to_exprs(out.sizes),
+                            [=](const Index&) { return cast(scalar_constant(value, c), dtype); }));
 }
 
 // arange(start, end, step, dtype, device): value i is start + i*step, in int64 when start and
@@ -46,7 +45,8 @@ std::vector<TensorBox> lower_cat(GraphLowering& l, const graph::Node& node) {
   const graph::TensorMeta& out = out_meta(node);
   const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
   const int64_t n = static_cast<int64_t>(sizes.size());
-  const int64_t dim = wrap_dim(node.args().size() > 1 ? arg_constant(node, 1).to_int() : 0, n, "cat");
+  const int64_t dim =
+      wrap_dim(node.args().size() > 1 ? arg_constant(node, 1).to_int() : 0, n, "cat");
   struct Piece {
     Loader loader;
     ExprPtr offset;
@@ -76,7 +76,8 @@ std::vector<TensorBox> lower_cat(GraphLowering& l, const graph::Node& node) {
     };
     Val v = piece_value(pieces.back());
     for (size_t k = pieces.size() - 1; k-- > 0;) {
-      Val in_piece = ops().index_expr(sym::lt(i[dim], sym::add(pieces[k].offset, pieces[k].size)), kBool);
+      Val in_piece =
+          ops().index_expr(sym::lt(i[dim], sym::add(pieces[k].offset, pieces[k].size)), kBool);
       v = where(in_piece, piece_value(pieces[k]), v);
     }
     return cast(v, dtype);

@@ -203,9 +203,8 @@ void register_binary(std::string name, BinaryOp op, Operands how, bool has_alpha
       const double e = node.args()[1].as_constant().scalar().to_double();
       if (e == 0.5 || e == -0.5) {
         const UnaryOp root = e > 0 ? UnaryOp::sqrt : UnaryOp::rsqrt;
-        return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {
-          return cast(unary(root, a(i)), out_dtype);
-        }));
+        return one(make_pointwise(
+            out_dtype, sizes, [=](const Index& i) { return cast(unary(root, a(i)), out_dtype); }));
       }
     }
     return one(make_pointwise(out_dtype, sizes, [=](const Index& i) {

@@ -121,7 +121,8 @@ LoweringFn lower_var(bool take_sqrt) {
     const ScalarType out_dtype = out.dtype;
     return {make_pointwise(out_dtype, m2.sizes(), [=](const Index& i) {
       Val n = cast(ops().index_expr(count, kInt64), c);
-      Val dof = binary(BinaryOp::maximum, binary(BinaryOp::sub, n, constant(correction, c)), constant(0, c));
+      Val dof = binary(BinaryOp::maximum, binary(BinaryOp::sub, n, constant(correction, c)),
+                       constant(0, c));
       Val v = binary(BinaryOp::truediv, ld(i), dof);
       if (take_sqrt) v = unary(UnaryOp::sqrt, v);
       return cast(v, out_dtype);
@@ -150,7 +151,8 @@ LoweringFn lower_max_dim(ReductionType value_type, ReductionType index_type) {
     const TensorBox& x = arg_box(l, node, 0);
     const bool keepdim = arg_constant(node, 2).to_bool();
     std::vector<bool> mask(x.dim(), x.dim() == 0);
-    if (x.dim() > 0) mask[wrap_dim(arg_constant(node, 1).to_int(), x.dim(), node.op_def().name)] = true;
+    if (x.dim() > 0)
+      mask[wrap_dim(arg_constant(node, 1).to_int(), x.dim(), node.op_def().name)] = true;
     const ScalarType c = compute_type(x.dtype());
     return {reduce(l, x, mask, keepdim, value_type, c, x.dtype()),
             reduce(l, x, mask, keepdim, index_type, c, kInt64)};
