@@ -10,7 +10,7 @@
 #include "kiln/error.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/meta_inference.h"
-#include "src/lower/decomp/builder.h"
+#include "src/graph/node_rewriter.h"
 #include "src/lower/decompositions.h"
 
 namespace kiln::aot {
@@ -40,7 +40,7 @@ bool mutates_through_schema(const OpDef& op) {
 void functionalize_batch_norm(graph::Graph& g) {
   for (Node* node : g.calls()) {
     if (node->op_def().name != "native_batch_norm") continue;
-    lower::DecompBuilder b(g, *node);
+    graph::NodeRewriter b(g, *node);
     Value* x = b.input(0);
     Value *running_mean = b.input(3), *running_var = b.input(4);
     const ScalarType dt = x->meta().dtype;
@@ -57,7 +57,7 @@ void functionalize_batch_norm(graph::Graph& g) {
     }
     if (!known || n == 0) continue;
     const double momentum = b.constant(6).to_double(), eps = b.constant(7).to_double();
-    const graph::Arg none = lower::DecompBuilder::C(IValue());
+    const graph::Arg none = graph::NodeRewriter::C(IValue());
     const std::vector<Value*> outs =
         b.call("native_batch_norm",
                {b.arg(0), b.arg(1), b.arg(2), none, none, b.arg(5), b.arg(6), b.arg(7)});

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/io/safetensors.h"
-#include "src/io/json_parse.h"
+#include "src/util/json_parse.h"
 
 namespace kiln::io {
 
@@ -55,7 +55,7 @@ std::map<std::string, StateDict> load_checkpoint(const std::filesystem::path& pa
   std::map<std::string, StateDict> parts;
   nlohmann::json part_names;
   try {
-    part_names = parse_json_bounded(parts_it->second, /*max_depth=*/1);
+    part_names = util::parse_json_bounded(parts_it->second, /*max_depth=*/1);
   } catch (const ValueError&) {
     // part_names stays null: reported below.
   }

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/ops/creation.h"
-#include "src/io/atomic_file.h"
-#include "src/io/json_parse.h"
+#include "src/util/atomic_file.h"
+#include "src/util/json_parse.h"
 
 namespace kiln::io {
 
@@ -275,7 +275,7 @@ void save_safetensors(const std::filesystem::path& path,
     chunks.emplace_back(static_cast<const std::byte*>(tensor.data_ptr()),
                         static_cast<size_t>(tensor.nbytes()));
   }
-  write_file_atomically(path, chunks, "save_safetensors");
+  util::write_file_atomically(path, chunks, "save_safetensors");
 }
 
 SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
@@ -303,7 +303,7 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path_arg) {
              path);
   Json header;
   try {
-    header = parse_json_bounded(header_text, kMaxHeaderDepth);
+    header = util::parse_json_bounded(header_text, kMaxHeaderDepth);
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("load_safetensors: {} is corrupt: the header {}", path, e.what()));
   }

@@ -9,7 +9,7 @@
 //   <hash>.lock  a lock file: a process compiling the entry holds flock(LOCK_EX) on it.
 // Writing: the compiler writes a uniquely named temporary file in the same directory; its bytes
 // plus the trailer are written to a second temporary and renamed over <hash>.so (an atomic
-// replace, Note [Atomic file replacement] in src/io/atomic_file.cpp). A reader sees no library,
+// replace, Note [Atomic file replacement] in src/util/atomic_file.cpp). A reader sees no library,
 // or a complete one.
 // Checking: a crash, a full disk or an outside hand can still leave a damaged file (a rename
 // whose data never reached the disk; a truncated copy). So every load first reads the file and
@@ -42,7 +42,7 @@
 
 #include "kiln/error.h"
 #include "kiln/io/io_error.h"
-#include "src/io/atomic_file.h"
+#include "src/util/atomic_file.h"
 #include "src/runtime/code_cache.h"
 #include "src/trace/md5.h"
 
@@ -140,7 +140,7 @@ void compile_into_cache(std::string_view source, const CompilerOptions& options,
   const std::filesystem::path source_file = source_path(hash);
   const std::span<const std::byte> source_bytes(reinterpret_cast<const std::byte*>(source.data()),
                                                 source.size());
-  io::write_file_atomically(source_file, std::span(&source_bytes, 1), "compile");
+  util::write_file_atomically(source_file, std::span(&source_bytes, 1), "compile");
 
   static std::atomic<uint64_t> counter{0};
   const std::filesystem::path temporary =
@@ -164,7 +164,7 @@ void compile_into_cache(std::string_view source, const CompilerOptions& options,
   const std::span<const std::byte> chunks[] = {
       std::as_bytes(std::span(library.data(), library.size())),
       std::as_bytes(std::span(trailer.data(), trailer.size()))};
-  io::write_file_atomically(library_path(hash), chunks, "compile");
+  util::write_file_atomically(library_path(hash), chunks, "compile");
 }
 
 // The registry of loaded libraries (one per key) and of builds in flight in this process.

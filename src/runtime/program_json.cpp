@@ -33,7 +33,7 @@
 #include "kiln/error.h"
 #include "kiln/io/io_error.h"
 #include "src/graph/text.h"
-#include "src/io/atomic_file.h"
+#include "src/util/atomic_file.h"
 #include "src/runtime/code_cache.h"
 #include "src/runtime/program_json.h"
 #include "src/trace/md5.h"
@@ -360,7 +360,7 @@ void store_program(const std::string& key, const Program& program) {
   const std::string text =
       fmt::format("{}{}\n{}", kEntryHeader, trace::md5_hex(json_text), json_text);
   const std::span<const std::byte> bytes = std::as_bytes(std::span(text.data(), text.size()));
-  io::write_file_atomically(graph_cache_path(key), std::span(&bytes, 1), "store_program");
+  util::write_file_atomically(graph_cache_path(key), std::span(&bytes, 1), "store_program");
 }
 
 std::optional<Program> load_program(const std::string& key) {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "kiln/error.h"
-#include "src/io/json_parse.h"
+#include "src/util/json_parse.h"
 #include "src/trace/md5.h"
 
 namespace kiln::trace {
@@ -26,7 +26,7 @@ constexpr std::array<std::string_view, 7> kEnvelopeKeys = {
     "attempt", "has_payload",          "stack"};
 
 // Metadata of real records is shallow; the bound only stops hostile files (Note [Bounded JSON
-// nesting] in src/io/json_parse.cpp).
+// nesting] in src/util/json_parse.cpp).
 constexpr int kMaxJsonDepth = 64;
 
 bool is_digits(std::string_view text) {
@@ -146,7 +146,7 @@ std::vector<Record> read_trace(const std::string& path) {
     record.pathname = prefix->pathname;
     record.source_line = prefix->source_line;
     try {
-      record.envelope = io::parse_json_bounded(prefix->json, kMaxJsonDepth);
+      record.envelope = util::parse_json_bounded(prefix->json, kMaxJsonDepth);
     } catch (const ValueError& e) {
       throw ValueError(fmt::format("{}: the record's JSON {}; the file is corrupt or truncated",
                                    where, e.what()));

@@ -1,7 +1,20 @@
 // Helpers shared by the backward formulas.
 #pragma once
 
-#include "kiln/kiln.h"
+// The op layer's API only: formulas are written in ops, never in modules or optimizers.
+#include "kiln/autograd.h"
+#include "kiln/generator.h"
+#include "kiln/ops/binary.h"
+#include "kiln/ops/creation.h"
+#include "kiln/ops/index.h"
+#include "kiln/ops/linalg.h"
+#include "kiln/ops/nn.h"
+#include "kiln/ops/random.h"
+#include "kiln/ops/reduce.h"
+#include "kiln/ops/shape.h"
+#include "kiln/ops/ternary.h"
+#include "kiln/ops/unary.h"
+#include "kiln/tensor.h"
 #include "src/autograd/derivatives.h"
 #include "src/core/shape.h"
 

@@ -1,8 +1,8 @@
-#include "src/io/json_parse.h"
+#include "src/util/json_parse.h"
 
 #include "kiln/error.h"
 
-namespace kiln::io {
+namespace kiln::util {
 
 // Note [Bounded JSON nesting]
 // nlohmann::json parses iteratively, but destroying and printing a value recurse once per level,
@@ -22,4 +22,4 @@ nlohmann::json parse_json_bounded(std::string_view text, int max_depth) {
   }
 }
 
-}  // namespace kiln::io
+}  // namespace kiln::util

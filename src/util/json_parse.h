@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace kiln::io {
+namespace kiln::util {
 
 // Parses `text`, refusing documents nested deeper than `max_depth` levels (the top-level value
 // is level 0). See Note [Bounded JSON nesting]. Throws ValueError with a message that completes
@@ -13,4 +13,4 @@ namespace kiln::io {
 // which file and which thing.
 nlohmann::json parse_json_bounded(std::string_view text, int max_depth);
 
-}  // namespace kiln::io
+}  // namespace kiln::util

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-namespace kiln::io {
+namespace kiln::util {
 
 // Writes the concatenation of `chunks` to `path`, replacing it atomically. `caller` names the
 // public function in error messages. IOError when any step fails; the old file is then untouched
@@ -16,4 +16,4 @@ void write_file_atomically(const std::filesystem::path& path,
                            std::span<const std::span<const std::byte>> chunks,
                            std::string_view caller);
 
-}  // namespace kiln::io
+}  // namespace kiln::util

@@ -1,4 +1,4 @@
-#include "src/io/atomic_file.h"
+#include "src/util/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include "kiln/io/io_error.h"
 
-namespace kiln::io {
+namespace kiln::util {
 
 // Note [Atomic file replacement]
 // A checkpoint is only useful if it is complete: a crash, a full disk or a kill in the middle of
@@ -115,4 +115,4 @@ void write_file_atomically(const std::filesystem::path& path,
              errno_text(sync_error));
 }
 
-}  // namespace kiln::io
+}  // namespace kiln::util

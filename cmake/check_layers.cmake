@@ -1,0 +1,95 @@
+# Note [Layers]
+# Kiln's folders are layers: a folder may include headers of its own folder and of the folders
+# listed for it below, never of a folder above it. The build runs this check before compiling
+# libkiln (CMakeLists.txt), so an include that runs back up fails the build, naming the file and
+# the edge. Public headers (include/kiln) include only public headers. The lists are the design:
+# change them only when a folder's place in ARCHITECTURE.md's code map changes.
+#
+#   util                                   files, JSON: no Kiln types but errors
+#   sym -> core -> trace -> dispatch       symbolic integers; tensors; logs; the op registry
+#   kernels -> ops -> autograd             eager kernels; the op table; eager autograd
+#   nn, optim, data, io                    built on the eager library
+#   graph -> capture, aot, lower           the graph IR; its producers and consumers
+#   lower -> sched -> codegen              loop IR, schedule, C++
+#   runtime                                Programs, the executor, the compiler and caches; below
+#                                          codegen, so that a packaged model runs with no compiler
+#   pipeline                               the composition root: may include everything
+#
+# Usage: cmake -DROOT=<directory holding src/ and include/> -P check_layers.cmake
+cmake_minimum_required(VERSION 3.25)
+
+set(low util sym core trace dispatch)
+set(allowed_util "")
+set(allowed_sym util)
+set(allowed_core util sym)
+set(allowed_trace util sym core)
+set(allowed_dispatch util sym core trace)
+set(allowed_kernels util sym core)
+set(allowed_ops ${low} kernels)
+set(allowed_autograd ${low} kernels ops)
+set(allowed_nn ${low} kernels ops autograd)
+set(allowed_optim ${low} kernels ops autograd nn)
+set(allowed_data ${low} kernels ops autograd)
+set(allowed_io ${low} kernels ops autograd nn optim)
+set(allowed_graph ${low})
+set(allowed_capture ${low} kernels ops autograd graph)
+set(allowed_aot ${low} kernels ops autograd graph capture)
+set(allowed_lower ${low} ops graph)
+set(allowed_sched ${low} graph lower)
+set(allowed_runtime ${low} kernels ops autograd graph)
+set(allowed_codegen ${low} graph lower sched runtime)
+set(allowed_pipeline ${low} kernels ops autograd graph capture aot lower sched runtime codegen)
+
+# Known back-edges, file by file, each to be removed (ARCHITECTURE.md, "Known debts"). A new one
+# is not added here: move the shared code down instead.
+set(exceptions
+  # Integer and float edge semantics shared with the eager kernels (one primitive table to come).
+  "src/lower/handlers/element.cpp -> kernels"
+  "src/lower/handlers/value_range_handler.cpp -> kernels"
+  "src/codegen/cpp/codegen.cpp -> kernels"
+  # Functionalization and AOT autograd decompose batch norm with lower's decomposition table.
+  "src/aot/aot_autograd.cpp -> lower"
+  "src/aot/functionalize.cpp -> lower"
+)
+
+if(NOT ROOT)
+  message(FATAL_ERROR "check_layers: pass -DROOT=<source directory>")
+endif()
+set(violations "")
+file(GLOB_RECURSE files RELATIVE "${ROOT}" "${ROOT}/src/*.h" "${ROOT}/src/*.cpp"
+     "${ROOT}/include/*.h")
+foreach(file IN LISTS files)
+  file(STRINGS "${ROOT}/${file}" includes REGEX "^#include \"src/")
+  if(file MATCHES "^include/")
+    foreach(line IN LISTS includes)
+      list(APPEND violations "${file}: a public header includes ${line}")
+    endforeach()
+    continue()
+  endif()
+  string(REGEX MATCH "^src/([^/]+)/" _ "${file}")
+  set(layer "${CMAKE_MATCH_1}")
+  if(NOT DEFINED allowed_${layer})
+    list(APPEND violations "${file}: src/${layer} is no layer of cmake/check_layers.cmake; add it")
+    continue()
+  endif()
+  foreach(line IN LISTS includes)
+    string(REGEX MATCH "^#include \"src/([^/\"]+)/" _ "${line}")
+    set(target "${CMAKE_MATCH_1}")
+    if(target STREQUAL layer OR target IN_LIST allowed_${layer})
+      continue()
+    endif()
+    if("${file} -> ${target}" IN_LIST exceptions)
+      continue()
+    endif()
+    list(JOIN allowed_${layer} ", " may_use)
+    list(APPEND violations
+         "${file}: src/${layer} may not include src/${target} (${line}); src/${layer} may use: ${may_use}")
+  endforeach()
+endforeach()
+
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "Includes that run back up the layers (Note [Layers] in "
+                      "cmake/check_layers.cmake):\n  ${text}\nMove the shared code to a lower "
+                      "layer instead.")
+endif()
