@@ -37,7 +37,7 @@ void add_derivatives(OpRegistry& ops, std::vector<DerivativeDef> defs) {
   }
 }
 
-// Called by register_all_ops once every op family is in the table.
+// Runs once every op family is in the table (Note [Extending the op table]).
 void register_autograd(OpRegistry& ops) {
   dispatch::set_fallback(DispatchKey::Autograd, autograd_handler);
   register_unary_derivatives(ops);
@@ -51,5 +51,12 @@ void register_autograd(OpRegistry& ops) {
   register_view_derivatives(ops);
   register_copy_derivatives(ops);
 }
+
+namespace {
+const bool registered = [] {
+  OpRegistry::add_extension(register_autograd);
+  return true;
+}();
+}  // namespace
 
 }  // namespace kiln::autograd

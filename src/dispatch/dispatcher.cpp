@@ -8,13 +8,43 @@
 
 namespace kiln {
 
+namespace {
+// Note [Extending the op table]: extensions registered before the table was built.
+struct Extensions {
+  std::mutex mutex;
+  OpRegistry* built = nullptr;
+  std::vector<void (*)(OpRegistry&)> pending;
+};
+Extensions& extensions() {
+  static Extensions e;
+  return e;
+}
+}  // namespace
+
 OpRegistry& OpRegistry::instance() {
   static OpRegistry* registry = [] {
     auto* r = new OpRegistry();
     register_all_ops(*r);
+    Extensions& e = extensions();
+    std::lock_guard lock(e.mutex);
+    for (auto* extend : e.pending) extend(*r);
+    e.pending.clear();
+    e.built = r;
     return r;
   }();
   return *registry;
+}
+
+void OpRegistry::add_extension(void (*extend)(OpRegistry& registry)) {
+  Extensions& e = extensions();
+  std::unique_lock lock(e.mutex);
+  if (e.built == nullptr) {
+    e.pending.push_back(extend);
+    return;
+  }
+  OpRegistry* r = e.built;
+  lock.unlock();
+  extend(*r);
 }
 
 OpDef& OpRegistry::add(OpDef def) {

@@ -29,6 +29,14 @@ class OpRegistry {
   const OpDef* find(std::string_view name) const;
   const std::vector<std::unique_ptr<OpDef>>& ops() const { return ops_; }
 
+  // Note [Extending the op table]
+  // A layer above the ops (autograd attaching derivatives) extends the table without the ops
+  // calling it: it registers `extend` from a static initializer. An extension runs once, after
+  // every op family is in the table: right away when the table already exists, otherwise when
+  // instance() builds it, in registration order. So the order of static initializers across
+  // files does not matter.
+  static void add_extension(void (*extend)(OpRegistry& registry));
+
  private:
   std::vector<std::unique_ptr<OpDef>> ops_;
 };

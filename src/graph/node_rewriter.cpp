@@ -45,9 +45,7 @@ Arg NodeRewriter::arg(size_t i) const {
   return Arg::constant(constant(i));
 }
 
-const TensorMeta& NodeRewriter::output_meta(size_t i) const {
-  return node_.output(i)->meta();
-}
+const TensorMeta& NodeRewriter::output_meta(size_t i) const { return node_.output(i)->meta(); }
 
 bool NodeRewriter::requires_grad_for(const std::vector<Arg>& args) const {
   if (node_.grad_mode() == Node::GradMode::Disabled) return false;
@@ -111,7 +109,7 @@ Value* NodeRewriter::clamp(Value* x, std::optional<Scalar> lo, std::optional<Sca
 }
 
 Value* NodeRewriter::sum(Value* x, const DimVector& dims, bool keepdim,
-                          std::optional<ScalarType> dtype) {
+                         std::optional<ScalarType> dtype) {
   return call1("sum", {V(x), C(IValue(dims)), C(IValue(keepdim)), C(IValue(dtype))});
 }
 Value* NodeRewriter::amax(Value* x, const DimVector& dims, bool keepdim) {

@@ -1,9 +1,9 @@
 // NodeRewriter: replaces one call by calls of other ops; what a decomposition (src/lower/decomp,
 // where it is called NodeRewriter) and functionalization write against. It reads the arguments
-// of the node being rewritten (schema defaults filled in) and emits calls right before that node, in
-// the node's grad mode, with output metas computed by the ops' own meta functions (symbolic sizes
-// included; Note [Symbolic meta inference] in src/graph/meta_inference.cpp). A decomposition is
-// ordinary C++ over graph values: `b.div(e, b.sum(e, {dim}, true))`.
+// of the node being rewritten (schema defaults filled in) and emits calls right before that node,
+// in the node's grad mode, with output metas computed by the ops' own meta functions (symbolic
+// sizes included; Note [Symbolic meta inference] in src/graph/meta_inference.cpp). A decomposition
+// is ordinary C++ over graph values: `b.div(e, b.sum(e, {dim}, true))`.
 #pragma once
 
 #include <optional>

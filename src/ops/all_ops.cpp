@@ -2,9 +2,6 @@
 #include "src/ops/registry.h"
 
 namespace kiln {
-namespace autograd {
-void register_autograd(OpRegistry& ops);  // src/autograd/derivative_table.cpp
-}
 
 void register_all_ops(OpRegistry& r) {
   register_copy_ops(r);
@@ -20,8 +17,8 @@ void register_all_ops(OpRegistry& r) {
   register_nn_ops(r);
   register_shape_ops(r);
   register_index_ops(r);
-  // Derivatives attach to the entries above, so they come last.
-  autograd::register_autograd(r);
+  // Derivatives attach to these entries from src/autograd/derivative_table.cpp (Note [Extending
+  // the op table]).
 }
 
 }  // namespace kiln
