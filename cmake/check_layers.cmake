@@ -47,9 +47,6 @@ set(exceptions
   "src/lower/handlers/element.cpp -> kernels"
   "src/lower/handlers/value_range_handler.cpp -> kernels"
   "src/codegen/cpp/codegen.cpp -> kernels"
-  # Functionalization and AOT autograd decompose batch norm with lower's decomposition table.
-  "src/aot/aot_autograd.cpp -> lower"
-  "src/aot/functionalize.cpp -> lower"
 )
 
 if(NOT ROOT)

@@ -15,7 +15,7 @@
 #include "src/aot/absent_tangents.h"
 #include "src/aot/functionalize.h"
 #include "src/autograd/autograd_meta.h"
-#include "src/lower/decompositions.h"
+#include "src/graph/decompose.h"
 #include "src/sym/shape_env.h"
 #include "src/trace/logs.h"
 #include "src/trace/trace.h"
@@ -210,12 +210,12 @@ void check_outputs_are_fresh(const JointGraph& joint) {
 void decompose_normalizations(graph::Graph& g) {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> kept;
-    for (const std::string& name : lower::decomposed_op_names())
+    for (const std::string& name : graph::decomposed_op_names())
       if (name != "native_batch_norm" && name != "native_batch_norm_backward") kept.push_back(name);
     return kept;
   }();
   static const std::vector<std::string_view> keep(names.begin(), names.end());
-  lower::decompose(g, keep);
+  graph::decompose(g, keep);
 }
 
 bool has_symbolic_inputs(const graph::Graph& g) {

@@ -9,9 +9,9 @@
 
 #include "kiln/error.h"
 #include "src/dispatch/dispatcher.h"
+#include "src/graph/decompose.h"
 #include "src/graph/meta_inference.h"
 #include "src/graph/node_rewriter.h"
-#include "src/lower/decompositions.h"
 
 namespace kiln::aot {
 namespace {
@@ -90,11 +90,11 @@ void decompose_schema_mutations(graph::Graph& g) {
     any |= mutates_through_schema(node->op_def()) && node->mutates();
   if (!any) return;
   std::vector<std::string> names;
-  for (const std::string& name : lower::decomposed_op_names())
+  for (const std::string& name : graph::decomposed_op_names())
     if (!mutates_through_schema(OpRegistry::instance().get(OpRegistry::instance().id(name))))
       names.push_back(name);
   std::vector<std::string_view> keep(names.begin(), names.end());
-  lower::decompose(g, keep);
+  graph::decompose(g, keep);
   for (const Node* node : g.calls())
     KILN_CHECK(!mutates_through_schema(node->op_def()) || !node->mutates(), NotImplementedError,
                "functionalize: {} writes an argument and has no decomposition",

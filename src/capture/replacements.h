@@ -10,7 +10,7 @@ namespace kiln::capture {
 // A guard can pin a symbol: expanding [s0, s1 + 1] to [s0, 4] guards s1 + 1 == 4, and the
 // ShapeEnv from then on replaces s1 by 3. The metas and size arguments recorded before that
 // guard still say s1 + 1, and the backend compiles without the ShapeEnv (Note [Decompositions
-// never guard] in src/lower/decompositions.cpp): it saw the expand of a size s1 + 1 to 4 and
+// never guard] in src/graph/decompose.cpp): it saw the expand of a size s1 + 1 to 4 and
 // could not tell whether s1 + 1 had been guarded equal to 4 or to 1 (a broadcast). It guessed a
 // broadcast and returned column 0 in every column (kiln-fuzz --dynamic --seed 3 --index 30).
 // So the graph handed to a backend is a copy whose every symbolic size, stride, offset and

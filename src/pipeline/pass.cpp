@@ -22,7 +22,7 @@ constexpr std::array<PassInfo, 10> kPasses = {{
      "decomposed"},
     {"partition", "joint graph", "forward graph, backward graph", "src/aot/partition.cpp",
      "training only: splits the joint graph, choosing what the forward saves (min-cut)"},
-    {"decompose", "graph", "graph of primitive ops", "src/lower/decompositions.cpp",
+    {"decompose", "graph", "graph of primitive ops", "src/graph/decompose.cpp",
      "replaces composite ops by the primitives the lowering knows (var and std stay whole)"},
     {"post_grad", "graph", "graph", "src/pipeline/post_grad.cpp",
      "graph rewrites after autograd: common subexpressions, registered patterns, dead code"},

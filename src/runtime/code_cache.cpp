@@ -42,9 +42,9 @@
 
 #include "kiln/error.h"
 #include "kiln/io/io_error.h"
-#include "src/util/atomic_file.h"
 #include "src/runtime/code_cache.h"
 #include "src/trace/md5.h"
+#include "src/util/atomic_file.h"
 
 namespace kiln::runtime {
 

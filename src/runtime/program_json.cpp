@@ -33,10 +33,10 @@
 #include "kiln/error.h"
 #include "kiln/io/io_error.h"
 #include "src/graph/text.h"
-#include "src/util/atomic_file.h"
 #include "src/runtime/code_cache.h"
 #include "src/runtime/program_json.h"
 #include "src/trace/md5.h"
+#include "src/util/atomic_file.h"
 
 #include <fstream>
 #include <iostream>

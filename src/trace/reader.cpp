@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "kiln/error.h"
-#include "src/util/json_parse.h"
 #include "src/trace/md5.h"
+#include "src/util/json_parse.h"
 
 namespace kiln::trace {
 

@@ -374,7 +374,7 @@ TEST(FuzzRunner, SizesPinnedByAGuardReachTheBackendSimplified) {
 // (masked_fill's decomposition into where would need a guard the trace never made: the node is
 // kept whole, Note [Decompositions never guard]) and seed 5 programs 8..15 compiled together (a
 // layer_norm of an empty [1, 0] slice whose symbolic row stride became 0: strides of empty
-// tensors and size-1 dims are not compared, check_replacement in src/lower/decompositions.cpp).
+// tensors and size-1 dims are not compared, check_replacement in src/graph/decompose.cpp).
 TEST(FuzzRunner, SymbolicProgramsWhoseDecompositionsFailedNowCompile) {
   EXPECT_EQ(check_program(generate(3, 71), RunOptions{.dynamic = true}), "");
   const BatchResult r = run_batch(5, 8, 8, RunOptions{.dynamic = true, .programs_per_compile = 8});

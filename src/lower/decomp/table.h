@@ -1,27 +1,17 @@
 // The decomposition table: op name -> the function that rewrites one call of it (see
-// src/lower/decompositions.h). One registration function per op family file.
+// src/graph/decompose.h). One registration function per op family file.
 #pragma once
 
 #include <string_view>
 #include <vector>
 
+#include "src/graph/decompose.h"
 #include "src/lower/decomp/builder.h"
 
 namespace kiln::lower {
 
-// Emits the replacement of b.node() and returns one value per output of the node.
-using DecompositionFn = std::vector<Value*> (*)(DecompBuilder& b);
-
-class DecompositionTable {
- public:
-  void add(std::string_view op, DecompositionFn fn);
-  DecompositionFn find(OpId op) const;
-  const std::vector<std::pair<OpId, DecompositionFn>>& entries() const { return entries_; }
-
- private:
-  std::vector<DecompositionFn> by_id_;
-  std::vector<std::pair<OpId, DecompositionFn>> entries_;
-};
+using graph::DecompositionFn;
+using graph::DecompositionTable;
 
 void register_activation_decompositions(DecompositionTable& t);     // decomp/activation.cpp
 void register_reduce_decompositions(DecompositionTable& t);         // decomp/reduce.cpp
