@@ -381,6 +381,31 @@ TEST(SymbolicSizeOne, NarrowThenSqueezeDim) {
   }
 }
 
+// A slice whose symbolic size is 0 at the hint (6 - s1) viewed as [0]: eager views any empty
+// tensor as any shape of no elements; the trace must too (kiln-fuzz --dynamic seed 993002 index
+// 280), and a later call where the slice is not empty must not reuse that decision.
+TEST(SymbolicSizeZero, AViewOfAnEmptyNonContiguousSlice) {
+  auto f =
+      compile([](const Tensor& x) { return x.slice(2, -1, 5).view({-1}) + 1; }, {.dynamic = true});
+  for (int64_t n : {6, 5, 9, 6, 4}) {  // slice sizes 0, 1, 0, 0, 1
+    Tensor x = randn({1, 2, n});
+    Tensor expected;
+    std::string eager_error;
+    try {
+      expected = x.slice(2, -1, 5).view({-1}) + 1;
+    } catch (const ShapeError& e) {
+      eager_error = e.what();
+    }
+    if (!eager_error.empty()) {
+      EXPECT_THROW(f(x), ShapeError) << "n = " << n;
+      continue;
+    }
+    Tensor actual = f(x);
+    EXPECT_EQ(actual.sizes().vec(), expected.sizes().vec()) << "n = " << n;
+    expect_equal(actual, expected);
+  }
+}
+
 TEST(SymbolicSizeOne, WithoutZeroOneSpecializationSizeOneSqueezesAndBroadcasts) {
   CompileOptions options{.dynamic = true, .specialize_zero_one = false};
   auto squeeze = compile([](const Tensor& x) { return x.squeeze(1) + 1; }, options);
