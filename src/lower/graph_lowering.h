@@ -86,7 +86,10 @@ void verify(const GraphLowering& lowering);
 // The same over parts (tests build broken IR with it).
 void verify_loop_ir(std::span<const std::unique_ptr<Buffer>> buffers,
                     std::span<const StridedView> outputs, std::span<const SymbolSource> symbols);
-// One line per symbol source, buffer and output: what `KILN_LOGS=passes` prints after `lower`.
+// One line for a buffer: "buf3 = ComputedBuffer Pointwise<note>: float32 sizes [..] strides [..]".
+std::string describe(const Buffer& b, std::string_view note = "");
+// One line per symbol source, buffer (with what it reads) and output: what `KILN_LOGS=passes`
+// prints after `lower`.
 std::string to_string(const GraphLowering& lowering);
 
 // Lowering of one call: the node's output boxes (one per output), or none to leave this call

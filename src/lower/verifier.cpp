@@ -150,7 +150,18 @@ class Verifier {
   std::set<ExprPtr> known_symbols_;
 };
 
-std::string describe(const Buffer& b) {
+std::string reads_of(const Buffer& b) {
+  if (b.kind() != Buffer::Kind::Computed) return "";
+  std::vector<std::string> reads;
+  const Accesses deps = accesses(static_cast<const ComputedBuffer&>(b));
+  for (const MemoryAccess& a : deps.reads)
+    reads.push_back(fmt::format("{}[{}]", a.buffer, sym::to_string(a.index)));
+  return reads.empty() ? "" : fmt::format(" reads {}", fmt::join(reads, ", "));
+}
+
+}  // namespace
+
+std::string describe(const Buffer& b, std::string_view note) {
   std::string kind;
   switch (b.kind()) {
     case Buffer::Kind::Input:
@@ -171,19 +182,12 @@ std::string describe(const Buffer& b) {
       else
         kind = "ComputedBuffer Pointwise";
       if (c.store_target() != nullptr) kind += " (stores into " + c.store_target()->name() + ")";
-      std::vector<std::string> reads;
-      const Accesses deps = accesses(c);
-      for (const MemoryAccess& a : deps.reads)
-        reads.push_back(fmt::format("{}[{}]", a.buffer, sym::to_string(a.index)));
-      if (!reads.empty()) kind += fmt::format(" reads {}", fmt::join(reads, ", "));
       break;
     }
   }
-  return fmt::format("{} = {}: {} sizes {} strides {}\n", b.name(), kind, dtype_name(b.dtype()),
-                     list(b.layout().sizes), list(b.layout().strides));
+  return fmt::format("{} = {}{}: {} sizes {} strides {}\n", b.name(), kind, note,
+                     dtype_name(b.dtype()), list(b.layout().sizes), list(b.layout().strides));
 }
-
-}  // namespace
 
 void verify_loop_ir(std::span<const std::unique_ptr<Buffer>> buffers,
                     std::span<const StridedView> outputs, std::span<const SymbolSource> symbols) {
@@ -201,7 +205,7 @@ std::string to_string(const GraphLowering& lowering) {
   for (const SymbolSource& s : lowering.symbol_sources())
     out += fmt::format("{} = input {} {} {}\n", s.symbol->name(), s.input,
                        s.is_stride ? "stride" : "size", s.dim);
-  for (const auto& b : lowering.buffers()) out += describe(*b);
+  for (const auto& b : lowering.buffers()) out += describe(*b, reads_of(*b));
   for (size_t i = 0; i < lowering.outputs().size(); ++i) {
     const StridedView& v = lowering.outputs()[i];
     out += fmt::format("output {} = {} sizes {} strides {} offset {}\n", i, v.buffer->name(),

@@ -209,35 +209,9 @@ class ProgramBuilder {
     }
   }
 
+  // The loop IR's line for `b` (lower::describe), marking buffers this schedule keeps local.
   std::string describe(const Buffer& b) const {
-    auto list = [](const std::vector<ExprPtr>& v) {
-      std::vector<std::string> s;
-      for (ExprPtr e : v) s.push_back(sym::to_string(e));
-      return fmt::format("[{}]", fmt::join(s, ", "));
-    };
-    std::string kind;
-    switch (b.kind()) {
-      case Buffer::Kind::Input:
-        kind = "InputBuffer";
-        break;
-      case Buffer::Kind::Extern:
-        kind = "ExternKernel " + static_cast<const lower::ExternBuffer&>(b).node()->op_def().name;
-        break;
-      case Buffer::Kind::Computed: {
-        const auto& c = static_cast<const lower::ComputedBuffer&>(b);
-        if (const auto* r = std::get_if<lower::Reduction>(&c.loops())) {
-          kind = fmt::format("ComputedBuffer Reduction {} over {}", lower::name_of(r->type),
-                             list(r->reduction_ranges));
-        } else {
-          kind = "ComputedBuffer Pointwise";
-        }
-        if (c.store_target() != nullptr) kind += " (stores into " + c.store_target()->name() + ")";
-        if (local_.count(b.name())) kind += " (kernel-local)";
-        break;
-      }
-    }
-    return fmt::format("{} = {}: {} sizes {} strides {}\n", b.name(), kind, dtype_name(b.dtype()),
-                       list(b.layout().sizes), list(b.layout().strides));
+    return lower::describe(b, local_.count(b.name()) ? " (kernel-local)" : "");
   }
 
   int index_of(const std::string& name) const {
