@@ -11,6 +11,7 @@
 #include "kiln/compile.h"
 #include "kiln/kiln.h"
 #include "src/capture/backend.h"
+#include "src/graph/decompose.h"
 #include "src/graph/graph.h"
 #include "src/lower/graph_lowering.h"
 #include "src/pipeline/pass.h"
@@ -344,6 +345,14 @@ TEST(PostGrad, ARegisteredPatternRewritesCompiledGraphsAndKeysTheGraphCache) {
   g_recorder = nullptr;
   EXPECT_THAT([] { pipeline::register_post_grad_pattern("bad", kDoubleNegation, "return ()\n"); },
               ::testing::ThrowsMessage<ValueError>(HasSubstr("the pattern has 1 inputs")));
+}
+
+// The decomposition table is filled at load time (src/lower/decompositions.cpp); a registration
+// after it is in use would be silently missing from graphs already decomposed, so it raises.
+TEST(DecompositionTable, IsFilledAtLoadAndRefusesLateRegistrations) {
+  EXPECT_TRUE(graph::has_decomposition(op_id("softmax")));
+  EXPECT_THAT([] { graph::add_decompositions([](graph::DecompositionTable&) {}); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("already in use")));
 }
 
 }  // namespace
