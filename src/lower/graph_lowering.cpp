@@ -194,7 +194,7 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
 //   of at most kMaxLocalRowElements reads and another consumer reads too: softmax's
 //   exp(x - max) is summed and then divided by the sum. Realized,
 //   both read it instead of computing it twice, and when they fuse into one kernel the buffer is a
-//   kernel-local row (Note [Local buffers] in src/codegen/cpp/codegen.cpp), so it costs no
+//   kernel-local row (Note [Local buffers] in src/sched/memory_plan.cpp), so it costs no
 //   memory traffic either;
 // - every pending value still to be read, before a node that mutates memory, so no body reads a
 //   location after the mutation that it meant to read before it; before an in-place op on a

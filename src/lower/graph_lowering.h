@@ -16,7 +16,7 @@
 namespace kiln::lower {
 
 // The largest row (elements) a kernel keeps on its stack (Note [Local buffers] in
-// src/codegen/cpp/codegen.cpp); the realization rule for shared expensive values (Note
+// src/sched/memory_plan.cpp); the realization rule for shared expensive values (Note
 // [Realization]) applies only to reductions over rows this small.
 inline constexpr int64_t kMaxLocalRowElements = 16384;
 

@@ -7,38 +7,7 @@ namespace {
 
 thread_local OpsHandler* current_handler = nullptr;
 
-constexpr std::string_view kUnaryNames[] = {
-#define KILN_NAME_ENTRY(name) #name,
-    KILN_LOOP_UNARY_OPS(KILN_NAME_ENTRY)};
-constexpr std::string_view kBinaryNames[] = {KILN_LOOP_BINARY_OPS(KILN_NAME_ENTRY)};
-#undef KILN_NAME_ENTRY
-
 }  // namespace
-
-std::string_view name_of(UnaryOp op) { return kUnaryNames[static_cast<int>(op)]; }
-std::string_view name_of(BinaryOp op) { return kBinaryNames[static_cast<int>(op)]; }
-
-bool produces_bool(UnaryOp op) {
-  return op == UnaryOp::logical_not || op == UnaryOp::isnan || op == UnaryOp::isinf ||
-         op == UnaryOp::isfinite;
-}
-
-bool produces_bool(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::eq:
-    case BinaryOp::ne:
-    case BinaryOp::lt:
-    case BinaryOp::le:
-    case BinaryOp::gt:
-    case BinaryOp::ge:
-    case BinaryOp::logical_and:
-    case BinaryOp::logical_or:
-    case BinaryOp::logical_xor:
-      return true;
-    default:
-      return false;
-  }
-}
 
 std::string_view name_of(ReductionType r) {
   switch (r) {

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "kiln/dtype.h"
+#include "src/lower/primitives.h"
 #include "src/sym/expr.h"
 
 namespace kiln::lower {
@@ -33,39 +34,8 @@ struct Val {
   ScalarType dtype = kFloat32;
 };
 
-// Unary primitives. Math functions take floating operands; neg/abs/sign on integers; logical_not
-// and isnan/isinf/isfinite produce bool; bitwise_not on integers and bool.
-// clang-format off
-#define KILN_LOOP_UNARY_OPS(X)                                                                 \
-  X(neg) X(abs) X(sign) X(exp) X(exp2) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sqrt)       \
-  X(rsqrt) X(reciprocal) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)  \
-  X(erf) X(erfinv) X(sigmoid) X(floor) X(ceil) X(round) X(trunc) X(frac) X(logical_not)        \
-  X(bitwise_not) X(isnan) X(isinf) X(isfinite)
-// clang-format on
-
-// Binary primitives, both operands of one dtype. truediv on floats; floordiv, truncdiv and
-// remainder (sign of the divisor, as Python and PyTorch) on integers and floats; fmod has the
-// sign of the dividend. Comparisons and logical ops produce bool. Shifts on integers follow the
-// eager kernels (a shift by >= the bit width gives 0, or -1 for a negative signed right shift).
-// clang-format off
-#define KILN_LOOP_BINARY_OPS(X)                                                                \
-  X(add) X(sub) X(mul) X(truediv) X(floordiv) X(truncdiv) X(remainder) X(fmod) X(pow) X(atan2) \
-  X(hypot) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge) X(logical_and)            \
-  X(logical_or) X(logical_xor) X(bitwise_and) X(bitwise_or) X(bitwise_xor) X(lshift) X(rshift)
-// clang-format on
-
-enum class UnaryOp : uint8_t {
-#define KILN_ENUM_ENTRY(name) name,
-  KILN_LOOP_UNARY_OPS(KILN_ENUM_ENTRY)
-};
-enum class BinaryOp : uint8_t { KILN_LOOP_BINARY_OPS(KILN_ENUM_ENTRY) };
-#undef KILN_ENUM_ENTRY
-
-std::string_view name_of(UnaryOp op);
-std::string_view name_of(BinaryOp op);
-// Comparisons and logical ops (their result is bool whatever the operand dtype).
-bool produces_bool(UnaryOp op);
-bool produces_bool(BinaryOp op);
+// The primitives (UnaryOp, BinaryOp) and what each handler needs to know about them: Note [The
+// primitive table] in src/lower/primitives.h.
 
 // Reductions over the reduction loop. argmax/argmin produce int64 (first index of the extreme;
 // NaN counts as the extreme, as in eager). welford_mean/welford_m2 are the mean and the sum of

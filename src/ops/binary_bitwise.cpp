@@ -1,5 +1,5 @@
 // Bitwise ops (and, or, xor on integers and bool) and shifts (integers only), with Scalar
-// forms. See Note [Shifts] in src/kernels/cpu/binary_bitwise.cpp.
+// forms. See Note [Shifts] in src/numerics/scalar_ops.inc.
 #include "kiln/ops/binary.h"
 #include "src/ops/binary_common.h"
 

@@ -152,7 +152,9 @@ CompilerOptions default_compiler_options() {
   CompilerOptions options;
   const char* compiler = std::getenv("KILN_CXX");
   if (compiler != nullptr && compiler[0] != '\0') options.compiler = compiler;
-  options.flags = {"-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"};
+  // The prelude's scalar semantics (src/numerics/scalar_ops.inc) need C++17; GNU mode keeps
+  // floating multiply-adds contracted, as the compilers' default dialects do.
+  options.flags = {"-std=gnu++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC"};
   for (std::string& flag : split_on_whitespace(std::getenv("KILN_CXXFLAGS")))
     options.flags.push_back(std::move(flag));
   options.libraries = {"sleef"};

@@ -1,5 +1,8 @@
 #include "src/sched/scheduler.h"
 
+#include "src/sched/loop_plan.h"
+#include "src/sched/memory_plan.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -261,6 +264,21 @@ Schedule schedule(const lower::GraphLowering& lowering) {
     }
   }
   fuser.flush();
+  // The decisions codegen prints: what each kernel touches, which buffers stay in a kernel, and
+  // where the others live.
+  for (Step& step : s.steps)
+    if (auto* k = std::get_if<Kernel>(&step)) {
+      for (const SchedNode& n : k->nodes) {
+        DependencyHandler deps;
+        n.run_body(deps, lower::loop_vars('i', n.ranges.size()),
+                   lower::loop_vars('r', n.reduction_ranges.size()));
+        k->accesses.push_back({deps.reads(), deps.writes()});
+      }
+    }
+  s.local_buffers = find_local_buffers(lowering, s);
+  s.memory = plan_memory(lowering, s);
+  for (Step& step : s.steps)
+    if (auto* k = std::get_if<Kernel>(&step)) plan_loops(*k, s.local_buffers);
   return s;
 }
 
@@ -271,6 +289,11 @@ namespace {
 std::string ranges_text(const std::vector<ExprPtr>& v) {
   std::vector<std::string> s;
   for (ExprPtr e : v) s.push_back(sym::to_string(e));
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+std::string groups_text(const LoopGroups& groups) {
+  std::vector<std::string> s;
+  for (const auto& g : groups) s.push_back(fmt::format("{{{}}}", fmt::join(g, ", ")));
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 }  // namespace
@@ -288,6 +311,16 @@ std::string to_string(const Schedule& schedule) {
           out += " (stores into " + n.buffer->store_target()->name() + ")";
         out += "\n";
       }
+      if (k->outer_loops.size() < k->outer.size())
+        out += fmt::format("  merged outer loops {}\n", groups_text(k->outer_loops));
+      for (const NodeGroup& g : k->groups) {
+        if (g.end > g.first + 1)
+          out += fmt::format("  one loop nest: {}..{}\n", k->nodes[g.first].buffer->name(),
+                             k->nodes[g.end - 1].buffer->name());
+        if (!g.reduction_loops.empty())
+          out += fmt::format("  {} merged reduction loops {}\n", k->nodes[g.first].buffer->name(),
+                             groups_text(g.reduction_loops));
+      }
     } else {
       std::vector<std::string> names;
       for (const lower::ExternBuffer* e : std::get<ExternCall>(step).outputs)
@@ -296,6 +329,11 @@ std::string to_string(const Schedule& schedule) {
       out += fmt::format("extern {} -> {}\n", first.node()->op_def().name, fmt::join(names, ", "));
     }
   }
+  for (const auto& [name, row] : schedule.local_buffers)
+    out += fmt::format("local {} [{}]\n", name, row);
+  for (const auto& [name, slot] : schedule.memory.slot_of)
+    out += fmt::format("memory {} -> slot{} ({} bytes)\n", name, slot,
+                       sym::to_string(schedule.memory.slot_bytes[slot]));
   for (const std::string& line : schedule.fusion_log) out += "# fusion: " + line + "\n";
   return out;
 }

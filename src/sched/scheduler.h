@@ -15,6 +15,8 @@
 // are dropped from loop nests first, so keepdim results line up with their consumers.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -46,10 +48,32 @@ struct SchedNode {
   std::vector<int64_t> kept_reduction_dims;
 };
 
+// A node's reads and writes over loop variables i0.. and r0.. (lower::loop_vars).
+struct NodeAccesses {
+  std::vector<lower::MemoryAccess> reads, writes;
+};
+
+// Groups of adjacent loops, outermost first, each printed as one loop (Note [Merging loops] in
+// loop_plan.cpp): {{0}, {1, 2}} merges loops 1 and 2.
+using LoopGroups = std::vector<std::vector<size_t>>;
+
+// Nodes [first, end) of a kernel printed as one loop nest (several only for Note [Sibling
+// reductions share their loops]), with the reduction loops merged as `reduction_loops` says
+// (empty: not merged).
+struct NodeGroup {
+  size_t first = 0, end = 0;
+  LoopGroups reduction_loops;
+};
+
 struct Kernel {
-  std::string name;              // the extern "C" symbol
-  std::vector<ExprPtr> outer;    // the shared outer loop ranges
-  std::vector<SchedNode> nodes;  // in execution order
+  std::string name;                    // the extern "C" symbol
+  std::vector<ExprPtr> outer;          // the shared outer loop ranges
+  std::vector<SchedNode> nodes;        // in execution order
+  std::vector<NodeAccesses> accesses;  // of each node
+  // Decided by the schedule, printed by codegen (loop_plan.h): a flat pointwise kernel's merged
+  // outer loops; any other kernel's nodes as loop nests, in order.
+  LoopGroups outer_loops;
+  std::vector<NodeGroup> groups;
 };
 
 struct ExternCall {
@@ -58,8 +82,19 @@ struct ExternCall {
 
 using Step = std::variant<Kernel, ExternCall>;
 
+// Storage of the intermediate buffers (Note [Buffer reuse] in memory_plan.cpp): each gets a slot;
+// a slot's size is the largest of its buffers' (an expression when sizes are symbolic).
+struct MemoryPlan {
+  std::map<std::string, int> slot_of;
+  std::vector<ExprPtr> slot_bytes;
+};
+
+// What codegen prints: the steps in order, which buffers are kernel-local arrays (Note [Local
+// buffers] in memory_plan.cpp: name -> row size in elements), and where the others live.
 struct Schedule {
   std::vector<Step> steps;
+  std::map<std::string, int64_t> local_buffers;
+  MemoryPlan memory;
   std::vector<std::string> fusion_log;  // one line per decision, for the structured trace
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "src/aot/functionalize.h"
@@ -247,6 +248,11 @@ return (%5)
   EXPECT_EQ(occurrences(l.code.kernels, "float buf1[100]"), 1u);
   EXPECT_EQ(occurrences(l.code.kernels, "kiln_buffers[3]"), 1u);  // x, max, sum, out: no buf1
   EXPECT_NE(l.code.loop_ir.find("(kernel-local)"), std::string::npos);
+  // The schedule made that decision (codegen only prints it), and the schedule's printout says so.
+  EXPECT_EQ(l.schedule.local_buffers, (std::map<std::string, int64_t>{{"buf1", 100}}));
+  EXPECT_NE(sched::to_string(l.schedule).find("local buf1 [100]"), std::string::npos)
+      << sched::to_string(l.schedule);
+  EXPECT_EQ(l.schedule.memory.slot_of.count("buf1"), 0u);
   // exp(x - max) is summed in the loop that computes it (Note [A row's producer shares its
   // reductions' loop]): no loop starts between the exp and the sum's accumulation.
   const size_t exp_at = l.code.kernels.find("kiln_exp(");
@@ -419,6 +425,15 @@ return (%8)
   }
   EXPECT_GE(intermediates, 2);
   EXPECT_EQ(l.code.program.slot_bytes.size(), slots.size());
+  // The schedule decided the slots (Note [Buffer reuse] in src/sched/memory_plan.cpp); the
+  // program carries exactly its plan, and at least two buffers share a slot.
+  EXPECT_EQ(l.schedule.memory.slot_bytes.size(), l.code.program.slot_bytes.size());
+  for (const runtime::BufferDesc& d : l.code.program.buffers) {
+    if (d.kind == runtime::BufferDesc::Kind::Intermediate) {
+      EXPECT_EQ(l.schedule.memory.slot_of.at(d.name), d.slot) << d.name;
+    }
+  }
+  EXPECT_LT(slots.size(), static_cast<size_t>(intermediates)) << sched::to_string(l.schedule);
 }
 
 TEST(IndexSimplify, ReshapeRoundTripsToTheFlatIndex) {
@@ -572,6 +587,14 @@ return (%2, %4)
        at = l.code.kernels.find("for (int64_t q0", at + 1))
     ++loops;
   EXPECT_EQ(loops, 1u) << l.code.kernels;
+  // The schedule decided it (codegen prints it): both sums (and the product between them, which
+  // the second reads at the element it writes) are one loop nest with the (N, H, W) loops merged
+  // to (N, H*W).
+  const auto& kernel = std::get<sched::Kernel>(l.schedule.steps.front());
+  ASSERT_EQ(kernel.groups.size(), 1u) << sched::to_string(l.schedule);
+  EXPECT_EQ(kernel.groups[0].end - kernel.groups[0].first, kernel.nodes.size());
+  EXPECT_EQ(kernel.groups[0].reduction_loops, (sched::LoopGroups{{0}, {1, 2}}));
+  EXPECT_NE(sched::to_string(l.schedule).find("one loop nest"), std::string::npos);
 }
 
 TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
@@ -582,6 +605,8 @@ TEST(Lowering, ContiguousLoopsMergeIntoOneVectorLoop) {
 return (%2)
 )");
   EXPECT_NE(l.code.source.find("kiln_chunk < 420LL"), std::string::npos) << l.code.source;
+  EXPECT_EQ(std::get<sched::Kernel>(l.schedule.steps.front()).outer_loops,
+            (sched::LoopGroups{{0, 1, 2, 3}}));
   // A bias broadcast along the last dim only merges the leading dims.
   Lowered b = lower_text(R"(
 %0 : f32[4, 3, 7] = placeholder("a")
@@ -590,6 +615,8 @@ return (%2)
 return (%2)
 )");
   EXPECT_NE(b.code.source.find("i0 < 12LL"), std::string::npos) << b.code.source;
+  EXPECT_EQ(std::get<sched::Kernel>(b.schedule.steps.front()).outer_loops,
+            (sched::LoopGroups{{0, 1}, {2}}));
 }
 
 }  // namespace

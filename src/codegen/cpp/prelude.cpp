@@ -1,5 +1,7 @@
 #include "src/codegen/cpp/prelude.h"
 
+#include "src/numerics/scalar_ops_text.h"
+
 namespace kiln::codegen {
 namespace {
 
@@ -98,19 +100,9 @@ inline __attribute__((always_inline)) uint64_t kiln_f2i<uint64_t>(double v) {
   return t < 0 ? 0 : ~(uint64_t)0;
 }
 
+// Minimum and maximum of index expressions (sizes, loop bounds).
 template <class T> KILN_INLINE T kiln_min(T a, T b) { return a < b ? a : b; }
 template <class T> KILN_INLINE T kiln_max(T a, T b) { return a < b ? b : a; }
-// NaN-propagating maximum/minimum (torch.maximum/minimum). The comparison is a plain select (one
-// maxss/minss, or cmov for integers) and only the NaN test may branch: a branch on a < b
-// mispredicts half the time on a relu's input, and cost a scalar tail ~80 cycles per element.
-template <class T> KILN_INLINE T kiln_maximum(T a, T b) {
-  const T m = a < b ? b : a;
-  return (a != a) | (b != b) ? (T)(a + b) : m;
-}
-template <class T> KILN_INLINE T kiln_minimum(T a, T b) {
-  const T m = b < a ? b : a;
-  return (a != a) | (b != b) ? (T)(a + b) : m;
-}
 
 // Note [Runtime errors in generated code]
 // Some inputs make an eager op raise where a compiled kernel has no way to throw: an integer
@@ -126,25 +118,6 @@ KILN_INLINE void kiln_runtime_error(int bit) {
   __atomic_fetch_or(&kiln_runtime_errors, bit, __ATOMIC_RELAXED);
 }
 #define KILN_ERROR_INTEGER_DIVISION_BY_ZERO 1
-template <class T> KILN_INLINE T kiln_truncdiv(T a, T b) {
-  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
-  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
-  return a / b;
-}
-template <class T> KILN_INLINE T kiln_floordiv(T a, T b) {
-  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
-  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0 - (uint64_t)a);
-  T q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-template <class T> KILN_INLINE T kiln_remainder(T a, T b) {
-  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
-  if ((T)-1 < (T)0 && b == (T)-1) return 0;
-  T r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
 // Floor division and modulo of index expressions (sizes and loop variables): no error bit.
 KILN_INLINE int64_t kiln_index_floordiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
@@ -156,70 +129,6 @@ KILN_INLINE int64_t kiln_index_remainder(int64_t a, int64_t b) {
   const int64_t r = a % b;
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
-template <class T> KILN_INLINE T kiln_fmod_int(T a, T b) {
-  if (b == 0) return kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO), (T)0;
-  if ((T)-1 < (T)0 && b == (T)-1) return 0;
-  return a % b;
-}
-// Floor division of floats as the eager kernel (and PyTorch) computes it, through fmod, so that
-// e.g. -3 // inf is -1, not floor(-3 / inf) = -0.
-template <class T> KILN_INLINE T kiln_floordiv_f(T a, T b) {
-  if (b == 0) return a / b;
-  const T mod = sizeof(T) == 4 ? __builtin_fmodf(a, b) : __builtin_fmod(a, b);
-  T div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  if (div == 0) return __builtin_copysign(0.0, a / b);
-  T floordiv = sizeof(T) == 4 ? __builtin_floorf(div) : __builtin_floor(div);
-  if (div - floordiv > (T)0.5) floordiv += 1;
-  return floordiv;
-}
-KILN_INLINE float kiln_remainder_f(float a, float b) {
-  float r = __builtin_fmodf(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-KILN_INLINE double kiln_remainder_f(double a, double b) {
-  double r = __builtin_fmod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-// Shifts: by a negative amount or by >= the bit width give 0 (or -1 for a negative signed
-// right shift), as the eager kernels do; unsigned right shifts are logical.
-template <class T> KILN_INLINE T kiln_lshift(T a, T b) {
-  if (b < 0 || (uint64_t)b >= sizeof(T) * 8) return 0;
-  return (T)((uint64_t)a << b);
-}
-template <class T> KILN_INLINE T kiln_rshift(T a, T b) {
-  if (b < 0 || (uint64_t)b >= sizeof(T) * 8) return (T)-1 < (T)0 && a < 0 ? (T)-1 : (T)0;
-  return (T)(a >> b);
-}
-template <class T> KILN_INLINE T kiln_ipow(T base, T exp) {
-  if ((T)-1 < (T)0 && exp < 0) {
-    if (base == 1) return 1;
-    if (base == (T)-1) return (exp & 1) ? (T)-1 : (T)1;
-    return 0;
-  }
-  T result = 1;
-  uint64_t e = (uint64_t)exp;
-  while (e) {
-    if (e & 1) result = (T)(result * base);
-    base = (T)(base * base);
-    e >>= 1;
-  }
-  return result;
-}
-template <class T> KILN_INLINE T kiln_sign(T x) { return (T)((T)0 < x) - (T)(x < (T)0); }
-KILN_INLINE float kiln_sigmoid(float x) { return 1.0f / (1.0f + __builtin_expf(-x)); }
-KILN_INLINE double kiln_sigmoid(double x) { return 1.0 / (1.0 + __builtin_exp(-x)); }
-KILN_INLINE float kiln_round(float x) { return __builtin_nearbyintf(x); }
-KILN_INLINE double kiln_round(double x) { return __builtin_nearbyint(x); }
-KILN_INLINE float kiln_frac(float x) { return x - __builtin_truncf(x); }
-KILN_INLINE double kiln_frac(double x) { return x - __builtin_trunc(x); }
-KILN_INLINE float kiln_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
-KILN_INLINE double kiln_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-KILN_INLINE bool kiln_isinf(double x) { return __builtin_isinf(x); }
-KILN_INLINE bool kiln_isfinite(double x) { return __builtin_isfinite(x); }
-
 // Reductions. Welford's update for mean and m2 (sum of squared deviations).
 struct kiln_welford_f { float mean, m2, n; };
 struct kiln_welford_d { double mean, m2, n; };
@@ -398,12 +307,12 @@ KILN_INLINE float kiln_hprod(kf8 v) {
 }
 KILN_INLINE float kiln_hmax(kf8 v) {
   float s = v[0];
-  for (int k = 1; k < 8; ++k) s = kiln_maximum(s, v[k]);
+  for (int k = 1; k < 8; ++k) s = kiln::prim::maximum(s, v[k]);
   return s;
 }
 KILN_INLINE float kiln_hmin(kf8 v) {
   float s = v[0];
-  for (int k = 1; k < 8; ++k) s = kiln_minimum(s, v[k]);
+  for (int k = 1; k < 8; ++k) s = kiln::prim::minimum(s, v[k]);
   return s;
 }
 // Note [Blocked vector Welford]
@@ -561,7 +470,16 @@ KILN_INLINE kf8 kiln_sigmoid(kf8 x) { return 1.0f / (1.0f + kiln_exp(-x)); }
 }  // namespace
 
 std::string prelude(bool vectorize) {
+  // The primitives' scalar semantics, the same text Kiln compiles (Note [One definition of a
+  // primitive's semantics] in src/numerics/scalar_ops.h); a zero integer divisor sets the error
+  // bit.
   std::string s = kScalarPrelude;
+  s += "namespace kiln { namespace prim {\n"
+       "KILN_INLINE void on_division_by_zero() {\n"
+       "  kiln_runtime_error(KILN_ERROR_INTEGER_DIVISION_BY_ZERO);\n"
+       "}\n";
+  s += prim::kScalarOpsText;
+  s += "}}  // namespace kiln::prim\n";
   if (vectorize) s += kVectorPrelude;
   return s;
 }

@@ -103,16 +103,6 @@ std::string float_literal(double v, ScalarType dtype) {
   return s;
 }
 
-bool is_floating_compute(ScalarType t) { return is_floating(t); }
-bool is_unsigned_int(ScalarType t) {
-  return t == kUInt8 || t == kUInt16 || t == kUInt32 || t == kUInt64;
-}
-
-// The scalar C++ spelling of unary math on a floating value: float uses the `f` builtins.
-std::string math1(const char* name, ScalarType t, const std::string& x) {
-  return fmt::format("__builtin_{}{}({})", name, t == kFloat64 ? "" : "f", x);
-}
-
 std::string join_args(std::span<const sym::ExprPtr> args, const lower::VarRanges& r,
                       const char* sep) {
   std::string s;
@@ -335,7 +325,7 @@ Val CppPrinter::to_dtype(Val x, ScalarType to) {
     throw NotVectorizable(fmt::format("a cast from {} to {}", dtype_name(from), dtype_name(to)));
   }
   const std::string& s = r.expr;
-  const bool from_float = is_floating_compute(from);
+  const bool from_float = is_floating(from);
   if (to == kBool) return emit(to, false, fmt::format("({} != 0)", s));
   if (from == kFloat16 && to == kFloat32) return Val{x.id, to};
   if (from == kBFloat16 && to == kFloat32) return Val{x.id, to};
@@ -346,270 +336,49 @@ Val CppPrinter::to_dtype(Val x, ScalarType to) {
   return emit(to, false, fmt::format("({})({})", value_type(to), s));
 }
 
-Val CppPrinter::unary(UnaryOp op, Val x) {
-  const ScalarType t = x.dtype;
-  const bool fl = is_floating_compute(t);
-  if (vector_mode() && repr(x).vector) {
-    if (t == kBool) {
-      if (op == UnaryOp::logical_not || op == UnaryOp::bitwise_not)
-        return emit(kBool, true, fmt::format("(~{})", repr(x).expr));
-      throw NotVectorizable("a mask op");
-    }
-    const std::string& v = repr(x).expr;
-    auto sleef = [&](const char* f) {
-      return emit(t, true, fmt::format("Sleef_{}f8_u10avx2({})", f, v));
-    };
-    switch (op) {
-      case UnaryOp::neg:
-        return emit(t, true, fmt::format("(-{})", v));
-      case UnaryOp::abs:
-        return emit(t, true, fmt::format("kiln_abs({})", v));
-      case UnaryOp::exp:
-        return emit(t, true, fmt::format("kiln_exp({})", v));
-      case UnaryOp::exp2:
-        return sleef("exp2");
-      case UnaryOp::expm1:
-        return sleef("expm1");
-      case UnaryOp::log:
-        return sleef("log");
-      case UnaryOp::log2:
-        return sleef("log2");
-      case UnaryOp::log10:
-        return sleef("log10");
-      case UnaryOp::log1p:
-        return sleef("log1p");
-      case UnaryOp::sin:
-        return sleef("sin");
-      case UnaryOp::cos:
-        return sleef("cos");
-      case UnaryOp::tan:
-        return sleef("tan");
-      case UnaryOp::asin:
-        return sleef("asin");
-      case UnaryOp::acos:
-        return sleef("acos");
-      case UnaryOp::atan:
-        return sleef("atan");
-      case UnaryOp::sinh:
-        return emit(t, true, fmt::format("kiln_sinh({})", v));
-      case UnaryOp::cosh:
-        return emit(t, true, fmt::format("kiln_cosh({})", v));
-      case UnaryOp::tanh:
-        return sleef("tanh");
-      case UnaryOp::erf:
-        return emit(t, true, fmt::format("kiln_erf({})", v));
-      case UnaryOp::sqrt:
-        return emit(t, true, fmt::format("kiln_sqrt({})", v));
-      case UnaryOp::rsqrt:
-        return emit(t, true, fmt::format("(1.0f / kiln_sqrt({}))", v));
-      case UnaryOp::reciprocal:
-        return emit(t, true, fmt::format("(1.0f / {})", v));
-      case UnaryOp::sigmoid:
-        return emit(t, true, fmt::format("kiln_sigmoid({})", v));
-      case UnaryOp::isnan:
-        return emit(kBool, true, fmt::format("({0} != {0})", v));
-      default:
-        throw NotVectorizable(std::string(lower::name_of(op)));
-    }
-  }
-  const std::string& s = repr(x).expr;
-  const char* T = value_type(t);
-  auto same = [&](const std::string& e) { return emit(t, false, e); };
-  switch (op) {
-    case UnaryOp::neg:
-      if (t == kBool) return same(s);
-      return same(fmt::format("({})(-{})", T, s));
-    case UnaryOp::abs:
-      if (fl) return same(math1("fabs", t, s));
-      if (is_unsigned_int(t) || t == kBool) return same(s);
-      return same(fmt::format("({})({} < 0 ? -{} : {})", T, s, s, s));
-    case UnaryOp::sign:
-      if (t == kBool) return same(s);
-      return same(fmt::format("kiln_sign<{}>({})", T, s));
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::trunc:
-      if (!fl) return same(s);
-      return same(math1(op == UnaryOp::floor  ? "floor"
-                        : op == UnaryOp::ceil ? "ceil"
-                                              : "trunc",
-                        t, s));
-    case UnaryOp::round:
-      return fl ? same(fmt::format("kiln_round({})", s)) : same(s);
-    case UnaryOp::frac:
-      return same(fmt::format("kiln_frac({})", s));
-    case UnaryOp::rsqrt:
-      return same(fmt::format("kiln_rsqrt({})", s));
-    case UnaryOp::reciprocal:
-      return same(fmt::format("(({})1 / {})", T, s));
-    case UnaryOp::sigmoid:
-      return same(fmt::format("kiln_sigmoid({})", s));
-    case UnaryOp::logical_not:
-      return emit(kBool, false, fmt::format("(!{})", s));
-    case UnaryOp::bitwise_not:
-      if (t == kBool) return same(fmt::format("(!{})", s));
-      return same(fmt::format("({})(~{})", T, s));
-    case UnaryOp::isnan:
-      return emit(kBool, false, fl ? fmt::format("({} != {})", s, s) : "false");
-    case UnaryOp::isinf:
-      return emit(kBool, false, fl ? fmt::format("kiln_isinf({})", s) : "false");
-    case UnaryOp::isfinite:
-      return emit(kBool, false, fl ? fmt::format("kiln_isfinite({})", s) : "true");
-    case UnaryOp::erfinv:
-      KILN_CHECK(false, NotImplementedError,
-                 "codegen: erfinv has no generated form (it runs eagerly)");
-    default: {
-      KILN_CHECK(fl, DTypeError, "codegen: {} of a {} value", lower::name_of(op), dtype_name(t));
-      const std::string name(lower::name_of(op));
-      return same(math1(name.c_str(), t, s));
-    }
-  }
-}
-
-Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
-  const ScalarType t = a.dtype;
-  KILN_CHECK(a.dtype == b.dtype, DTypeError, "codegen: {} of {} and {} values", lower::name_of(op),
-             dtype_name(a.dtype), dtype_name(b.dtype));
-  const bool fl = is_floating_compute(t);
-  if (vector_mode() && (repr(a).vector || repr(b).vector)) {
+// A primitive's operands as its row of the primitive table prints them (Note [The primitive
+// table]): scalar code calls the primitive's kiln::prim function on the compute type; vector
+// code uses the row's float32x8 or mask form, and a primitive without one is not vectorized.
+Val CppPrinter::primitive_call(const lower::Primitive& p, std::initializer_list<Val> operands) {
+  const ScalarType t = operands.begin()->dtype;
+  for (const Val& v : operands)
+    KILN_CHECK(v.dtype == t, DTypeError, "codegen: {} of {} and {} values", p.name, dtype_name(t),
+               dtype_name(v.dtype));
+  KILN_CHECK(lower::accepts(p, t), DTypeError,
+             "codegen: {} is not defined for {} values; the lowering must cast first", p.name,
+             dtype_name(t));
+  const ScalarType result = p.result == lower::ResultDtype::boolean ? kBool : t;
+  bool any_vector = false;
+  for (const Val& v : operands) any_vector |= repr(v).vector;
+  if (vector_mode() && any_vector) {
     const bool masks = t == kBool;
     if (!masks && t != kFloat32 && t != kFloat16 && t != kBFloat16)
       throw NotVectorizable("non-float vector math");
-    const std::string x = vec(a), y = vec(b);
-    auto op2 = [&](const char* o, ScalarType rt) {
-      return emit(rt, true, fmt::format("({} {} {})", x, o, y));
-    };
-    if (masks) {
-      switch (op) {
-        case BinaryOp::logical_and:
-        case BinaryOp::bitwise_and:
-          return op2("&", kBool);
-        case BinaryOp::logical_or:
-        case BinaryOp::bitwise_or:
-          return op2("|", kBool);
-        case BinaryOp::logical_xor:
-        case BinaryOp::bitwise_xor:
-        case BinaryOp::ne:
-          return op2("^", kBool);
-        default:
-          throw NotVectorizable("a mask op");
-      }
-    }
-    switch (op) {
-      case BinaryOp::add:
-        return op2("+", t);
-      case BinaryOp::sub:
-        return op2("-", t);
-      case BinaryOp::mul:
-        return op2("*", t);
-      case BinaryOp::truediv:
-        if (repr(a).vector && !repr(b).vector) {
-          // Note [Division by a loop invariant] (prelude.cpp): the reciprocal once, before the
-          // loop (a scalar value goes to the invariants).
-          const std::string d = repr(b).expr;
-          const Val r = emit(kFloat32, false, fmt::format("1.0f / {}", d));
-          return emit(t, true, fmt::format("kiln_div_invariant({}, {}, {})", x, d, repr(r).expr));
-        }
-        return op2("/", t);
-      case BinaryOp::eq:
-        return op2("==", kBool);
-      case BinaryOp::ne:
-        return op2("!=", kBool);
-      case BinaryOp::lt:
-        return op2("<", kBool);
-      case BinaryOp::le:
-        return op2("<=", kBool);
-      case BinaryOp::gt:
-        return op2(">", kBool);
-      case BinaryOp::ge:
-        return op2(">=", kBool);
-      case BinaryOp::maximum:
-        return emit(t, true, fmt::format("kiln_maximum({}, {})", x, y));
-      case BinaryOp::minimum:
-        return emit(t, true, fmt::format("kiln_minimum({}, {})", x, y));
-      case BinaryOp::pow:
-        return emit(t, true, fmt::format("Sleef_powf8_u10avx2({}, {})", x, y));
-      case BinaryOp::atan2:
-        return emit(t, true, fmt::format("Sleef_atan2f8_u10avx2({}, {})", x, y));
-      case BinaryOp::hypot:
-        return emit(t, true, fmt::format("Sleef_hypotf8_u05avx2({}, {})", x, y));
-      default:
-        throw NotVectorizable(std::string(lower::name_of(op)));
-    }
+    const std::string_view form = masks ? p.mask : p.vector;
+    if (form.empty()) throw NotVectorizable(std::string(p.name));
+    std::vector<std::string> args;
+    for (const Val& v : operands) args.push_back(vec(v));
+    const std::string x = args[0], y = args.size() > 1 ? args[1] : std::string();
+    return emit(result, true, fmt::format(fmt::runtime(form), x, y));
   }
-  const std::string& x = repr(a).expr;
-  const std::string& y = repr(b).expr;
-  const char* T = value_type(t);
-  auto arith = [&](const char* o) {
-    if (fl) return emit(t, false, fmt::format("({} {} {})", x, o, y));
-    return emit(t, false, fmt::format("({})({} {} {})", T, x, o, y));
-  };
-  auto call = [&](const char* f) {
-    return emit(t, false, fmt::format("{}<{}>({}, {})", f, T, x, y));
-  };
-  auto cmp = [&](const char* o) { return emit(kBool, false, fmt::format("({} {} {})", x, o, y)); };
-  switch (op) {
-    case BinaryOp::add:
-      return t == kBool ? emit(t, false, fmt::format("({} || {})", x, y)) : arith("+");
-    case BinaryOp::sub:
-      return arith("-");
-    case BinaryOp::mul:
-      return t == kBool ? emit(t, false, fmt::format("({} && {})", x, y)) : arith("*");
-    case BinaryOp::truediv:
-      return arith("/");
-    case BinaryOp::floordiv:
-      if (fl) return emit(t, false, fmt::format("kiln_floordiv_f({}, {})", x, y));
-      return call("kiln_floordiv");
-    case BinaryOp::truncdiv:
-      if (fl) return emit(t, false, math1("trunc", t, fmt::format("{} / {}", x, y)));
-      return call("kiln_truncdiv");
-    case BinaryOp::remainder:
-      if (fl) return emit(t, false, fmt::format("kiln_remainder_f({}, {})", x, y));
-      return call("kiln_remainder");
-    case BinaryOp::fmod:
-      if (fl) return emit(t, false, math1("fmod", t, fmt::format("{}, {}", x, y)));
-      return call("kiln_fmod_int");
-    case BinaryOp::pow:
-      if (fl) return emit(t, false, math1("pow", t, fmt::format("{}, {}", x, y)));
-      return call("kiln_ipow");
-    case BinaryOp::atan2:
-      return emit(t, false, math1("atan2", t, fmt::format("{}, {}", x, y)));
-    case BinaryOp::hypot:
-      return emit(t, false, math1("hypot", t, fmt::format("{}, {}", x, y)));
-    case BinaryOp::maximum:
-      return call("kiln_maximum");
-    case BinaryOp::minimum:
-      return call("kiln_minimum");
-    case BinaryOp::eq:
-      return cmp("==");
-    case BinaryOp::ne:
-      return cmp("!=");
-    case BinaryOp::lt:
-      return cmp("<");
-    case BinaryOp::le:
-      return cmp("<=");
-    case BinaryOp::gt:
-      return cmp(">");
-    case BinaryOp::ge:
-      return cmp(">=");
-    case BinaryOp::logical_and:
-      return emit(kBool, false, fmt::format("((bool){} && (bool){})", x, y));
-    case BinaryOp::logical_or:
-      return emit(kBool, false, fmt::format("((bool){} || (bool){})", x, y));
-    case BinaryOp::logical_xor:
-      return emit(kBool, false, fmt::format("((bool){} != (bool){})", x, y));
-    case BinaryOp::bitwise_and:
-      return t == kBool ? emit(t, false, fmt::format("(bool)({} & {})", x, y)) : arith("&");
-    case BinaryOp::bitwise_or:
-      return t == kBool ? emit(t, false, fmt::format("(bool)({} | {})", x, y)) : arith("|");
-    case BinaryOp::bitwise_xor:
-      return t == kBool ? emit(t, false, fmt::format("(bool)({} ^ {})", x, y)) : arith("^");
-    case BinaryOp::lshift:
-      return call("kiln_lshift");
-    case BinaryOp::rshift:
-      return call("kiln_rshift");
+  std::string args;
+  for (const Val& v : operands) args += (args.empty() ? "" : ", ") + repr(v).expr;
+  return emit(result, false, fmt::format("kiln::prim::{}<{}>({})", p.name, value_type(t), args));
+}
+
+Val CppPrinter::unary(UnaryOp op, Val x) { return primitive_call(lower::primitive(op), {x}); }
+
+Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
+  const ScalarType t = a.dtype;
+  if (op == BinaryOp::truediv && vector_mode() && repr(a).vector && !repr(b).vector &&
+      b.dtype == t && (t == kFloat32 || t == kFloat16 || t == kBFloat16)) {
+    // Note [Division by a loop invariant] (prelude.cpp): the reciprocal once, before the loop (a
+    // scalar value goes to the invariants).
+    const std::string d = repr(b).expr;
+    const Val r = emit(kFloat32, false, fmt::format("1.0f / {}", d));
+    return emit(t, true, fmt::format("kiln_div_invariant({}, {}, {})", vec(a), d, repr(r).expr));
   }
-  return a;
+  return primitive_call(lower::primitive(op), {a, b});
 }
 
 Val CppPrinter::where(Val cond, Val a, Val b) {
@@ -764,7 +533,7 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
         const bool mx = type == ReductionType::max;
         vector_min_max(mx, vacc, x);
         fold_.push_back(nan_lanes(vacc));
-        fold_.push_back(fmt::format("{} = kiln_{}({}, kiln_h{}({}));", acc,
+        fold_.push_back(fmt::format("{} = kiln::prim::{}<float>({}, kiln_h{}({}));", acc,
                                     mx ? "maximum" : "minimum", acc, mx ? "max" : "min", vacc));
         break;
       }
@@ -797,8 +566,8 @@ Val CppPrinter::reduction(ReductionType type, Val value) {
     case ReductionType::min: {
       const bool mx = type == ReductionType::max;
       before_.push_back(fmt::format("{} {} = {};", T, acc, mx ? lowest(t) : highest(t)));
-      body_.push_back(
-          fmt::format("{} = kiln_{}<{}>({}, {});", acc, mx ? "maximum" : "minimum", T, acc, x));
+      body_.push_back(fmt::format("{} = kiln::prim::{}<{}>({}, {});", acc,
+                                  mx ? "maximum" : "minimum", T, acc, x));
       return literal(result, acc);
     }
     case ReductionType::any:

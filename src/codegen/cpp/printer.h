@@ -4,6 +4,7 @@
 // variable at once (Note [Generated vector math] in prelude.cpp).
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -29,7 +30,7 @@ const char* memory_type(ScalarType dtype);
 // An index expression as C++ (int64 arithmetic).
 std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& ranges);
 
-// Kernel-local buffers (Note [Local buffers] in codegen.cpp): indexed with the kernel's outer
+// Kernel-local buffers (Note [Local buffers] in src/sched/memory_plan.cpp): indexed with the kernel's outer
 // loop variables set to 0.
 struct LocalBuffers {
   std::set<std::string> names;
@@ -90,6 +91,7 @@ class CppPrinter : public lower::OpsHandler {
     bool vector = false;
   };
   lower::Val emit(ScalarType dtype, bool vector, const std::string& expr);
+  lower::Val primitive_call(const lower::Primitive& p, std::initializer_list<lower::Val> operands);
   lower::Val load_at_lane_offsets(lower::BufferRef buffer, sym::ExprPtr index);
   lower::Val literal(ScalarType dtype, std::string expr);
   const Repr& repr(lower::Val v) const { return vals_.at(v.id); }

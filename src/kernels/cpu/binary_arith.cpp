@@ -1,12 +1,8 @@
 // Arithmetic binary kernels: add, sub, mul, div (true, floor, trunc), remainder, fmod, pow,
 // maximum, minimum, atan2, hypot.
 //
-// Note [Integer arithmetic without UB]
-// Signed overflow is undefined in C++, so integer add/sub/mul run in an unsigned type at least as
-// wide as int (uint8 * uint8 would otherwise promote to int, and uint16 * uint16 can overflow
-// int) and convert back modulo 2^bits, which C++20 defines. Division checks its divisor for zero
-// before the loop (ValueError, never a SIGFPE) and treats x / -1 as a negation, so INT_MIN / -1
-// wraps to INT_MIN instead of trapping.
+// Integer add/sub/mul wrap (Note [Integer arithmetic without UB] in src/numerics/scalar_ops.inc).
+// Division checks its divisor for zero before the loop (ValueError, never a SIGFPE).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -14,6 +10,7 @@
 #include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/binary_loops.h"
 #include "src/kernels/cpu/copy.h"
+#include "src/numerics/scalar_ops.h"
 
 namespace kiln::cpu {
 
@@ -33,110 +30,9 @@ __int128 Operand::exact_integer() const {
 
 namespace {
 
-// See Note [Integer arithmetic without UB].
-template <typename T>
-using wide_unsigned_t = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-
-template <typename T>
-inline T wrap_add(T x, T y) {
-  using W = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<W>(static_cast<W>(x) + static_cast<W>(y)));
-}
-template <typename T>
-inline T wrap_sub(T x, T y) {
-  using W = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<W>(static_cast<W>(x) - static_cast<W>(y)));
-}
-template <typename T>
-inline T wrap_mul(T x, T y) {
-  using W = wide_unsigned_t<T>;
-  return static_cast<T>(static_cast<W>(static_cast<W>(x) * static_cast<W>(y)));
-}
-
-// Integer quotient rounded toward zero; x / -1 is a wrapping negation (INT_MIN / -1 == INT_MIN).
-template <typename T>
-inline T int_div_trunc(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return wrap_sub(T(0), x);
-  }
-  return static_cast<T>(x / y);
-}
-template <typename T>
-inline T int_div_floor(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return wrap_sub(T(0), x);
-    const T q = static_cast<T>(x / y);
-    const T r = static_cast<T>(x % y);
-    return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(q - 1) : q;
-  } else {
-    return static_cast<T>(x / y);
-  }
-}
-template <typename T>
-inline T int_fmod(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return 0;
-  }
-  return static_cast<T>(x % y);
-}
-template <typename T>
-inline T int_remainder(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return 0;
-    const T r = static_cast<T>(x % y);
-    return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
-  } else {
-    return static_cast<T>(x % y);
-  }
-}
-// Exponentiation by squaring, wrapping modulo 2^bits. A negative exponent gives the integer part
-// of 1/x^|e|: 1 for x == 1, +-1 for x == -1, else 0 (PyTorch's rule for tensor exponents).
-template <typename T>
-inline T int_pow(T x, T e) {
-  if constexpr (std::is_signed_v<T>) {
-    if (e < 0) {
-      if (x == 1) return 1;
-      if (x == -1) return (e & 1) ? T(-1) : T(1);
-      return 0;
-    }
-  }
-  T result = 1;
-  std::make_unsigned_t<T> k = static_cast<std::make_unsigned_t<T>>(e);
-  while (k != 0) {
-    if (k & 1u) result = wrap_mul(result, x);
-    k >>= 1;
-    if (k != 0) x = wrap_mul(x, x);
-  }
-  return result;
-}
-
-template <typename M>
-inline M float_div_floor(M a, M b) {
-  if (b == M(0)) return a / b;
-  const M mod = std::fmod(a, b);
-  M div = (a - mod) / b;
-  if (mod != M(0) && ((b < M(0)) != (mod < M(0)))) div -= M(1);
-  if (div == M(0)) return std::copysign(M(0), a / b);
-  M floordiv = std::floor(div);
-  if (div - floordiv > M(0.5)) floordiv += M(1);
-  return floordiv;
-}
-template <typename M>
-inline M float_remainder(M a, M b) {
-  M mod = std::fmod(a, b);
-  if (mod != M(0) && ((b < M(0)) != (mod < M(0)))) mod += b;
-  return mod;
-}
-template <typename M>
-inline M nan_max(M a, M b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<M>::quiet_NaN();
-  return a > b ? a : b;
-}
-template <typename M>
-inline M nan_min(M a, M b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<M>::quiet_NaN();
-  return a < b ? a : b;
-}
+// The scalar semantics are the primitives' (Note [One definition of a primitive's semantics] in
+// src/numerics/scalar_ops.h); divisors are checked for zero before a loop runs.
+using prim::wrap_add, prim::wrap_mul, prim::wrap_sub;
 
 // Runs a floating op in opmath (float for Half/BFloat16).
 template <typename T, typename F>
@@ -163,11 +59,11 @@ void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const O
     case BinaryOp::Div:
       return float_loop<T>(name, out, a, b, [](M x, M y) { return x / y; });
     case BinaryOp::DivFloor:
-      return float_loop<T>(name, out, a, b, float_div_floor<M>);
+      return float_loop<T>(name, out, a, b, prim::floordiv<M>);
     case BinaryOp::DivTrunc:
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::trunc(x / y); });
     case BinaryOp::Remainder:
-      return float_loop<T>(name, out, a, b, float_remainder<M>);
+      return float_loop<T>(name, out, a, b, prim::remainder<M>);
     case BinaryOp::Fmod:
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::fmod(x, y); });
     case BinaryOp::Pow:
@@ -181,9 +77,9 @@ void float_kernel(std::string_view name, BinaryOp op, const Tensor& out, const O
       }
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::pow(x, y); });
     case BinaryOp::Maximum:
-      return float_loop<T>(name, out, a, b, nan_max<M>);
+      return float_loop<T>(name, out, a, b, prim::maximum<M>);
     case BinaryOp::Minimum:
-      return float_loop<T>(name, out, a, b, nan_min<M>);
+      return float_loop<T>(name, out, a, b, prim::minimum<M>);
     case BinaryOp::Atan2:
       return float_loop<T>(name, out, a, b, [](M x, M y) { return std::atan2(x, y); });
     case BinaryOp::Hypot:
@@ -236,9 +132,9 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
     case BinaryOp::Mul:
       return loop([](T x, T y) { return wrap_mul(x, y); });
     case BinaryOp::Maximum:
-      return loop([](T x, T y) { return x > y ? x : y; });
+      return loop(prim::maximum<T>);
     case BinaryOp::Minimum:
-      return loop([](T x, T y) { return x < y ? x : y; });
+      return loop(prim::minimum<T>);
     case BinaryOp::Pow: {
       KILN_CHECK(
           !(b.is_scalar() && b.scalar().kind() == Scalar::Kind::Int && b.scalar().to_int64() < 0),
@@ -246,7 +142,7 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
           "{}: integers to negative integer powers are not allowed (exponent {}); use a "
           "floating base, e.g. t.to(kiln::kFloat32)",
           name, b.scalar().str());
-      return loop(int_pow<T>);
+      return loop(prim::pow<T>);
     }
     case BinaryOp::DivFloor:
     case BinaryOp::DivTrunc:
@@ -256,10 +152,10 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
                  "{}: integer division by zero (ZeroDivisionError); the divisor of dtype {} has a "
                  "zero element. Divide floating tensors to get inf/nan instead",
                  name, dtype_name(scalar_type_of<T>));
-      if (op == BinaryOp::DivFloor) return loop(int_div_floor<T>);
-      if (op == BinaryOp::DivTrunc) return loop(int_div_trunc<T>);
-      if (op == BinaryOp::Remainder) return loop(int_remainder<T>);
-      return loop(int_fmod<T>);
+      if (op == BinaryOp::DivFloor) return loop(prim::floordiv<T>);
+      if (op == BinaryOp::DivTrunc) return loop(prim::truncdiv<T>);
+      if (op == BinaryOp::Remainder) return loop(prim::remainder<T>);
+      return loop(prim::fmod<T>);
     }
     default:
       break;

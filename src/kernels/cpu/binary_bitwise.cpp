@@ -1,43 +1,12 @@
 // Bitwise, shift and logical kernels.
 //
-// Note [Shifts]
-// C++ leaves shifting by a negative amount or by >= the bit width undefined. Kiln defines it
-// as PyTorch does: a left shift by such an amount gives 0; a right shift gives 0 for
-// non-negative values and -1 for negative signed values (all sign bits). Right shifts are
-// arithmetic for signed dtypes and logical for unsigned ones (uint32 0x80000000 >> 31 == 1).
-// Left shifts run on the unsigned type so shifting bits out of a signed value is not UB.
+// Shifts follow Note [Shifts] in src/numerics/scalar_ops.inc (kiln::prim::lshift, rshift).
 #include <type_traits>
 
 #include "src/kernels/cpu/binary_loops.h"
+#include "src/numerics/scalar_ops.h"
 
 namespace kiln::cpu {
-namespace {
-
-template <typename T>
-inline T shift_left(T x, T s) {
-  constexpr int kBits = static_cast<int>(sizeof(T) * 8);
-  if constexpr (std::is_signed_v<T>) {
-    if (s < 0) return 0;
-  }
-  if (s >= static_cast<T>(kBits)) return 0;
-  using W = std::conditional_t<(sizeof(T) < 4), uint32_t, std::make_unsigned_t<T>>;
-  return static_cast<T>(
-      static_cast<W>(static_cast<W>(static_cast<std::make_unsigned_t<T>>(x)) << s));
-}
-
-template <typename T>
-inline T shift_right(T x, T s) {
-  constexpr int kBits = static_cast<int>(sizeof(T) * 8);
-  if constexpr (std::is_signed_v<T>) {
-    if (s < 0 || s >= static_cast<T>(kBits)) return x < 0 ? T(-1) : T(0);
-    return static_cast<T>(x >> s);  // arithmetic (C++20)
-  } else {
-    if (s >= static_cast<T>(kBits)) return 0;
-    return static_cast<T>(x >> s);
-  }
-}
-
-}  // namespace
 
 void binary_bitwise_kernel(std::string_view name, BinaryOp op, const Tensor& out, const Operand& a,
                            const Operand& b, ScalarType compute) {
@@ -57,8 +26,8 @@ void binary_bitwise_kernel(std::string_view name, BinaryOp op, const Tensor& out
           break;
       }
       if constexpr (!std::is_same_v<T, bool>) {
-        if (op == BinaryOp::LeftShift) return loop(shift_left<T>);
-        if (op == BinaryOp::RightShift) return loop(shift_right<T>);
+        if (op == BinaryOp::LeftShift) return loop(prim::lshift<T>);
+        if (op == BinaryOp::RightShift) return loop(prim::rshift<T>);
       }
       throw DTypeError(fmt::format("{}: not defined for dtype {}", name, dtype_name(compute)));
     }

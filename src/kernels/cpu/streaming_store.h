@@ -13,13 +13,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "src/util/streaming_threshold.h"
+
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
 namespace kiln::cpu {
 
-inline constexpr int64_t kStreamingBytes = int64_t{16} << 20;
+using util::kStreamingBytes;
 
 // Calls compute(begin, end, dst) for blocks of [lo, hi), where dst receives out[begin..end), and
 // writes the blocks to `out` with non-temporal stores where the address allows.

@@ -4,6 +4,7 @@
 // Signed integer negation goes through the unsigned type so INT_MIN wraps to itself instead of
 // overflowing (as PyTorch's two's-complement result); unsigned negation is modular.
 #include "src/kernels/cpu/unary.h"
+#include "src/numerics/scalar_ops.h"
 
 #include <cmath>
 #include <limits>
@@ -35,14 +36,11 @@ T lowest_finite() {
     return std::numeric_limits<T>::lowest();
 }
 
-template <typename T>
-T wrapping_neg(T v) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(U(0) - static_cast<U>(v)));
-  } else {
-    return static_cast<T>(-static_cast<opmath_t<T>>(v));
-  }
+// v through a primitive's scalar function (Note [One definition of a primitive's semantics] in
+// src/numerics/scalar_ops.h), computed in opmath.
+template <typename T, typename F>
+T through(T v, const F& f) {
+  return static_cast<T>(f(static_cast<opmath_t<T>>(v)));
 }
 
 // Applies f (templated on the element type) to every element, out and in of the same dtype.
@@ -84,29 +82,19 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   }
   switch (op) {
     case UnaryOp::Neg:
-      map_same_dtype<dtypes::kNumeric>("neg", out, in,
-                                       []<typename T>(T v) { return wrapping_neg(v); });
+      map_same_dtype<dtypes::kNumeric>("neg", out, in, []<typename T>(T v) {
+        return through(v, [](auto x) { return prim::neg(x); });
+      });
       return;
     case UnaryOp::Abs:
       if (is_unsigned(in.dtype())) return copy_into(out, in);
       map_same_dtype<dtypes::kNumeric>("abs", out, in, []<typename T>(T v) {
-        if constexpr (is_floating_v<T>) {
-          return static_cast<T>(std::fabs(static_cast<opmath_t<T>>(v)));
-        } else {
-          return v < T(0) ? wrapping_neg(v) : v;
-        }
+        return through(v, [](auto x) { return prim::abs(x); });
       });
       return;
     case UnaryOp::Sign:
-      // NaN -> 0, as ATen's sign kernel ((0 < x) - (x < 0)) gives.
       map_same_dtype<dtypes::kAll>("sign", out, in, []<typename T>(T v) {
-        if constexpr (std::is_same_v<T, bool>) {
-          return v;
-        } else {
-          using M = opmath_t<T>;
-          const M x = static_cast<M>(v);
-          return static_cast<T>(static_cast<M>(M(0) < x) - static_cast<M>(x < M(0)));
-        }
+        return through(v, [](auto x) { return prim::sign(x); });
       });
       return;
     case UnaryOp::Relu:
@@ -121,28 +109,21 @@ void unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
       });
       return;
     case UnaryOp::Floor:
-      return rounding("floor", out, in, [](auto x) { return std::floor(x); });
+      return rounding("floor", out, in, [](auto x) { return prim::floor(x); });
     case UnaryOp::Ceil:
-      return rounding("ceil", out, in, [](auto x) { return std::ceil(x); });
+      return rounding("ceil", out, in, [](auto x) { return prim::ceil(x); });
     case UnaryOp::Round:
-      // nearbyint in the default rounding mode rounds halfway cases to even, as torch.round.
-      return rounding("round", out, in, [](auto x) { return std::nearbyint(x); });
+      return rounding("round", out, in, [](auto x) { return prim::round(x); });
     case UnaryOp::Trunc:
-      return rounding("trunc", out, in, [](auto x) { return std::trunc(x); });
+      return rounding("trunc", out, in, [](auto x) { return prim::trunc(x); });
     case UnaryOp::Frac:
       map_same_dtype<dtypes::kFloating>("frac", out, in, []<typename T>(T v) {
-        const opmath_t<T> x = static_cast<opmath_t<T>>(v);
-        return static_cast<T>(x - std::trunc(x));
+        return through(v, [](auto x) { return prim::frac(x); });
       });
       return;
     case UnaryOp::BitwiseNot:
-      map_same_dtype<dtypes::kIntegralAndBool>("bitwise_not", out, in, []<typename T>(T v) {
-        if constexpr (std::is_same_v<T, bool>) {
-          return !v;
-        } else {
-          return static_cast<T>(~v);
-        }
-      });
+      map_same_dtype<dtypes::kIntegralAndBool>(
+          "bitwise_not", out, in, []<typename T>(T v) { return prim::bitwise_not(v); });
       return;
     case UnaryOp::LogicalNot:
       map_to_bool("logical_not", out, in,

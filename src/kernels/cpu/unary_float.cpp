@@ -15,6 +15,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/unary.h"
 #include "src/kernels/cpu/vec_math.h"
+#include "src/numerics/scalar_ops.h"
 
 namespace kiln::cpu {
 namespace {
@@ -49,25 +50,7 @@ constexpr double kGeluKappa = 0.044715;
 
 }  // namespace
 
-double erfinv(double y) {
-  if (std::isnan(y) || y < -1 || y > 1) return std::numeric_limits<double>::quiet_NaN();
-  if (y == 1 || y == -1) return std::copysign(std::numeric_limits<double>::infinity(), y);
-  if (y == 0) return y;
-  const double a = std::fabs(y);
-  // Initial guess: Winitzki's closed form, relative error about 2e-3 over (0, 1).
-  constexpr double kA = 0.147;
-  const double l = std::log1p(-a) + std::log1p(a);  // log(1 - a^2) without cancellation
-  const double t = 2 / (std::numbers::pi * kA) + l / 2;
-  double x = std::sqrt(std::sqrt(t * t - l / kA) - t);
-  // Halley steps on erf(x) = a (cubic convergence: 2e-3 -> 1e-8 -> exact). Above 0.5 the
-  // residual is taken through erfc so it keeps its relative precision as a -> 1.
-  for (int i = 0; i < 3; ++i) {
-    const double r = a <= 0.5 ? std::erf(x) - a : (1 - a) - std::erfc(x);
-    const double u = r / (std::numbers::inv_sqrtpi * 2 * std::exp(-x * x));
-    x -= u / (1 + x * u);
-  }
-  return std::copysign(x, y);
-}
+double erfinv(double y) { return prim::erfinv_double(y); }
 
 void floating_unary_kernel(UnaryOp op, const Tensor& out, const Tensor& in) {
   if (out.numel() == 0) return;

@@ -27,32 +27,16 @@ Val DependencyHandler::to_dtype(Val, ScalarType dtype) {
   return make(dtype);
 }
 
+// The cost class comes from the primitive's row (Note [The primitive table]).
 Val DependencyHandler::unary(UnaryOp op, Val x) {
   ++op_count_;
-  switch (op) {
-    case UnaryOp::neg:
-    case UnaryOp::abs:
-    case UnaryOp::sign:
-    case UnaryOp::floor:
-    case UnaryOp::ceil:
-    case UnaryOp::round:
-    case UnaryOp::trunc:
-    case UnaryOp::frac:
-    case UnaryOp::logical_not:
-    case UnaryOp::bitwise_not:
-    case UnaryOp::isnan:
-    case UnaryOp::isinf:
-    case UnaryOp::isfinite:
-      break;
-    default:
-      ++expensive_;
-  }
+  if (primitive(op).cost == Cost::expensive) ++expensive_;
   return make(produces_bool(op) ? kBool : x.dtype);
 }
 
 Val DependencyHandler::binary(BinaryOp op, Val a, Val) {
   ++op_count_;
-  if (op == BinaryOp::pow || op == BinaryOp::atan2 || op == BinaryOp::hypot) ++expensive_;
+  if (primitive(op).cost == Cost::expensive) ++expensive_;
   return make(produces_bool(op) ? kBool : a.dtype);
 }
 

@@ -9,7 +9,6 @@
 #include <numbers>
 
 #include "kiln/error.h"
-#include "src/kernels/cpu/unary.h"
 #include "src/lower/handlers/loop_symbols.h"
 
 namespace kiln::lower {
@@ -177,30 +176,6 @@ ValueInterval float_unary(UnaryOp op, const ValueInterval& x) {
       if (x.maybe_nan) lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);  // sign(NaN) == 0
       return float_result(lo, hi, false, t);
     }
-    case UnaryOp::exp:
-      return monotone(
-          x, [](double v) { return std::exp(v); }, true);
-    case UnaryOp::exp2:
-      return monotone(
-          x, [](double v) { return std::exp2(v); }, true);
-    case UnaryOp::expm1:
-      return monotone(
-          x, [](double v) { return std::expm1(v); }, true);
-    case UnaryOp::log:
-      return monotone(
-          x, [](double v) { return std::log(v); }, true, 0);
-    case UnaryOp::log2:
-      return monotone(
-          x, [](double v) { return std::log2(v); }, true, 0);
-    case UnaryOp::log10:
-      return monotone(
-          x, [](double v) { return std::log10(v); }, true, 0);
-    case UnaryOp::log1p:
-      return monotone(
-          x, [](double v) { return std::log1p(v); }, true, -1);
-    case UnaryOp::sqrt:
-      return monotone(
-          x, [](double v) { return std::sqrt(v); }, true, 0, kInf, false);
     case UnaryOp::rsqrt: {
       // Decreasing on [0, inf], but rsqrt(-0.0) is -inf.
       ValueInterval r = monotone(
@@ -216,44 +191,8 @@ ValueInterval float_unary(UnaryOp op, const ValueInterval& x) {
       return float_result(-1, 1, x.maybe_nan || has_inf(x), t);
     case UnaryOp::tan:
       return float_result(-kInf, kInf, x.maybe_nan || has_inf(x), t);
-    case UnaryOp::asin:
-      return monotone(
-          x, [](double v) { return std::asin(v); }, true, -1, 1);
-    case UnaryOp::acos:
-      return monotone(
-          x, [](double v) { return std::acos(v); }, false, -1, 1);
-    case UnaryOp::atan:
-      return monotone(
-          x, [](double v) { return std::atan(v); }, true);
-    case UnaryOp::sinh:
-      return monotone(
-          x, [](double v) { return std::sinh(v); }, true);
     case UnaryOp::cosh:
       return float_result(std::cosh(min_abs(x)), std::cosh(max_abs(x)), x.maybe_nan, t, true);
-    case UnaryOp::tanh:
-      return monotone(
-          x, [](double v) { return std::tanh(v); }, true);
-    case UnaryOp::erf:
-      return monotone(
-          x, [](double v) { return std::erf(v); }, true);
-    case UnaryOp::erfinv:
-      return monotone(
-          x, [](double v) { return cpu::erfinv(v); }, true, -1, 1);
-    case UnaryOp::sigmoid:
-      return monotone(
-          x, [](double v) { return 1 / (1 + std::exp(-v)); }, true);
-    case UnaryOp::floor:
-      return monotone(
-          x, [](double v) { return std::floor(v); }, true, -kInf, kInf, false);
-    case UnaryOp::ceil:
-      return monotone(
-          x, [](double v) { return std::ceil(v); }, true, -kInf, kInf, false);
-    case UnaryOp::round:
-      return monotone(
-          x, [](double v) { return std::nearbyint(v); }, true, -kInf, kInf, false);
-    case UnaryOp::trunc:
-      return monotone(
-          x, [](double v) { return std::trunc(v); }, true, -kInf, kInf, false);
     case UnaryOp::frac: {
       // x - trunc(x) has x's sign, magnitude below 1 and at most |x|.
       const double lo = x.lo >= 0 ? 0 : std::max(x.lo, -1.0),
@@ -654,6 +593,13 @@ std::string ValueInterval::to_string() const {
 // ---- interval rules ----------------------------------------------------------------------------
 
 ValueInterval range_unary(UnaryOp op, const ValueInterval& x) {
+  // The primitive's row says when no rule below is needed (Note [The primitive table]).
+  const RangeRule& rule = primitive(op).range;
+  if (rule.kind == RangeKind::unknown)
+    return ValueInterval::full(produces_bool(op) ? kBool : x.dtype);
+  if (!x.is_integral() && rule.kind != RangeKind::rule)
+    return monotone(x, rule.f, rule.kind == RangeKind::increasing, rule.domain_lo, rule.domain_hi,
+                    !rule.correctly_rounded);
   switch (op) {
     case UnaryOp::logical_not:
       return bool_result(x.may_be_nonzero(), x.may_be_zero());
@@ -676,6 +622,8 @@ ValueInterval range_binary(BinaryOp op, const ValueInterval& a, const ValueInter
       a.dtype == b.dtype, ValueError,
       "lower value ranges: {} got operands of dtypes {} and {}; loop-IR operands share one dtype",
       name_of(op), dtype_name(a.dtype), dtype_name(b.dtype));
+  if (primitive(op).range.kind == RangeKind::unknown)
+    return ValueInterval::full(produces_bool(op) ? kBool : a.dtype);
   switch (op) {
     case BinaryOp::logical_and:
     case BinaryOp::logical_or:
