@@ -30,8 +30,8 @@ const char* memory_type(ScalarType dtype);
 // An index expression as C++ (int64 arithmetic).
 std::string cpp_expr(sym::ExprPtr e, const lower::VarRanges& ranges);
 
-// Kernel-local buffers (Note [Local buffers] in src/sched/memory_plan.cpp): indexed with the kernel's outer
-// loop variables set to 0.
+// Kernel-local buffers (Note [Local buffers] in src/sched/memory_plan.cpp): indexed with the
+// kernel's outer loop variables set to 0.
 struct LocalBuffers {
   std::set<std::string> names;
   std::vector<sym::ExprPtr> outer_vars;
