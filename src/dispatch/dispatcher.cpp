@@ -221,6 +221,31 @@ Stack call(OpId id, Stack& args) {
   return outputs;
 }
 
+std::vector<Tensor> call_for_tensors(OpId id, Stack& args) {
+  Stack out = call(id, args);
+  std::vector<Tensor> tensors;
+  for (IValue& v : out) {
+    if (v.is_tensor_list()) {
+      for (const Tensor& t : v.tensor_list()) tensors.push_back(t);
+    } else if (v.is_tensor()) {
+      tensors.push_back(std::move(v.tensor()));
+    } else {
+      tensors.emplace_back();
+    }
+  }
+  return tensors;
+}
+
+void rethrow_with_context(const Error& e, std::string_view context) {
+  const std::string message = std::string(context) + e.what();
+  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(message);
+  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(message);
+  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
+  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
+  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
+  throw Error(message);
+}
+
 ExcludeKeysGuard::ExcludeKeysGuard(DispatchKeySet keys) : saved_(local_keys().excluded) {
   local_keys().excluded = saved_ | keys;
 }

@@ -48,6 +48,16 @@ namespace dispatch {
 
 // Boxed entry: runs op `id` on `args`, returns its outputs.
 Stack call(OpId id, Stack& args);
+
+// Note [Running a recorded op]
+// A recorded call (a graph node the interpreter runs, an extern call of a compiled program) runs
+// its op one way: the boxed arguments through the dispatcher (so autograd records when grad mode
+// asks, as it did when the call was recorded), and a Tensor[] result counts as one output per
+// element (a non-tensor result is an undefined tensor). An error from the op is rethrown as the
+// same kind with the call named in front, so that a user sees which node failed.
+std::vector<Tensor> call_for_tensors(OpId id, Stack& args);
+// Rethrows `e` as the same kiln::Error kind with `context` in front of its message.
+[[noreturn]] void rethrow_with_context(const Error& e, std::string_view context);
 // Continues dispatch of `op` on `keys` (a handler passes its key set with its own key removed).
 void redispatch(const OpDef& op, Stack& args, Stack& outputs, DispatchKeySet keys);
 // Handler used for `key` when an op has none of its own (e.g. the autograd engine's).

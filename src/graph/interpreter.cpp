@@ -43,17 +43,6 @@ std::string shape_text(IntArrayRef sizes) {
   return out + "]";
 }
 
-// Rethrows `e` as the same kiln::Error kind with `context` in front of its message.
-[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
-  const std::string message = context + e.what();
-  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(message);
-  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(message);
-  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
-  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
-  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
-  throw Error(message);
-}
-
 void bind_input(const Value* placeholder, const Tensor& input, SymBindings& symbols) {
   const std::string& source = placeholder->producer()->source();
   const TensorMeta& meta = placeholder->meta();
@@ -133,21 +122,6 @@ Stack box_arguments(const Node& node, const Env& env, const SymBindings* symbols
   return stack;
 }
 
-// The tensors of an op's outputs: a Tensor[] result counts as one output per element.
-std::vector<Tensor> flatten_outputs(Stack& out) {
-  std::vector<Tensor> tensors;
-  for (IValue& v : out) {
-    if (v.is_tensor_list()) {
-      for (const Tensor& t : v.tensor_list()) tensors.push_back(t);
-    } else if (v.is_tensor()) {
-      tensors.push_back(std::move(v.tensor()));
-    } else {
-      tensors.emplace_back();
-    }
-  }
-  return tensors;
-}
-
 }  // namespace
 
 namespace {
@@ -176,10 +150,9 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
       std::optional<ScopedGradMode> grad_mode;  // Note [Grad mode of a node]
       if (node->grad_mode() != Node::GradMode::Inherit)
         grad_mode.emplace(node->grad_mode() == Node::GradMode::Enabled);
-      Stack out = dispatch::call(node->op(), args);
-      results = flatten_outputs(out);
+      results = dispatch::call_for_tensors(node->op(), args);  // Note [Running a recorded op]
     } catch (const Error& e) {
-      rethrow_with_context(e, context());
+      dispatch::rethrow_with_context(e, context());
     }
     KILN_CHECK(results.size() == node->outputs().size(), ValueError,
                "{}the op returned {} tensors but the node has {} outputs", context(),
@@ -198,7 +171,7 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
     try {
       outputs.push_back(lookup(env, v));
     } catch (const Error& e) {
-      rethrow_with_context(e, "interpret: return: ");
+      dispatch::rethrow_with_context(e, "interpret: return: ");
     }
   }
   return outputs;

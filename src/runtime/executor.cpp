@@ -503,30 +503,10 @@ std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgP
       }
     }
   }
-  Stack out = dispatch::call(call.op_id, stack);
-  std::vector<Tensor> results;
-  for (IValue& v : out) {
-    if (v.is_tensor_list()) {
-      for (const Tensor& t : v.tensor_list()) results.push_back(t);
-    } else if (v.is_tensor()) {
-      results.push_back(std::move(v.tensor()));
-    } else {
-      results.emplace_back();
-    }
-  }
-  return results;
+  return dispatch::call_for_tensors(call.op_id, stack);  // Note [Running a recorded op]
 }
 
-// Rethrows `e` as the same kiln::Error kind with `context` in front of its message.
-[[noreturn]] void rethrow_with_context(const Error& e, const std::string& context) {
-  const std::string message = context + e.what();
-  if (dynamic_cast<const ShapeError*>(&e)) throw ShapeError(message);
-  if (dynamic_cast<const DTypeError*>(&e)) throw DTypeError(message);
-  if (dynamic_cast<const IndexError*>(&e)) throw IndexError(message);
-  if (dynamic_cast<const ValueError*>(&e)) throw ValueError(message);
-  if (dynamic_cast<const NotImplementedError*>(&e)) throw NotImplementedError(message);
-  throw Error(message);
-}
+using dispatch::rethrow_with_context;
 
 }  // namespace
 
