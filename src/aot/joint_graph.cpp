@@ -11,6 +11,7 @@
 #include "src/core/shape.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/meta_inference.h"
+#include "src/graph/recorder.h"
 #include "src/sym/shape_env.h"
 
 namespace kiln::aot {
@@ -67,43 +68,18 @@ class Recorder {
     return value_of(t, reader);
   }
 
+  // Note [Recording an op into a graph]; the arguments are fakes already.
   void handle(const OpDef& op, Stack& args, Stack& outputs) {
-    std::vector<graph::Arg> gargs;
-    gargs.reserve(args.size());
-    Stack meta_args = args;
-    for (size_t i = 0; i < args.size(); ++i) {
-      const IValue& v = args[i];
-      if (v.is_tensor() && v.tensor().defined()) {
-        gargs.push_back(graph::Arg::value(input_value(v.tensor(), op.name)));
-      } else if (v.is_tensor()) {
-        gargs.push_back(graph::Arg::constant(IValue()));
-      } else if (v.is_tensor_list()) {
-        std::vector<graph::Value*> values;
-        for (const Tensor& t : v.tensor_list())
-          values.push_back(t.defined() ? input_value(t, op.name) : nullptr);
-        gargs.push_back(graph::Arg::list(std::move(values)));
-      } else if (v.is_device()) {
-        // Factories run on Meta here and on CPU when the graph runs.
-        meta_args[i] = IValue(Device::Meta);
-        gargs.push_back(graph::Arg::constant(IValue(Device::CPU)));
-      } else {
-        gargs.push_back(graph::Arg::constant(v));
+    struct Client : graph::RecordingClient {
+      Recorder& recorder;
+      explicit Client(Recorder& r) : recorder(r) {}
+      graph::Value* value_of(const Tensor& t, std::string_view op) override {
+        return recorder.input_value(t, op);
       }
-    }
-    {
-      dispatch::ExcludeKeysGuard exclude({DispatchKey::Trace, DispatchKey::Autograd,
-                                          DispatchKey::Vmap, DispatchKey::Subclass,
-                                          DispatchKey::Record});
-      dispatch::redispatch(op, meta_args, outputs, DispatchKeySet(DispatchKey::Meta));
-    }
-    std::vector<graph::TensorMeta> metas;
-    for (const IValue& out : outputs) {
-      KILN_CHECK(out.is_tensor() && out.tensor().defined(), NotImplementedError,
-                 "AOT autograd: op {} returns a {}; only ops returning tensors can be recorded yet",
-                 op.name, out.type_name());
-      metas.push_back(graph::TensorMeta::of(out.tensor()));
-    }
-    std::vector<graph::Value*> values = graph_.add_call(op.id, std::move(gargs), metas);
+      graph::Graph& graph() override { return recorder.graph_; }
+    } client(*this);
+    std::vector<graph::Value*> values =
+        graph::record_call(op, args, outputs, client, "AOT autograd");
     if (!GradMode::is_enabled() && !values.empty())
       values[0]->producer()->set_grad_mode(graph::Node::GradMode::Disabled);
     for (size_t j = 0; j < outputs.size(); ++j) bind(outputs[j].tensor(), values[j]);

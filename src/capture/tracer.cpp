@@ -14,6 +14,7 @@
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/graph.h"
+#include "src/graph/recorder.h"
 
 namespace kiln::capture {
 namespace {
@@ -396,66 +397,19 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
 }
 
 void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
-  // Map every tensor first: real tensors get their fake twins, so the meta function below never
-  // sees (or bumps the version of) a real tensor.
-  Stack fake_args = args;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const IValue& v = args[i];
-    if (v.is_tensor() && v.tensor().defined()) {
-      value_of(v.tensor());
-      fake_args[i] = fake_of(v.tensor());
-    } else if (v.is_tensor_list()) {
-      // A Tensor?[] list (index's indices) holds undefined tensors for None, Slice and Ellipsis.
-      std::vector<Tensor> fakes;
-      for (const Tensor& t : v.tensor_list()) {
-        if (!t.defined()) {
-          fakes.emplace_back();
-          continue;
-        }
-        value_of(t);
-        fakes.push_back(fake_of(t));
-      }
-      fake_args[i] = IValue(std::move(fakes));
+  // Note [Recording an op into a graph]: real tensors get their fake twins, so the meta function
+  // never sees (or bumps the version of) a real tensor; the node goes into the current segment.
+  struct Client : graph::RecordingClient {
+    Tracer& tracer;
+    explicit Client(Tracer& t) : tracer(t) {}
+    graph::Value* value_of(const Tensor& t, std::string_view) override {
+      return tracer.value_of(t);
     }
-  }
-  if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
-      args[op.device_arg].is_device())
-    fake_args[op.device_arg] = IValue(Device::Meta);
-  {
-    dispatch::ExcludeKeysGuard exclude({DispatchKey::Trace, DispatchKey::Autograd,
-                                        DispatchKey::Vmap, DispatchKey::Subclass,
-                                        DispatchKey::Record});
-    dispatch::redispatch(op, fake_args, outputs, DispatchKeySet(DispatchKey::Meta));
-  }
-  // The arguments' values, looked up after the meta function: a data-dependent condition in it
-  // may have started a new segment (Note [Trace tree]).
-  std::vector<graph::Arg> gargs;
-  gargs.reserve(args.size());
-  for (const IValue& v : args) {
-    if (v.is_tensor() && v.tensor().defined()) {
-      gargs.push_back(graph::Arg::value(value_of(v.tensor())));
-    } else if (v.is_tensor()) {
-      gargs.push_back(graph::Arg::constant(IValue()));
-    } else if (v.is_tensor_list()) {
-      std::vector<graph::Value*> values;
-      for (const Tensor& t : v.tensor_list()) values.push_back(t.defined() ? value_of(t) : nullptr);
-      gargs.push_back(graph::Arg::list(std::move(values)));
-    } else if (v.is_device() && v.device() == Device::Meta) {
-      // Fake tensors live on Meta, so code that asks a fake for its device (zeros_like,
-      // new tensors "on the input's device") passes Meta; the real inputs are on CPU.
-      gargs.push_back(graph::Arg::constant(IValue(Device::CPU)));
-    } else {
-      gargs.push_back(graph::Arg::constant(v));
-    }
-  }
-  std::vector<graph::TensorMeta> metas;
-  for (const IValue& out : outputs) {
-    KILN_CHECK(out.is_tensor() && out.tensor().defined(), NotImplementedError,
-               "compile: op {} returns a {}; only ops returning tensors can be traced yet", op.name,
-               out.type_name());
-    metas.push_back(meta_of(out.tensor()));
-  }
-  std::vector<graph::Value*> values = seg_->graph.add_call(op.id, std::move(gargs), metas);
+    Tensor meta_twin(const Tensor& t) override { return tracer.fake_of(t); }
+    graph::TensorMeta meta_of_output(const Tensor& out) override { return tracer.meta_of(out); }
+    graph::Graph& graph() override { return tracer.seg_->graph; }
+  } client(*this);
+  std::vector<graph::Value*> values = graph::record_call(op, args, outputs, client, "compile");
   // Note [Grad mode of a node]: a mode other than the one the call started in (the entry guard)
   // is recorded on the node, so a NoGradGuard inside the function holds when the graph runs.
   if (GradMode::is_enabled() != *result_.guards.grad_mode && !values.empty())
