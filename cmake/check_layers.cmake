@@ -16,31 +16,13 @@
 #                                          codegen, so that a packaged model runs with no compiler
 #   pipeline                               the composition root: may include everything
 #
+# The layers and what each may use are cmake/layers.cmake's lists, which also declare each
+# layer's object library (CMakeLists.txt).
+#
 # Usage: cmake -DROOT=<directory holding src/ and include/> -P check_layers.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(low util numerics sym core trace dispatch)
-set(allowed_util "")
-set(allowed_numerics "")
-set(allowed_sym util numerics)
-set(allowed_core util numerics sym)
-set(allowed_trace util numerics sym core)
-set(allowed_dispatch util numerics sym core trace)
-set(allowed_kernels util numerics sym core)
-set(allowed_ops ${low} kernels)
-set(allowed_autograd ${low} kernels ops)
-set(allowed_nn ${low} kernels ops autograd)
-set(allowed_optim ${low} kernels ops autograd nn)
-set(allowed_data ${low} kernels ops autograd)
-set(allowed_io ${low} kernels ops autograd nn optim)
-set(allowed_graph ${low})
-set(allowed_capture ${low} kernels ops autograd graph)
-set(allowed_aot ${low} kernels ops autograd graph capture)
-set(allowed_lower ${low} ops graph)
-set(allowed_sched ${low} graph lower)
-set(allowed_runtime ${low} kernels ops autograd graph)
-set(allowed_codegen ${low} graph lower sched runtime)
-set(allowed_pipeline ${low} kernels ops autograd graph capture aot lower sched runtime codegen)
+include(${CMAKE_CURRENT_LIST_DIR}/layers.cmake)
 
 # Known back-edges, file by file, each to be removed (ARCHITECTURE.md, "Known debts"). A new one
 # is not added here: move the shared code down instead. (None remain.)
@@ -62,20 +44,20 @@ foreach(file IN LISTS files)
   endif()
   string(REGEX MATCH "^src/([^/]+)/" _ "${file}")
   set(layer "${CMAKE_MATCH_1}")
-  if(NOT DEFINED allowed_${layer})
+  if(NOT DEFINED KILN_LAYER_USES_${layer})
     list(APPEND violations "${file}: src/${layer} is no layer of cmake/check_layers.cmake; add it")
     continue()
   endif()
   foreach(line IN LISTS includes)
     string(REGEX MATCH "^#include \"src/([^/\"]+)/" _ "${line}")
     set(target "${CMAKE_MATCH_1}")
-    if(target STREQUAL layer OR target IN_LIST allowed_${layer})
+    if(target STREQUAL layer OR target IN_LIST KILN_LAYER_USES_${layer})
       continue()
     endif()
     if("${file} -> ${target}" IN_LIST exceptions)
       continue()
     endif()
-    list(JOIN allowed_${layer} ", " may_use)
+    list(JOIN KILN_LAYER_USES_${layer} ", " may_use)
     list(APPEND violations
          "${file}: src/${layer} may not include src/${target} (${line}); src/${layer} may use: ${may_use}")
   endforeach()
