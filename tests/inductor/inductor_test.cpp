@@ -196,6 +196,26 @@ TEST(Inductor, CatAndFactories) {
   expect_equal(f(x, y), fn(x, y));
 }
 
+// Note [Casts the value ranges prove]: casts the ranges prove print as plain conversions, the
+// others keep Kiln's semantics (NaN -> 0, wrapping); both must give eager's values.
+TEST(Inductor, FloatToIntCastsMatchEagerWhetherOrNotTheRangesProveThem) {
+  auto fn = [](const Tensor& x, const Tensor& f) {
+    const Tensor proven = arange(-3.5, 4.5, 0.75, TensorOptions(kFloat32)).to(kInt32);
+    const Tensor wrapping = arange(100.5, 1300.5, 100.0, TensorOptions(kFloat32)).to(kInt8);
+    return std::make_tuple(proven + x.narrow(0, 0, 11), wrapping.to(kInt32) + x,
+                           f.to(kInt16) + x.narrow(0, 0, 5).to(kInt16));
+  };
+  auto compiled = compile(fn, inductor());
+  const Tensor x = arange(11, TensorOptions(kInt32)).to(kInt32) * 3 - 5;
+  Tensor x2 = cat({x, x.narrow(0, 0, 1)}, 0);
+  const Tensor f = kiln::tensor({NAN, 1e10f, -2.7f, 40000.5f, 0.5f}, kFloat32);
+  auto [a, b, c] = compiled(x2, f);
+  auto [ea, eb, ec] = fn(x2, f);
+  expect_equal(a, ea);
+  expect_equal(b, eb);
+  expect_equal(c, ec);
+}
+
 TEST(Inductor, ACompilerFailureIsACompileErrorNamingTheFile) {
   const char* old = std::getenv("KILN_CXX");
   ::setenv("KILN_CXX", "false", 1);

@@ -11,6 +11,7 @@
 #include "src/graph/graph.h"
 #include "src/lower/graph_lowering.h"
 #include "src/lower/handlers/dependency_handler.h"
+#include "src/lower/handlers/value_range_handler.h"
 #include "src/lower/index_simplify.h"
 #include "src/sched/scheduler.h"
 
@@ -434,6 +435,54 @@ return (%8)
     }
   }
   EXPECT_LT(slots.size(), static_cast<size_t>(intermediates)) << sched::to_string(l.schedule);
+}
+
+// Note [Casts the value ranges prove]: arange(0.5, 8.5) is never NaN and always in int32's range,
+// so its conversion is a plain C++ cast; a loaded float may be NaN or huge, so its conversion
+// keeps Kiln's total semantics (kiln_f2i). Both compute the eager values.
+TEST(Lowering, ValueRangesDecideWhichFloatToIntCastsNeedKilnSemantics) {
+  Lowered proven = lower_text(R"(
+%0 : i32[8] = placeholder("x")
+%1 : f32[8] = arange(0.5, 8.5, 1.0, float32, cpu)
+%2 : i32[8] = _to_copy(%1, int32)
+%3 : i32[8] = add(%2, %0)
+return (%3)
+)");
+  EXPECT_EQ(proven.code.kernels.find("kiln_f2i"), std::string::npos) << proven.code.kernels;
+  EXPECT_NE(proven.code.kernels.find("(int32_t)("), std::string::npos) << proven.code.kernels;
+  Lowered unproven = lower_text(R"(
+%0 : f32[8] = placeholder("x")
+%1 : i32[8] = _to_copy(%0, int32)
+return (%1)
+)");
+  EXPECT_NE(unproven.code.kernels.find("kiln_f2i<int32_t>"), std::string::npos)
+      << unproven.code.kernels;
+  // A range past int8's: the wrap must stay Kiln's (kiln_f2i), not the UB of a C++ conversion.
+  Lowered wide = lower_text(R"(
+%0 : i8[8] = placeholder("x")
+%1 : f32[8] = arange(100.5, 900.5, 100.0, float32, cpu)
+%2 : i8[8] = _to_copy(%1, int8)
+%3 : i8[8] = add(%2, %0)
+return (%3)
+)");
+  EXPECT_NE(wide.code.kernels.find("kiln_f2i<int8_t>"), std::string::npos) << wide.code.kernels;
+}
+
+TEST(LowerValueRange, FloatToIntCastsInRange) {
+  using lower::ValueInterval;
+  EXPECT_TRUE(
+      lower::float_cast_in_range(ValueInterval::between_float(-128.9, 127.9, kFloat32), kInt8));
+  EXPECT_FALSE(
+      lower::float_cast_in_range(ValueInterval::between_float(-129.0, 0, kFloat32), kInt8));
+  EXPECT_FALSE(
+      lower::float_cast_in_range(ValueInterval::between_float(0, 1, kFloat32, true), kInt8));
+  EXPECT_TRUE(
+      lower::float_cast_in_range(ValueInterval::between_float(-0.9, 1e19, kFloat64), kUInt64));
+  EXPECT_FALSE(
+      lower::float_cast_in_range(ValueInterval::between_float(-1.0, 1, kFloat64), kUInt64));
+  EXPECT_FALSE(
+      lower::float_cast_in_range(ValueInterval::between_float(0, 9.3e18, kFloat64), kInt64));
+  EXPECT_FALSE(lower::float_cast_in_range(ValueInterval::between_float(0, 1, kFloat32), kBool));
 }
 
 TEST(IndexSimplify, ReshapeRoundTripsToTheFlatIndex) {

@@ -1,5 +1,7 @@
 #include "src/codegen/cpp/codegen.h"
 
+#include "src/lower/handlers/value_range_handler.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,12 +63,34 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
                        ExprPtr vector_var, const std::string& rlinear,
                        const std::map<std::string, std::string>& streaming,
                        const LocalBuffers& local, bool masked_tail = false) {
+  // Note [Casts the value ranges prove] (printer.h): the body's value ranges first, over its loops.
+  std::vector<lower::ValueRangeHandler::CastVerdict> proven_casts;
+  {
+    lower::ValueRangeHandler value_ranges({});
+    for (const auto& [var, size] : ranges) value_ranges.set_loop_range(var, size);
+    try {
+      node.run_body(value_ranges, index_vars, rvars);
+      proven_casts = value_ranges.casts();
+    } catch (const std::exception&) {
+      proven_casts.clear();  // no proof: every cast keeps Kiln's total semantics
+    }
+  }
   PrintedNode p{CppPrinter(prefix, ranges, nullptr), std::nullopt, std::nullopt};
+  p.scalar.set_proven_casts(proven_casts);
   p.scalar.set_reduction_linear_index(rlinear);
   p.scalar.set_local_buffers(local);
   node.run_body(p.scalar, index_vars, rvars);
+  if (!proven_casts.empty() && p.scalar.casts_seen() != proven_casts.size()) {
+    // The two runs of the body diverged: print it again with no cast proven.
+    proven_casts.clear();
+    p.scalar = CppPrinter(prefix, ranges, nullptr);
+    p.scalar.set_reduction_linear_index(rlinear);
+    p.scalar.set_local_buffers(local);
+    node.run_body(p.scalar, index_vars, rvars);
+  }
   if (vector_var != nullptr) {
     CppPrinter v(prefix, ranges, vector_var);
+    v.set_proven_casts(proven_casts);
     v.set_reduction_linear_index(rlinear);
     v.set_streaming(streaming);
     v.set_local_buffers(local);
@@ -80,6 +104,7 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
     // The same body with masked loads and stores: its values are numbered as the vector
     // body's, so it uses the invariants that body hoisted.
     CppPrinter m(prefix, ranges, vector_var);
+    m.set_proven_casts(proven_casts);
     m.set_reduction_linear_index(rlinear);
     m.set_local_buffers(local);
     m.set_masked_tail(true);

@@ -312,7 +312,15 @@ Val CppPrinter::constant_float(double f, ScalarType dtype) {
 }
 
 Val CppPrinter::to_dtype(Val x, ScalarType to) {
+  // Note [Casts the value ranges prove]: the value-range handler ran this body first and saw the
+  // same to_dtype calls in the same order.
   const ScalarType from = x.dtype;
+  bool proven_in_range = false;
+  if (casts_seen_ < proven_casts_.size()) {
+    const auto& verdict = proven_casts_[casts_seen_];
+    proven_in_range = verdict.in_range && verdict.from == from && verdict.to == to;
+  }
+  ++casts_seen_;
   if (from == to) return x;
   const Repr& r = repr(x);
   if (r.vector) {
@@ -332,7 +340,8 @@ Val CppPrinter::to_dtype(Val x, ScalarType to) {
   if (to == kFloat16) return emit(to, false, fmt::format("kiln_round_h((float)({}))", s));
   if (to == kBFloat16) return emit(to, false, fmt::format("kiln_round_bf((float)({}))", s));
   if (is_floating(to)) return emit(to, false, fmt::format("({})({})", value_type(to), s));
-  if (from_float) return emit(to, false, fmt::format("kiln_f2i<{}>({})", value_type(to), s));
+  if (from_float && !proven_in_range)
+    return emit(to, false, fmt::format("kiln_f2i<{}>({})", value_type(to), s));
   return emit(to, false, fmt::format("({})({})", value_type(to), s));
 }
 

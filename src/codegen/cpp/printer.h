@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/lower/handlers/value_range_handler.h"
 #include "src/lower/index_simplify.h"
 #include "src/lower/ops_handler.h"
 
@@ -84,6 +85,19 @@ class CppPrinter : public lower::OpsHandler {
   // Note [Masked vector tails] in codegen.cpp: vector loads and stores touch only the first
   // `kiln_rem` lanes (a variable the emitter declares).
   void set_masked_tail(bool on) { masked_tail_ = on; }
+  // Note [Casts the value ranges prove]
+  // A float -> integer conversion prints as kiln_f2i, whose branches give Kiln's total semantics
+  // (NaN -> 0, out of range wraps through int64; Note [Casting to integers] in src/core/cast.h).
+  // Where the value ranges of the body (lower::ValueRangeHandler, run over the same body with
+  // the kernel's loop ranges) prove the operand is never NaN and always truncates into the
+  // target's range, both semantics agree and it prints as a plain C++ conversion (one cvttss2si,
+  // vectorizable). `verdicts[k]` is the handler's verdict on the body's k-th to_dtype call; one
+  // whose dtypes differ from the printer's k-th call (the two runs diverged) proves nothing, and
+  // casts_seen() lets the caller check that both saw as many.
+  void set_proven_casts(std::vector<lower::ValueRangeHandler::CastVerdict> verdicts) {
+    proven_casts_ = std::move(verdicts);
+  }
+  size_t casts_seen() const { return casts_seen_; }
 
  private:
   struct Repr {
@@ -116,6 +130,8 @@ class CppPrinter : public lower::OpsHandler {
   sym::ExprPtr address(std::string_view buffer, sym::ExprPtr index) const;
   bool lane_reduction_ = false;
   bool masked_tail_ = false;
+  std::vector<lower::ValueRangeHandler::CastVerdict> proven_casts_;
+  size_t casts_seen_ = 0;
   int reductions_ = 0;
   size_t body_mark_ = 0;  // body_ statements after this one follow the last reduction
   size_t invariant_mark_ = 0;

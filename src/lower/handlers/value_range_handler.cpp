@@ -770,7 +770,17 @@ Val ValueRangeHandler::constant_float(double f, ScalarType dtype) {
 }
 
 Val ValueRangeHandler::to_dtype(Val x, ScalarType dtype) {
+  casts_.push_back({x.dtype, dtype, float_cast_in_range(range(x), dtype)});
   return push(range_cast(range(x), dtype));
+}
+
+// A C++ conversion of a floating value to an integer type is defined when the truncated value is
+// representable: trunc(v) in [min, max], i.e. v in (min - 1, max + 1), and v is not NaN.
+bool float_cast_in_range(const ValueInterval& x, ScalarType dtype) {
+  if (x.is_integral() || is_floating(dtype) || dtype == kBool || x.maybe_nan) return false;
+  const double below = static_cast<double>(dtype_min(dtype)) - 1,
+               above = static_cast<double>(dtype_max(dtype)) + 1;
+  return x.lo > below && x.hi < above;
 }
 Val ValueRangeHandler::unary(UnaryOp op, Val x) { return push(range_unary(op, range(x))); }
 Val ValueRangeHandler::binary(BinaryOp op, Val a, Val b) {

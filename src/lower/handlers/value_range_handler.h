@@ -1,7 +1,8 @@
 // Value-range analysis of loop bodies: each Val gets an interval that holds every value it can
-// take over the iteration space, computed by interval arithmetic over the body. Codegen uses it to
-// prove an index fits in int32, that a value is non-negative (x // 8 as a shift, a skipped
-// clamp), and so on.
+// take over the iteration space, computed by interval arithmetic over the body. Codegen runs it
+// over every body it prints, to print a float -> integer conversion the ranges prove safe as a
+// plain C++ conversion (Note [Casts the value ranges prove] in src/codegen/cpp/printer.h); the
+// primitive table's monotone rows need no rule here (Note [The primitive table]).
 //
 // Note [Sound value ranges]
 // An interval must contain every value the eager semantics (element.h) can produce, so it errs
@@ -76,6 +77,15 @@ class ValueRangeHandler final : public OpsHandler {
   const BufferRanges& stored() const { return stored_; }
   // The range of an index expression over the loop and symbol ranges.
   sym::ValueRange index_range(sym::ExprPtr e) const;
+  // For every to_dtype call, in call order: its dtypes and whether it converts a floating value
+  // that is never NaN and always truncates into the integer target's range
+  // (float_cast_in_range). The C++ printer, running the same body, prints those as plain
+  // conversions (Note [Casts the value ranges prove] in src/codegen/cpp/printer.h).
+  struct CastVerdict {
+    ScalarType from, to;
+    bool in_range;
+  };
+  const std::vector<CastVerdict>& casts() const { return casts_; }
 
   Val load(BufferRef buffer, sym::ExprPtr index) override;
   void store(BufferRef buffer, sym::ExprPtr index, Val value) override;
@@ -98,6 +108,7 @@ class ValueRangeHandler final : public OpsHandler {
   sym::ValueRange reduction_numel_ = sym::ValueRange::at_least(0);
   std::vector<ValueInterval> values_;
   BufferRanges stored_;
+  std::vector<CastVerdict> casts_;
 };
 
 // Interval arithmetic on single intervals (the handler's rules, exposed for tests and codegen).
@@ -105,6 +116,9 @@ ValueInterval range_unary(UnaryOp op, const ValueInterval& x);
 ValueInterval range_binary(BinaryOp op, const ValueInterval& a, const ValueInterval& b);
 ValueInterval range_cast(const ValueInterval& x, ScalarType dtype);
 ValueInterval range_union(const ValueInterval& a, const ValueInterval& b);
+// Whether converting every value of `x` (floating) to integer `dtype` is a plain C++ conversion:
+// no NaN, and every value truncates into dtype's range.
+bool float_cast_in_range(const ValueInterval& x, ScalarType dtype);
 
 // The range of a pointwise body's value over its iteration space: loop variables i0, i1, ... in
 // [0, ranges[d] - 1].
