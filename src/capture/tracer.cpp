@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <unordered_set>
 
 #include "kiln/autograd.h"
 #include "src/capture/replacements.h"
@@ -456,9 +457,9 @@ void Tracer::graph_break_error(const std::string& reason, const std::source_loca
 // Eager code runs every op, so an integer division by zero or an index out of bounds raises even
 // when the result is never used. A graph computes only what its outputs need, and would skip
 // such an op silently. So the result of an op that checks its values (integer division and
-// remainder, ops that read or write at tensor indices) becomes an output of its segment even when
-// nothing reads it: the graph computes it, and the check runs (Note [Runtime errors in
-// generated code]).
+// remainder, ops that read or write at tensor indices) becomes an output of its segment when no
+// other output depends on it (nothing reads it, or only ops that are dead themselves): the graph
+// computes it, and the check runs (Note [Runtime errors in generated code]).
 bool raises_on_values(const graph::Node& node) {
   const std::string& name = node.op_def().name;
   const std::string base = name.substr(0, name.find('.'));
@@ -471,6 +472,41 @@ bool raises_on_values(const graph::Node& node) {
   for (const char* prefix : {"index", "gather", "scatter", "take", "embedding"})
     if (base.starts_with(prefix)) return true;
   return false;
+}
+
+// Note [Checks in dead code]: the checking ops that no output of the segment depends on,
+// directly or through other ops (a division whose result is only sliced and dropped). Walked
+// from the last node back, so a dead check that feeds a later kept one is computed through it
+// and is not returned itself.
+std::vector<graph::Value*> unread_checks(const graph::Graph& graph,
+                                         const std::vector<graph::Value*>& outputs) {
+  std::unordered_set<const graph::Node*> live;
+  std::vector<const graph::Node*> work;
+  auto keep = [&](const graph::Node* n) {
+    if (n != nullptr && live.insert(n).second) work.push_back(n);
+  };
+  auto propagate = [&] {
+    while (!work.empty()) {
+      const graph::Node* n = work.back();
+      work.pop_back();
+      for (const graph::Value* in : n->inputs()) keep(in->producer());
+    }
+  };
+  for (const graph::Value* v : outputs) keep(v->producer());
+  const std::vector<graph::Node*> calls = graph.calls();
+  for (const graph::Node* n : calls)
+    if (n->has_side_effects()) keep(n);
+  propagate();
+  std::vector<graph::Value*> kept;
+  for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+    const graph::Node* n = *it;
+    if (live.contains(n) || !raises_on_values(*n) || n->outputs().empty()) continue;
+    kept.push_back(n->output(0));
+    keep(n);
+    propagate();
+  }
+  std::reverse(kept.begin(), kept.end());
+  return kept;
 }
 
 std::vector<int64_t> Tracer::symbol_hints() const {
@@ -507,14 +543,6 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     }
   };
   for (const Tensor& t : needed) add(fake_of(t).impl(), value_of(t));
-  // Note [Checks in dead code]: an op that raises on bad values stays computed when nothing
-  // reads its result.
-  for (const auto& [impl, v] : values_) {
-    const graph::Node* producer = v->producer();
-    if (producer != nullptr && producer->kind() == graph::NodeKind::Call && v->users().empty() &&
-        raises_on_values(*producer))
-      add(impl, v);
-  }
   if (brk) {
     std::vector<std::pair<int, const TensorImpl*>> live;
     for (const auto& [impl, v] : values_) {
@@ -527,6 +555,11 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     }
     std::sort(live.begin(), live.end());
     for (const auto& [id, impl] : live) add(impl, values_[impl]);
+  }
+  for (graph::Value* v : unread_checks(seg_->graph, outs)) {
+    auto it = std::find_if(values_.begin(), values_.end(),
+                           [&](const auto& entry) { return entry.second == v; });
+    if (it != values_.end()) add(it->first, v);
   }
   seg_->graph.set_outputs(outs);
   for (size_t j = 0; j < out_fakes.size(); ++j)

@@ -317,6 +317,56 @@ TEST_P(IntegerDivisionByZero, AnUnusedDivisionStillRaises) {
   EXPECT_NE(error_message([&] { f(a, tensor({1, 7, 2}, kInt64)); }), "(no error)") << out_of_range;
 }
 
+// Note [Division by zero in an empty result] (kiln-fuzz --dynamic --grad --random seed 20261206
+// index 391: eager raised for fmod of an [7, 0] tensor by a 0-dim zero, compiled code did not).
+TEST_P(IntegerDivisionByZero, AnEmptyResultDividesNothingAndRaisesNothing) {
+  auto body = [](const Tensor& a, const Tensor& b) {
+    return std::make_tuple(a.fmod(b), a.div(b, "floor"), a.remainder(b) + 1);
+  };
+  auto f = compile(body, with_backend(GetParam()));
+  Tensor empty = zeros({7, 0}, kInt64), zero = scalar_tensor(0, kInt64);
+  for (const Tensor& divisor : {scalar_tensor(3, kInt64), zero, zeros({0}, kInt64)}) {
+    auto [e_fmod, e_floor, e_rem] = body(empty, divisor);  // eager: no error
+    auto [c_fmod, c_floor, c_rem] = f(empty, divisor);
+    expect_equal(c_fmod, e_fmod);
+    expect_equal(c_floor, e_floor);
+    expect_equal(c_rem, e_rem);
+  }
+  // A [3] divisor with a zero against [0, 3]: no element is divided.
+  Tensor rows = zeros({0, 3}, kInt64), with_zero = tensor({1, 0, 2}, kInt64);
+  auto [e_fmod, e_floor, e_rem] = body(rows, with_zero);
+  auto [c_fmod, c_floor, c_rem] = f(rows, with_zero);
+  expect_equal(c_fmod, e_fmod);
+  expect_equal(c_rem, e_rem);
+  // A non-empty result still raises, eagerly and compiled.
+  Tensor a = tensor({5, 7, 9}, kInt64);
+  EXPECT_THROW(body(a, zero), ValueError);
+  EXPECT_THROW(f(a, zero), ValueError);
+}
+
+// kiln-fuzz --dynamic seed 20261207 index 479: an unused division was kept only when nothing at
+// all read it; a division read only by views that are dropped too was skipped.
+TEST_P(IntegerDivisionByZero, ADivisionReadOnlyByDeadOpsStillRaises) {
+  auto body = [](const Tensor& a, const Tensor& b) {
+    Tensor quotient = a.le(Scalar(2)).div(b, "floor");
+    Tensor dropped = quotient.slice(0, 0, 2).select(1, 0);
+    Tensor also_dropped = a.remainder(b).neg().flatten().narrow(0, 1, 2);
+    (void)dropped;
+    (void)also_dropped;
+    return a + 1;
+  };
+  CompileOptions options = with_backend(GetParam());
+  options.dynamic = true;
+  auto f = compile(body, options);
+  Tensor a = tensor({1, 2, 3, 4}, kUInt8).view({4, 1});
+  Tensor good = tensor({1, 2, 3, 1}, kUInt16).view({4, 1});
+  Tensor zero = tensor({1, 0, 3, 1}, kUInt16).view({4, 1});
+  expect_equal(f(a, good), body(a, good));
+  EXPECT_THROW(body(a, zero), ValueError);
+  const std::string message = error_message([&] { f(a, zero); });
+  EXPECT_NE(message.find("division by zero"), std::string::npos) << message;
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);

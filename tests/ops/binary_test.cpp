@@ -134,6 +134,10 @@ TEST(Binary, IntegerDivisionByZeroRaisesValueError) {
   Tensor bz = from_vector(divisor);
   EXPECT_THROW(div(big, bz, "floor"), ValueError);
   EXPECT_THROW(div(big.view({100, 1000}).t(), bz.view({100, 1000}).t(), "floor"), ValueError);
+  // An empty result divides nothing (Note [Division by zero in an empty result]).
+  EXPECT_EQ(fmod(zeros({7, 0}, kInt64), scalar_tensor(0, kInt64)).size(0), 7);
+  EXPECT_EQ(div(zeros({0, 3}, kInt32), tensor({1, 0, 2}, kInt32), "floor").size(1), 3);
+  EXPECT_EQ(remainder(zeros({0}, kInt64), Scalar(0)).numel(), 0);
   // True division of integers gives float, inf for x / 0.
   Tensor t = a / z;
   EXPECT_EQ(t.dtype(), kFloat32);

@@ -148,7 +148,14 @@ void integer_kernel(std::string_view name, BinaryOp op, const Tensor& out, const
     case BinaryOp::DivTrunc:
     case BinaryOp::Remainder:
     case BinaryOp::Fmod: {
-      KILN_CHECK(!has_zero<T>(name, b), ValueError,
+      // Note [Division by zero in an empty result]
+      // The error means "an element was divided by zero", so an empty result divides nothing
+      // and raises nothing, whatever the divisor holds (a 0-dim zero broadcast to [7, 0], or a
+      // [3] divisor against [0, 3]). A non-empty result reads every element of each operand
+      // (broadcasting only repeats elements), so then any zero in the divisor is used. Generated
+      // code, which flags the error per computed element (Note [Runtime errors in generated
+      // code]), and PyTorch, which checks inside its loop, agree with this.
+      KILN_CHECK(out.numel() == 0 || !has_zero<T>(name, b), ValueError,
                  "{}: integer division by zero (ZeroDivisionError); the divisor of dtype {} has a "
                  "zero element. Divide floating tensors to get inf/nan instead",
                  name, dtype_name(scalar_type_of<T>));
