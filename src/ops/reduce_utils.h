@@ -46,8 +46,11 @@ inline int64_t reduced_count(const Tensor& x, uint64_t mask) {
 // max/min/argmax...: a reduced dim of size zero has no answer (IndexError, as PyTorch).
 inline void check_nonempty(std::string_view op, const Tensor& x, uint64_t mask) {
   for (int64_t d = 0; d < x.dim(); ++d) {
-    // Structural: a symbolic size is never 0 (0/1 specialization), so no guard.
-    KILN_CHECK(!((mask >> d) & 1) || !same(x.size(d), 0), IndexError,
+    // A plain symbol is >= 2 under 0/1 specialization and decides with no guard; an expression
+    // (a slice's (s0 - 2) // 3 + 1, a narrow's s0 - 3) may be 0 at a later call, so the
+    // comparison guards on its hint, and a call where it is 0 retraces and raises as eager does
+    // (kiln-fuzz --dynamic seed 20261216 index 433: amin over a slice that became empty).
+    KILN_CHECK(!((mask >> d) & 1) || !static_cast<bool>(x.sym_sizes()[d] == 0), IndexError,
                "{}: Expected reduction dim {} to have non-zero size (input of shape {}); reduce "
                "over other dims or check for empty tensors first",
                op, d, shape_str(x.sym_sizes()));

@@ -367,6 +367,24 @@ TEST_P(IntegerDivisionByZero, ADivisionReadOnlyByDeadOpsStillRaises) {
   EXPECT_NE(message.find("division by zero"), std::string::npos) << message;
 }
 
+// kiln-fuzz --dynamic --grad --random seed 20261216 index 433: a reduction over a dim whose
+// symbolic size is an expression (a slice of s0) that is 0 at a later call raises as eager does.
+TEST(EmptyReductions, ADimThatBecomesEmptyAtALaterCallRaises) {
+  auto body = [](const Tensor& x) { return x.slice(0, 2, 7, 3).amin({0}) + 1; };
+  auto argmax_body = [](const Tensor& x) { return x.narrow(0, 0, x.size(0) - 3).argmax() + 1; };
+  auto f = compile(body, {.dynamic = true});
+  auto g = compile(argmax_body, {.dynamic = true});
+  Tensor big = randn({8, 3}), small = randn({2, 3});
+  Tensor rows = randn({5, 2}), three = randn({3, 2});
+  expect_equal(f(big), body(big));
+  expect_equal(g(rows), argmax_body(rows));
+  EXPECT_THROW(body(small), IndexError);  // eager: the slice is [0, 3]
+  EXPECT_THROW(f(small), IndexError);
+  EXPECT_THROW(argmax_body(three), IndexError);
+  EXPECT_THROW(g(three), IndexError);
+  expect_equal(f(big), body(big));
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);

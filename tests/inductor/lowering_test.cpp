@@ -668,5 +668,20 @@ return (%2)
             (sched::LoopGroups{{0, 1}, {2}}));
 }
 
+// Note [Power of one half]: an exponent of 0.5 is sqrt however the constant is boxed; a parsed
+// graph holds a double (kiln-fuzz --dynamic seed 20261217 index 441: pow(-inf, 0.5) was inf).
+TEST(Lowering, PowerOfOneHalfIsASquareRootForAParsedExponent) {
+  const Lowered half = lower_text(R"(
+%0 : f64[5] = placeholder("x")
+%1 : f64[5] = pow.Tensor_Scalar(%0, 0.5)
+%2 : f64[5] = pow.Tensor_Scalar(%0, -0.5)
+return (%1, %2)
+)",
+                                  false);
+  EXPECT_EQ(occurrences(half.code.source, "prim::pow<"), 0u) << half.code.source;
+  EXPECT_GE(occurrences(half.code.source, "prim::sqrt<"), 1u) << half.code.source;
+  EXPECT_GE(occurrences(half.code.source, "prim::rsqrt<"), 1u) << half.code.source;
+}
+
 }  // namespace
 }  // namespace kiln

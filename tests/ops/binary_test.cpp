@@ -235,6 +235,19 @@ TEST(Binary, MixedSignednessTensorsCompareExactly) {
   EXPECT_FALSE((u32 == i32).item<bool>());  // computed in int64
 }
 
+// kiln-fuzz seed 20261216 index 534: each side's truth is taken in its own dtype; a 0-dim
+// float 0.3 is true next to an int64 tensor (it was converted to the integer 0 first).
+TEST(Binary, LogicalOpsTakeEachOperandsTruthInItsOwnDtype) {
+  Tensor ints = tensor({0, 1, 2}, kInt64), point3 = scalar_tensor(0.3, kFloat32);
+  EXPECT_EQ(values<bool>(logical_xor(ints, point3)), (std::vector<bool>{true, false, false}));
+  EXPECT_EQ(values<bool>(logical_and(point3, ints)), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(values<bool>(logical_or(tensor({0.0, 0.5}), tensor({0, 0}, kInt32))),
+            (std::vector<bool>{false, true}));
+  Tensor nan = scalar_tensor(NAN, kFloat64);  // NaN is true
+  EXPECT_EQ(values<bool>(logical_and(tensor({0, 3}, kUInt8), nan)),
+            (std::vector<bool>{false, true}));
+}
+
 // PyTorch's assert_no_partial_overlap: an in-place op whose input is another view of the
 // memory it writes would read elements it already overwrote.
 TEST(Binary, InPlaceWithAPartiallyOverlappingInputIsAnError) {

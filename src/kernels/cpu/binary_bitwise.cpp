@@ -36,18 +36,14 @@ void binary_bitwise_kernel(std::string_view name, BinaryOp op, const Tensor& out
 
 void logical_kernel(std::string_view name, LogicalOp op, const Tensor& out, const Operand& a,
                     const Operand& b) {
-  // Same dtype on both sides (or a single value on one): test truth in that dtype. Otherwise
-  // convert both to bool first.
+  // Each operand's truth is taken in its own dtype (PyTorch's rule): logical_xor(int64 [0, 1],
+  // float 0-dim 0.3) is [true, false]. Converting a single value to the other side's dtype first
+  // would make 0.3 the integer 0 (kiln-fuzz seed 20261216 index 534). So the truth test runs in
+  // the operands' dtype when they share it, and otherwise on both converted to bool.
   auto dtype_of = [](const Operand& x) {
     return x.is_scalar() ? x.scalar().natural_dtype() : x.tensor().dtype();
   };
-  ScalarType common = kBool;
-  if (a.is_single() && !b.is_single())
-    common = dtype_of(b);
-  else if (!a.is_single() && b.is_single())
-    common = dtype_of(a);
-  else if (!a.is_scalar() && !b.is_scalar() && a.tensor().dtype() == b.tensor().dtype())
-    common = dtype_of(a);
+  const ScalarType common = dtype_of(a) == dtype_of(b) ? dtype_of(a) : kBool;
   visit_dtype(common, [&]<typename T>() {
     auto loop = [&](auto f) { binary_loop<bool, T>(name, out, a, b, f); };
     auto truth = [](T x) { return cast_value<bool>(x); };
