@@ -96,7 +96,7 @@ void meta_argmax(OpCall& call) {
   const std::optional<int64_t> dim = call.arg(1).optional_int();
   const bool keepdim = call.bool_arg(2);
   if (!dim) {
-    KILN_CHECK(!static_cast<bool>(x.sym_numel() == 0), IndexError,  // guards, as check_nonempty
+    KILN_CHECK(!may_be_empty(x.sym_numel()), IndexError,
                "{}: Expected reduction dim to have non-zero size: the input (shape {}) is empty; "
                "pass a dim or check for empty tensors first",
                call.name(), shape_str(x.sym_sizes()));

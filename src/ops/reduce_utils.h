@@ -3,6 +3,7 @@
 #pragma once
 
 #include "src/ops/registry.h"
+#include "src/sym/expr.h"
 
 namespace kiln::reduce_utils {
 
@@ -44,13 +45,22 @@ inline int64_t reduced_count(const Tensor& x, uint64_t mask) {
 }
 
 // max/min/argmax...: a reduced dim of size zero has no answer (IndexError, as PyTorch).
+//
+// A plain size symbol counts as non-zero with no guard, as it always has: under 0/1
+// specialization it is >= 2, and a decomposition over it (softmax's amax over s1) must not
+// guard. An expression of symbols (a slice's (s0 - 2) // 3 + 1, a narrow's s0 - 3) may be 0 at a
+// later call, so it is compared through the ShapeEnv, which guards on its hint: a call where it
+// is 0 retraces and raises as eager does (kiln-fuzz --dynamic --grad --random seed 20261216
+// index 433: amin over a slice that became empty ran compiled code instead).
+inline bool may_be_empty(SymInt size) {
+  if (!size.is_symbolic()) return size.raw() == 0;
+  if (size.expr()->is_symbol()) return false;
+  return static_cast<bool>(size == 0);
+}
+
 inline void check_nonempty(std::string_view op, const Tensor& x, uint64_t mask) {
   for (int64_t d = 0; d < x.dim(); ++d) {
-    // A plain symbol is >= 2 under 0/1 specialization and decides with no guard; an expression
-    // (a slice's (s0 - 2) // 3 + 1, a narrow's s0 - 3) may be 0 at a later call, so the
-    // comparison guards on its hint, and a call where it is 0 retraces and raises as eager does
-    // (kiln-fuzz --dynamic seed 20261216 index 433: amin over a slice that became empty).
-    KILN_CHECK(!((mask >> d) & 1) || !static_cast<bool>(x.sym_sizes()[d] == 0), IndexError,
+    KILN_CHECK(!((mask >> d) & 1) || !may_be_empty(x.sym_sizes()[d]), IndexError,
                "{}: Expected reduction dim {} to have non-zero size (input of shape {}); reduce "
                "over other dims or check for empty tensors first",
                op, d, shape_str(x.sym_sizes()));
