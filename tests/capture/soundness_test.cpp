@@ -385,6 +385,38 @@ TEST(EmptyReductions, ADimThatBecomesEmptyAtALaterCallRaises) {
   expect_equal(f(big), body(big));
 }
 
+// A value compared with a reduction of itself (a one-hot of the max): the compiled code computes
+// the value once for the comparison and again inside the reduction, and both must give the same
+// bits, or a row has no maximum (Note [One value per expression] in src/codegen/cpp/prelude.cpp).
+TEST(Recomputation, AValueEqualsItsOwnMaximumAsEagerly) {
+  using Fn = Tensor (*)(const Tensor&);
+  const std::vector<Fn> values = {[](const Tensor& x) { return cos(x); },
+                                  [](const Tensor& x) { return exp(x); },
+                                  [](const Tensor& x) { return x / 7.0; },
+                                  [](const Tensor& x) { return x / x.sum({1}, true); }};
+  manual_seed(0);
+  for (bool dynamic : {false, true})
+    for (int64_t dim : {0, 1})
+      for (size_t v = 0; v < values.size(); ++v) {
+        SCOPED_TRACE(fmt::format("dynamic {} dim {} value {}", dynamic, dim, v));
+        const Fn value = values[v];
+        auto body = [value, dim](const Tensor& x) {
+          Tensor y = value(x);
+          return (y == y.amax({dim}, true)).sum({dim});
+        };
+        CompileOptions options;
+        options.dynamic = dynamic;
+        options.recompile_limit = 64;
+        auto f = compile(body, options);
+        for (int64_t rows : {3, 5, 9})
+          for (int64_t cols : {13, 37}) {
+            Tensor x = randn({rows, cols}) * 3;
+            SCOPED_TRACE(fmt::format("{}x{}", rows, cols));
+            testing::expect_equal(f(x), body(x));
+          }
+      }
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);

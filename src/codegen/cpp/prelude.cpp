@@ -1,5 +1,8 @@
 #include "src/codegen/cpp/prelude.h"
 
+#include <fmt/format.h>
+
+#include "src/lower/primitives.h"
 #include "src/numerics/scalar_ops_text.h"
 
 namespace kiln::codegen {
@@ -191,6 +194,7 @@ KILN_INLINE void kiln_stream_if(bool stream, float* p, kf8 v) {
 }
 KILN_INLINE void kiln_sfence() { __builtin_ia32_sfence(); }
 KILN_INLINE kf8 kiln_splat(float x) { return (kf8){x, x, x, x, x, x, x, x}; }
+KILN_INLINE float kiln_lane0(kf8 v) { return v[0]; }
 KILN_INLINE kf8 kiln_gather(const float* p, int64_t stride) {
   return (kf8){p[0], p[stride], p[2 * stride], p[3 * stride], p[4 * stride], p[5 * stride],
                p[6 * stride], p[7 * stride]};
@@ -265,16 +269,6 @@ KILN_INLINE kf8 kiln_select(ki8 m, kf8 a, kf8 b) {
   return (kf8)(((ki8)a & m) | ((ki8)b & ~m));
 }
 KILN_INLINE ki8 kiln_isnan(kf8 x) { return x != x; }
-// Note [Division by a loop invariant]
-// x / d where d is the same for the whole loop (softmax's row sum): x * r, r = 1 / d computed
-// once before the loop, where r is a normal float (then x * r is within 1.5 ULP of x / d: r's
-// rounding and the product's); a zero, subnormal, huge, infinite or NaN d divides. vdivps costs
-// several times a multiply, and it was a fifth of a softmax kernel.
-KILN_INLINE kf8 kiln_div_invariant(kf8 x, float d, float r) {
-  const float magnitude = __builtin_fabsf(d);
-  if (magnitude >= 1.17549435e-38f && magnitude <= 8.50705917e37f) return x * r;
-  return x / kiln_splat(d);
-}
 KILN_INLINE kf8 kiln_maximum(kf8 a, kf8 b) {
   kf8 r = kiln_select(a < b, b, a);
   r = kiln_select(b != b, b, r);
@@ -467,6 +461,40 @@ KILN_INLINE kf8 kiln_sqrt(kf8 x) { return __builtin_ia32_sqrtps256(x); }
 KILN_INLINE kf8 kiln_sigmoid(kf8 x) { return 1.0f / (1.0f + kiln_exp(-x)); }
 )PRELUDE";
 
+// Note [One value per expression]
+// Generated code must give an expression the same bits wherever it is computed: in a vector
+// lane, in the scalar tail of a reduction, in a kernel that could not be vectorized, or once in
+// the forward and again in the backward (the partitioner recomputes cheap ops). Code that
+// compares a value with a reduction of itself depends on it: `y == y.amax(d, true)` (a one-hot
+// of the max, amax's and max.dim's backward) is all false in a row where the maximum was computed
+// by libm's cosf and the compared value by SLEEF's, which differ in the last place. So in a
+// vectorized build every float primitive with a vector form (the expensive rows of the primitive
+// table: exp, cos, tanh, erf, pow, ...) computes its scalar value as lane 0 of that vector form,
+// and the cheap rows are IEEE operations, exact in both. A division is always a division (a
+// multiplication by a reciprocal computed once per loop gave other bits than the scalar tail's
+// division); softmax normalizes by its sum's reciprocal in the graph (src/lower/decomp/reduce.cpp),
+// so every kernel multiplies by the same reciprocal. The scalar-only build calls libm throughout,
+// which agrees with itself.
+std::string scalar_forms_from_lanes() {
+  std::string s = "namespace kiln { namespace prim {\n";
+  auto add = [&s](const lower::Primitive& p) {
+    if (p.cost != lower::Cost::expensive || p.vector.empty() ||
+        (p.operands & lower::kFloatOperands) == 0)
+      return;
+    const bool binary = p.arity == 2;
+    const std::string lanes =
+        binary ? fmt::format(fmt::runtime(p.vector), "kiln_splat(x)", "kiln_splat(y)")
+               : fmt::format(fmt::runtime(p.vector), "kiln_splat(x)");
+    s += fmt::format(
+        "template <> inline __attribute__((always_inline)) float {}<float>(float x{}) {{ return "
+        "kiln_lane0({}); }}\n",
+        p.name, binary ? ", float y" : "", lanes);
+  };
+  for (const lower::Primitive& p : lower::primitive_rows::kUnary) add(p);
+  for (const lower::Primitive& p : lower::primitive_rows::kBinary) add(p);
+  return s + "}}  // namespace kiln::prim\n";
+}
+
 }  // namespace
 
 std::string prelude(bool vectorize) {
@@ -480,7 +508,7 @@ std::string prelude(bool vectorize) {
        "}\n";
   s += prim::kScalarOpsText;
   s += "}}  // namespace kiln::prim\n";
-  if (vectorize) s += kVectorPrelude;
+  if (vectorize) s += kVectorPrelude + scalar_forms_from_lanes();
   return s;
 }
 

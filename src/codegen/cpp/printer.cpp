@@ -378,15 +378,6 @@ Val CppPrinter::primitive_call(const lower::Primitive& p, std::initializer_list<
 Val CppPrinter::unary(UnaryOp op, Val x) { return primitive_call(lower::primitive(op), {x}); }
 
 Val CppPrinter::binary(BinaryOp op, Val a, Val b) {
-  const ScalarType t = a.dtype;
-  if (op == BinaryOp::truediv && vector_mode() && repr(a).vector && !repr(b).vector &&
-      b.dtype == t && (t == kFloat32 || t == kFloat16 || t == kBFloat16)) {
-    // Note [Division by a loop invariant] (prelude.cpp): the reciprocal once, before the loop (a
-    // scalar value goes to the invariants).
-    const std::string d = repr(b).expr;
-    const Val r = emit(kFloat32, false, fmt::format("1.0f / {}", d));
-    return emit(t, true, fmt::format("kiln_div_invariant({}, {}, {})", vec(a), d, repr(r).expr));
-  }
   return primitive_call(lower::primitive(op), {a, b});
 }
 

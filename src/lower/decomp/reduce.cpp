@@ -31,8 +31,11 @@ bool empty_reduction(const Value* x, const DimVector& dims) {
   return false;
 }
 
-// softmax(x, dim, dtype) = exp(x - max) / sum(exp(x - max)); log_softmax = (x - max) -
-// log(sum(exp(x - max))). A NaN, a +inf or a row of only -inf makes the row NaN, as eager.
+// softmax(x, dim, dtype) = exp(x - max) * (1 / sum(exp(x - max))), as the eager kernel
+// normalizes: one division per row, and the same reciprocal wherever the row is normalized (Note
+// [One value per expression] in src/codegen/cpp/prelude.cpp); the sum is at least 1, so its
+// reciprocal is a normal float. log_softmax = (x - max) - log(sum(exp(x - max))). A NaN, a +inf
+// or a row of only -inf makes the row NaN, as eager.
 std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
   Value* x = b.input(0);
   const int64_t rank = static_cast<int64_t>(x->meta().sizes.size());
@@ -51,7 +54,7 @@ std::vector<Value*> softmax_impl(DecompBuilder& b, bool log) {
   Value* shifted = b.sub(xc, b.amax(xc, {dim}, true));
   Value* e = b.exp(shifted);
   Value* s = b.sum(e, {dim}, true);
-  return {b.as_output(log ? b.sub(shifted, b.log(s)) : b.div(e, s))};
+  return {b.as_output(log ? b.sub(shifted, b.log(s)) : b.mul(e, b.unary("reciprocal", s)))};
 }
 std::vector<Value*> softmax(DecompBuilder& b) { return softmax_impl(b, false); }
 std::vector<Value*> log_softmax(DecompBuilder& b) { return softmax_impl(b, true); }
