@@ -82,6 +82,40 @@ IntArrayRef concrete(SymIntArrayRef v) {
   return IntArrayRef(reinterpret_cast<const int64_t*>(v.data()), v.size());
 }
 
+// One run of the view algorithm on SymInts (Note [Symbolic view strides]). A size-1 dim may
+// have any stride, so the algorithm skips those; `guard_ones` also counts as 1 a size that is 1
+// only at this call's sizes (its hint), which guards it.
+std::optional<SymDimVector> sym_view_strides_once(SymIntArrayRef sizes, SymIntArrayRef strides,
+                                                  SymIntArrayRef new_sizes, bool guard_ones) {
+  auto is_one = [guard_ones](const SymInt& s) {
+    return same(s, 1) || (guard_ones && static_cast<bool>(s == 1));
+  };
+  SymDimVector out(new_sizes.size());
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  SymInt chunk_base_stride = strides.back();
+  SymInt tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel = tensor_numel * sizes[d];
+    if (d == 0 ||
+        (!is_one(sizes[d - 1]) && !sizes_equal(strides[d - 1], tensor_numel * chunk_base_stride))) {
+      while (view_d >= 0 &&
+             (is_one(new_sizes[view_d]) || static_cast<bool>(view_numel < tensor_numel))) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel = view_numel * new_sizes[view_d];
+        --view_d;
+      }
+      if (!sizes_equal(view_numel, tensor_numel)) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
 // Note [Symbolic view strides]
 // view_strides on symbolic shapes: a contiguous input (decided structurally, TensorImpl::
 // is_contiguous) views as the contiguous strides of the new shape, with no guard; that is the
@@ -100,30 +134,10 @@ std::optional<SymDimVector> sym_view_strides(const Tensor& self, SymIntArrayRef 
   // index 280: a slice to size 6 - s1 viewed as [0]).
   const SymInt numel = self.sym_numel();
   if (sizes.empty() || static_cast<bool>(numel == 0)) return contiguous_strides(new_sizes);
-  SymDimVector out(new_sizes.size());
-  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
-  SymInt chunk_base_stride = strides.back();
-  SymInt tensor_numel = 1, view_numel = 1;
-  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    tensor_numel = tensor_numel * sizes[d];
-    if (d == 0 || (!same(sizes[d - 1], 1) &&
-                   !sizes_equal(strides[d - 1], tensor_numel * chunk_base_stride))) {
-      while (view_d >= 0 &&
-             (same(new_sizes[view_d], 1) || static_cast<bool>(view_numel < tensor_numel))) {
-        out[view_d] = view_numel * chunk_base_stride;
-        view_numel = view_numel * new_sizes[view_d];
-        --view_d;
-      }
-      if (!sizes_equal(view_numel, tensor_numel)) return std::nullopt;
-      if (d > 0) {
-        chunk_base_stride = strides[d - 1];
-        tensor_numel = 1;
-        view_numel = 1;
-      }
-    }
-  }
-  if (view_d != -1) return std::nullopt;
-  return out;
+  // Sizes that are 1 structurally first; only if that fails, sizes that are 1 at this call (an
+  // expression such as (s0 + 1) // 2), under a guard, so the common views add no guards.
+  if (auto out = sym_view_strides_once(sizes, strides, new_sizes, false)) return out;
+  return sym_view_strides_once(sizes, strides, new_sizes, true);
 }
 
 void meta_view(OpCall& call) {

@@ -481,6 +481,19 @@ TEST(SymbolicSizeOne, NarrowThenSqueezeDim) {
   }
 }
 
+// A view of a strided slice whose symbolic size, (n + 1) // 2, is 1: a size-1 dim may have any
+// stride, as eager's view knows for the concrete sizes (kiln-fuzz --dynamic seed 31340 index 185
+// raised "view: shape ... is not compatible").
+TEST(SymbolicSizeOne, AViewOfAStridedSliceWhoseSizeIsOne) {
+  auto body = [](const Tensor& x) { return x.slice(1, 0, std::nullopt, 2).view({1, -1}) + 1; };
+  auto f = compile(body, {.dynamic = true});
+  for (int64_t n : {2, 1, 5, 2}) {
+    SCOPED_TRACE(n);
+    Tensor x = randn({n, 1}).t();  // [1, n] with strides [1, 1]
+    expect_equal(f(x), body(x));
+  }
+}
+
 // A slice whose symbolic size is 0 at the hint (6 - s1) viewed as [0]: eager views any empty
 // tensor as any shape of no elements; the trace must too (kiln-fuzz --dynamic seed 993002 index
 // 280), and a later call where the slice is not empty must not reuse that decision.

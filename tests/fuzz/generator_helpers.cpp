@@ -298,6 +298,7 @@ class Generator {
   void propose_and_try() {
     const size_t inputs_before = program_.inputs.size();
     const size_t values_before = program_.values.size();
+    const size_t steps_before = program_.steps.size();
     std::optional<Proposal> p;
     const int64_t r = uniform(0, 99);
     if (r < 16)
@@ -308,8 +309,10 @@ class Generator {
       p = propose_binary_scalar();
     else if (r < 50)
       p = propose_ternary();
-    else if (r < 66)
+    else if (r < 62)
       p = propose_reduction();
+    else if (r < 66)
+      p = propose_max_mask();
     else if (r < 83)
       p = propose_view();
     else if (r < 87)
@@ -323,15 +326,17 @@ class Generator {
     // Random steps are drawn from their own numbers, so that programs without them are the same
     // whether or not the option is on (reproducers name seeds and indices).
     if (options_.random_ops && uniform(0, 99) < 6) {
-      rollback(inputs_before, values_before);
+      rollback(inputs_before, values_before, steps_before);
       p = propose_random();
     }
-    if (!p || !try_step(*p)) rollback(inputs_before, values_before);
+    if (!p || !try_step(*p)) rollback(inputs_before, values_before, steps_before);
   }
 
-  void rollback(size_t inputs, size_t values) {
+  // Drops what a failed proposal added (a composite proposal may have recorded steps already).
+  void rollback(size_t inputs, size_t values, size_t steps) {
     program_.inputs.resize(inputs);
     program_.values.resize(values);
+    program_.steps.resize(steps);
     env_.resize(values);
   }
 
@@ -498,6 +503,33 @@ class Generator {
            .gain = Gain::Relative};
     }
     return p;
+  }
+
+  // y == amax(y, dims, keepdim) (or amin): the mask of each slice's extreme, which compiled code
+  // computes by evaluating y twice, once for the comparison and once inside the reduction (Note
+  // [One value per expression] in src/codegen/cpp/prelude.cpp). An inexact y is taken when every
+  // slice has one extreme that leads the rest by more than twice y's error budget: then rounding
+  // cannot move the extreme, and a slice with no extreme (or another one) compiled is a bug.
+  std::optional<Proposal> propose_max_mask() {
+    if (program_.steps.size() + 2 > static_cast<size_t>(options_.max_steps)) return std::nullopt;
+    const ValueId y = pick_value();
+    const ValueInfo vi = info(y);  // a copy: try_step below appends to the values
+    if (!is_floating(vi.dtype) || numel_of(vi.shape) == 0 || vi.non_finite) return std::nullopt;
+    const std::vector<int64_t> dims = random_dims(y, false);
+    const bool max = chance(0.5);
+    Proposal extreme{.op = max ? "amax" : "amin",
+                     .args = {Arg::of(y), Arg::of_constant(dims), Arg::of_constant(true)}};
+    if (!try_step(extreme)) return std::nullopt;
+    const ValueId m = program_.num_values() - 1;
+    if (!vi.exact) {
+      const Tensor t = tensor(y).to(kFloat64), e = tensor(m).to(kFloat64);
+      const Tensor gap = (t - e).abs();
+      const Tensor allowed = (t.abs() + vi.scale) * (2 * vi.tol);
+      const bool one_extreme_each = ((gap == 0).sum(dims, true) == 1).all().item<bool>();
+      const bool separated = ((gap == 0) | (gap > allowed)).all().item<bool>();
+      if (!one_extreme_each || !separated) return std::nullopt;
+    }
+    return Proposal{.op = "eq", .args = {Arg::of(y), Arg::of(m)}, .accepts = Accepts::Any};
   }
 
   std::optional<Proposal> propose_reduction() {
