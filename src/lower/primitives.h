@@ -15,7 +15,9 @@
 //     written in the value-range handler, or unknown (the dtype's full range, always sound);
 //   - its scalar form is not a column: it is the function `kiln::prim::<name>` of
 //     src/numerics/scalar_ops.inc, which the eager kernels, the interpreter and the generated code
-//     all call (Note [One definition of a primitive's semantics]).
+//     all call (Note [One definition of a primitive's semantics]); in a vectorized build the
+//     generated code's scalar form of an expensive float row with a vector form is lane 0 of
+//     that vector form instead (Note [One value per expression] in codegen/cpp/prelude.cpp).
 // Adding a primitive: its name in KILN_LOOP_UNARY_OPS or KILN_LOOP_BINARY_OPS and its row here,
 // its scalar function in scalar_ops.inc, its vector helper in codegen/cpp/prelude.cpp if the
 // vector form needs one, and the lowering that emits it (ARCHITECTURE.md, "Add a primitive").
