@@ -188,8 +188,10 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   // non-contiguous input need not match the traced ones).
   for (size_t i = 0; i < inputs.size(); ++i) {
     const SymDimVector& strides = placeholders[i]->meta().strides;
+    // Not through a dim of size 0 or 1 (Note [Where a symbol is read] in
+    // src/lower/graph_lowering.cpp).
     for (size_t d = 0; d < strides.size() && d < static_cast<size_t>(inputs[i].dim()); ++d)
-      symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
+      if (inputs[i].sizes()[d] > 1) symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
   }
   symbols.check_deferred();
   return run_calls(g, inputs, &symbols);

@@ -165,14 +165,24 @@ void GraphLowering::lower_placeholder(const graph::Value* v, int index) {
   // Kernels receive a pointer to the input's first element (Note [Kernel ABI] in
   // src/runtime/program.h), so the storage offset is already applied.
   layout.offset = sym::integer(0);
-  // Sizes first: a symbol that is both a size and a stride is read as the size.
+  // Note [Where a symbol is read]
+  // A symbol is read from an input's size where any input has it as a size (an earlier input's
+  // stride gives way to a later input's size), otherwise from a stride. Never from the stride of
+  // a dim of size 0 or 1: no element is addressed through it, so a tensor may carry any number
+  // there (a saved select of [1, s1] came back with stride 0 where it was traced with s1, and the
+  // backward divided by that "s1"). The interpreter binds in the same order (interpreter.cpp).
   for (bool stride : {false, true}) {
     for (size_t d = 0; d < m.sizes.size(); ++d) {
       SymInt s = stride ? m.strides[d] : m.sizes[d];
       if (!s.is_symbolic() || !s.expr()->is_symbol()) continue;
-      bool known = false;
-      for (const SymbolSource& src : symbol_sources_) known |= src.symbol == s.expr();
-      if (!known) symbol_sources_.push_back({s.expr(), index, static_cast<int>(d), stride});
+      if (stride && !m.sizes[d].is_symbolic() && m.sizes[d].raw() <= 1) continue;
+      auto known = std::find_if(symbol_sources_.begin(), symbol_sources_.end(),
+                                [&](const SymbolSource& src) { return src.symbol == s.expr(); });
+      const SymbolSource source{s.expr(), index, static_cast<int>(d), stride};
+      if (known == symbol_sources_.end())
+        symbol_sources_.push_back(source);
+      else if (known->is_stride && !stride)
+        *known = source;
     }
   }
   auto b = std::make_unique<InputBuffer>(fmt::format("arg{}", index), std::move(layout), index);

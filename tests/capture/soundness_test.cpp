@@ -417,6 +417,36 @@ TEST(Recomputation, AValueEqualsItsOwnMaximumAsEagerly) {
       }
 }
 
+// The backward's saved select of y [1, s1] is [1] with stride s1, and the tangent of y.unsqueeze
+// is [1, 1, s1]. A size-1 dim's stride addresses nothing, and the saved tensor came back with
+// stride 0 there: the backward read s1 from it and divided by zero (SIGFPE; kiln-fuzz --seed
+// 5550004 --index 224 --dynamic --grad). See Note [Where a symbol is read].
+class SymbolFromAStride : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SymbolFromAStride, IsNeverReadThroughADimOfSizeOne) {
+  auto body = [](const Tensor& x, const Tensor& b) {
+    Tensor y = addcmul(x, b, b);
+    return std::make_tuple(y.select(1, 2).atan(), y.unsqueeze(-3));
+  };
+  CompileOptions options = with_backend(GetParam());
+  options.dynamic = true;
+  auto f = compile(body, options);
+  manual_seed(0);
+  for (int64_t n : {4, 3, 6}) {
+    SCOPED_TRACE(fmt::format("n = {}", n));
+    Tensor x = randn({1, n}).requires_grad_(true);
+    Tensor b = randn({1, n}) > 0;
+    auto [y, z] = f(x, b);
+    const Tensor grad = kiln::grad({y.sum() + (z * 3).sum()}, {x})[0];
+    Tensor x_eager = x.detach().requires_grad_(true);
+    auto [y_eager, z_eager] = body(x_eager, b);
+    expect_equal(y, y_eager);
+    expect_equal(grad, kiln::grad({y_eager.sum() + (z_eager * 3).sum()}, {x_eager})[0]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, SymbolFromAStride, ::testing::Values("eager", "inductor"));
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);
