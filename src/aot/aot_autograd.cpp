@@ -47,6 +47,7 @@ struct CompiledFunctionState {
   graph::Graph backward_graph;
   int num_saved = 0;
   CompileInference compile;
+  std::shared_ptr<sym::ShapeEnv> frozen_shape_env;  // Note [A frozen ShapeEnv]
   trace::CompileId compile_id;
   mutable std::mutex specialized_mutex;
   mutable std::map<std::vector<bool>, std::shared_ptr<const Specialized>> specialized;
@@ -55,6 +56,7 @@ struct CompiledFunctionState {
     std::lock_guard<std::mutex> lock(specialized_mutex);
     auto it = specialized.find(absent);
     if (it != specialized.end()) return it->second;
+    const sym::ShapeEnv::Scope env_scope(frozen_shape_env.get());
     SpecializedBackward s =
         specialize_for_absent_tangents(backward_graph, num_saved, absent, symbolic);
     trace::CompileIdScope scope(compile_id);
@@ -393,6 +395,7 @@ capture::CompiledGraph make_autograd_function(const AutogradFunctionParts& parts
   state->backward_graph = part.backward.clone();
   state->num_saved = static_cast<int>(part.saved.size());
   state->compile = parts.compile_specialized_backward;
+  state->frozen_shape_env = parts.frozen_shape_env;
   state->compile_id = parts.compile_id;
   return [state = std::shared_ptr<const CompiledFunctionState>(std::move(state))](
              std::span<const Tensor> in) { return run_forward(state, in); };

@@ -31,12 +31,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "src/aot/functionalize.h"
 #include "src/aot/partition.h"
 #include "src/capture/backend.h"
+#include "src/sym/shape_env.h"
 #include "src/trace/trace.h"
 
 namespace kiln::aot {
@@ -74,6 +76,9 @@ struct AutogradFunctionParts {
   capture::CompiledGraph backward;
   // Compiles a backward specialized for absent tangents, on first use (Note [Absent tangents]).
   CompileInference compile_specialized_backward;
+  // A graph with symbolic sizes: a frozen copy of the trace's ShapeEnv, under which the backward
+  // is specialized and compiled after the trace ended (Note [A frozen ShapeEnv]).
+  std::shared_ptr<sym::ShapeEnv> frozen_shape_env;
   trace::CompileId compile_id;
 };
 // The callable of Note [Compiled autograd function].

@@ -231,10 +231,16 @@ CompiledGraph compile_training(const graph::Graph& captured, std::span<const Ten
   forward_context.part = "forward";
   CompileContext backward_context = context;
   backward_context.part = "backward";
-  // A backward specialized for absent tangents is compiled at backward time, after the trace
-  // (and its ShapeEnv) is gone; it needs no symbols evaluated (Note [Absent tangents]).
+  // A backward specialized for absent tangents is made and compiled at backward time, after the
+  // trace (and its ShapeEnv) is gone (Note [Absent tangents]): a frozen copy of the ShapeEnv
+  // answers what it needs of the symbols (Note [A frozen ShapeEnv]).
+  std::shared_ptr<sym::ShapeEnv> frozen_env;
+  if (context.shape_env != nullptr)
+    frozen_env = context.shape_env->frozen_copy(
+        fmt::format("the backward of compiled region {} specialized for absent gradients",
+                    context.compile_id.to_string()));
   CompileContext later_context = backward_context;
-  later_context.shape_env = nullptr;
+  later_context.shape_env = frozen_env.get();
   later_context.observer = nullptr;
   return aot::make_autograd_function({
       .functional = &functional,
@@ -243,9 +249,10 @@ CompiledGraph compile_training(const graph::Graph& captured, std::span<const Ten
       .forward = compile_for_inference(part.forward, true, inputs, forward_context),
       .backward = compile_for_inference(part.backward, true, {}, backward_context),
       .compile_specialized_backward =
-          [later_context](const graph::Graph& g, std::span<const Tensor> in) {
+          [later_context, frozen_env](const graph::Graph& g, std::span<const Tensor> in) {
             return compile_for_inference(g, true, in, later_context);
           },
+      .frozen_shape_env = frozen_env,
       .compile_id = context.compile_id,
   });
 }

@@ -42,6 +42,13 @@ std::string origin_of(std::source_location loc) {
 ShapeEnv::ShapeEnv(ShapeEnvOptions options) : options_(options) {}
 
 ShapeEnv* ShapeEnv::current() { return current_env; }
+
+std::shared_ptr<ShapeEnv> ShapeEnv::frozen_copy(std::string who) const {
+  auto copy = std::make_shared<ShapeEnv>(*this);
+  copy->handler_ = nullptr;
+  copy->frozen_for_ = who.empty() ? std::string("code run after the trace") : std::move(who);
+  return copy;
+}
 ShapeEnv::Scope::Scope(ShapeEnv* env) : saved_(current_env) { current_env = env; }
 ShapeEnv::Scope::~Scope() { current_env = saved_; }
 
@@ -179,6 +186,11 @@ bool ShapeEnv::guard_bool(ExprPtr condition, std::source_location loc) {
              to_string(c), origin_of(loc));
   bool holds = *value != 0;
   ExprPtr fact = holds ? c : logical_not(c);
+  KILN_CHECK(!frozen() || guarded_.count(fact) != 0, Error,
+             "{}: needs to know whether `{}` (at {}), which the trace neither decided nor guarded, "
+             "and its guards can no longer change (Note [A frozen ShapeEnv]). Compile with "
+             "dynamic=false, or mark fewer dims dynamic",
+             frozen_for_, to_string(c), origin_of(loc));
   if (guarded_.insert(fact).second) guards_.push_back({fact, origin_of(loc)});
   if (fact->kind() == ExprKind::Eq) add_replacement(fact);
   return holds;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -104,6 +105,16 @@ class ShapeEnv {
   const SymbolInfo* info(ExprPtr symbol) const;
   const ShapeEnvOptions& options() const { return options_; }
 
+  // Note [A frozen ShapeEnv]
+  // Work that runs after its trace ended, on that trace's graph (the backward AOT autograd
+  // specializes for absent tangents at backward time), still asks questions about the graph's
+  // symbols: does s2 broadcast (s2 == 1)? A copy of the trace's ShapeEnv answers what the trace's
+  // value ranges, replacements and guards already decide; a condition that would need a new guard
+  // raises instead, because no cache entry would check it. The copy has no data-dependent handler
+  // (the tracer it called back is gone).
+  std::shared_ptr<ShapeEnv> frozen_copy(std::string who) const;
+  bool frozen() const { return !frozen_for_.empty(); }
+
   // The ShapeEnv guarded conversions on this thread use (set by the tracer).
   static ShapeEnv* current();
   class Scope {
@@ -128,6 +139,7 @@ class ShapeEnv {
   std::vector<RuntimeAssert> runtime_asserts_;
   std::unordered_set<ExprPtr> asserted_;
   DataDependentHandler handler_;
+  std::string frozen_for_;  // Note [A frozen ShapeEnv]: who uses the copy; empty when not frozen
 
   static ExprPtr range_condition(const SymbolInfo& info);  // "s0 >= 2" for a backed symbol
   ExprPtr apply_replacements(ExprPtr e) const;

@@ -447,6 +447,34 @@ TEST_P(SymbolFromAStride, IsNeverReadThroughADimOfSizeOne) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, SymbolFromAStride, ::testing::Values("eager", "inductor"));
 
+// The backward specialized for an absent gradient (Note [Absent tangents]) is made at backward
+// time, after the trace: with symbolic sizes it asks whether s0 broadcasts against the 0-dim
+// integer tensor, which raised "used outside a trace" (kiln-fuzz --seed 5550004 --index 376
+// --dynamic --grad). A frozen copy of the trace's ShapeEnv answers (Note [A frozen ShapeEnv]).
+TEST(AbsentGradient, TheSpecializedBackwardDecidesBroadcastsOfSymbolicSizes) {
+  auto body = [](const Tensor& x, const Tensor& s) {
+    const Tensor e = exp2(x);
+    return std::make_tuple(addcmul(e, s, e, 0.5),
+                           x.mean({}, false).reshape({1, 1}).expand({4, -1}));
+  };
+  for (bool specialize_zero_one : {true, false}) {
+    CompileOptions options;
+    options.dynamic = true;
+    options.specialize_zero_one = specialize_zero_one;
+    auto f = compile(body, options);
+    for (int64_t n : {3, 5}) {
+      SCOPED_TRACE(fmt::format("n = {}, specialize_zero_one = {}", n, specialize_zero_one));
+      Tensor x = randn({2, n}).requires_grad_(true);
+      const Tensor s = tensor({3}, kInt64).reshape({});
+      auto [y, m] = f(x, s);
+      const Tensor grad = kiln::grad({y.sum()}, {x})[0];  // m's gradient is absent
+      Tensor x_eager = x.detach().requires_grad_(true);
+      auto [y_eager, m_eager] = body(x_eager, s);
+      expect_equal(grad, kiln::grad({y_eager.sum()}, {x_eager})[0]);
+    }
+  }
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);

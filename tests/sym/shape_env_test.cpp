@@ -255,3 +255,29 @@ TEST(ShapeEnv, ScopeSetsTheCurrentEnvironmentPerThread) {
   }
   EXPECT_EQ(ShapeEnv::current(), nullptr);
 }
+
+// Note [A frozen ShapeEnv]: a copy answers what the trace decided or guarded, and raises for a
+// condition that would need a new guard; the original is untouched.
+TEST(ShapeEnv, AFrozenCopyAnswersWhatTheTraceDecidedAndRaisesForANewGuard) {
+  ShapeEnv env;
+  SymInt s = env.create_size_symbol(5, "x.size(0)");
+  SymInt t = env.create_size_symbol(7, "y.size(0)");
+  EXPECT_TRUE(env.guard_bool(lt(I(3), s.expr()), here()));
+  const size_t guards = env.guards().size();
+  std::shared_ptr<ShapeEnv> frozen = env.frozen_copy("the specialized backward");
+  EXPECT_TRUE(frozen->frozen());
+  EXPECT_FALSE(env.frozen());
+  EXPECT_FALSE(frozen->guard_bool(eq(s.expr(), I(1)), here()));  // value range s >= 2
+  EXPECT_TRUE(frozen->guard_bool(lt(I(3), s.expr()), here()));   // guarded by the trace
+  try {
+    frozen->guard_bool(lt(s.expr(), t.expr()), here());
+    FAIL() << "a new guard on a frozen ShapeEnv did not raise";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("the specialized backward"), std::string::npos) << message;
+    EXPECT_NE(message.find("s0 < s1"), std::string::npos) << message;
+  }
+  EXPECT_EQ(frozen->guards().size(), guards);
+  EXPECT_EQ(env.guards().size(), guards);
+  EXPECT_TRUE(env.guard_bool(lt(s.expr(), t.expr()), here()));  // the original still guards
+}
