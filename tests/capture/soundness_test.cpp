@@ -475,6 +475,23 @@ TEST(AbsentGradient, TheSpecializedBackwardDecidesBroadcastsOfSymbolicSizes) {
   }
 }
 
+// var and std compute in float64, as eagerly: in float32 the squared deviations of values near
+// 1e19 sum past the float32 range to inf where eager's std is finite (kiln-fuzz --seed 5560001
+// --index 67 --dynamic --grad).
+TEST(Variance, OfValuesNear1e19IsFiniteAsEagerly) {
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor x = (randn({3, 6, 8}) * 9e18).to(dtype);
+    auto f = compile([](const Tensor& t) {
+      return std::make_tuple(t.std({0, 1, 2}, 0, true), t.var({1}, 1, false));
+    });
+    auto [s, v] = f(x);
+    ASSERT_TRUE(std::isfinite(x.std({0, 1, 2}, 0, true).to(kFloat64).item<double>()));
+    testing::expect_close(s, x.std({0, 1, 2}, 0, true), 1e-2);
+    testing::expect_close(v, x.var({1}, 1, false), 1e-2);
+  }
+}
+
 TEST(IntegerPow, ANegativeScalarExponentRaisesWhenCompiled) {
   auto f = compile([](const Tensor& t) { return t.pow(-2) + 1; });
   Tensor i = tensor({1, 2, 3}, kInt64);

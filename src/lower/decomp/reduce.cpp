@@ -1,7 +1,8 @@
 // Decompositions of composite reductions into sum/amax/amin and pointwise ops: softmax,
 // log_softmax, mean, var, std, logsumexp, norm, max.dim, min.dim. Float16/bfloat16 compute in
-// float32 as the eager kernels do (opmath); var/std as mean, then the sum of squared deviations
-// (two passes, like the eager kernel; codegen may fuse them into Welford).
+// float32 as the eager kernels do (opmath); var/std and the p-norms in float64, as theirs do;
+// var/std as mean, then the sum of squared deviations (two passes, like the eager kernel; codegen
+// may fuse them into Welford).
 #include <cmath>
 #include <limits>
 
@@ -75,13 +76,16 @@ std::vector<Value*> mean(DecompBuilder& b) {
   return {b.as_output(acc == opmath_dtype(out) ? m : b.to(m, opmath_dtype(out)))};
 }
 
-// var/std(x, dims, correction, keepdim) = sum((x - mean)^2) / max(0, N - correction).
+// var/std(x, dims, correction, keepdim) = sum((x - mean)^2) / max(0, N - correction), in
+// float64 as the eager kernel (and PyTorch's CPU kernel) computes it: in float32 the squared
+// deviations of values near 1e19 (a bfloat16 or float32 tensor holds them) sum past 3.4e38 to inf
+// where eager's std is a finite 3.1e18 (kiln-fuzz --seed 5560001 --index 67 --dynamic --grad).
 std::vector<Value*> variance(DecompBuilder& b, bool take_sqrt) {
   Value* x = b.input(0);
   const DimVector dims = reduced_dims(b.constant(1), static_cast<int64_t>(x->meta().sizes.size()));
   const double correction = b.constant(2).to_double();
   const bool keepdim = b.constant(3).to_bool();
-  Value* xc = b.to(x, opmath_dtype(x->meta().dtype));
+  Value* xc = b.to(x, kFloat64);
   const DecompBuilder::Count n = b.count(xc, dims);
   Value* m = b.div(b.sum(xc, dims, true), n);
   Value* d = b.sub(xc, m);

@@ -106,7 +106,9 @@ std::vector<TensorBox> lower_mean(GraphLowering& l, const graph::Node& node) {
   })};
 }
 
-// var/std(self, dim[], correction, keepdim): Welford's m2 / max(count - correction, 0).
+// var/std(self, dim[], correction, keepdim): Welford's m2 / max(count - correction, 0), in
+// float64 as the eager kernel computes it (see the var decomposition, src/lower/decomp/reduce.cpp:
+// in float32 the m2 of values near 1e19 overflows to inf).
 LoweringFn lower_var(bool take_sqrt) {
   return [take_sqrt](GraphLowering& l, const graph::Node& node) -> std::vector<TensorBox> {
     const TensorBox& x = arg_box(l, node, 0);
@@ -114,7 +116,7 @@ LoweringFn lower_var(bool take_sqrt) {
     const auto mask = reduced_dims(arg_constant(node, 1).int_list(), x.dim(), node.op_def().name);
     const double correction = arg_constant(node, 2).to_double();
     const bool keepdim = arg_constant(node, 3).to_bool();
-    const ScalarType c = compute_type(out.dtype);
+    const ScalarType c = kFloat64;
     TensorBox m2 = reduce(l, x, mask, keepdim, ReductionType::welford_m2, c, c);
     Loader ld = m2.make_loader();
     ExprPtr count = reduced_count(x, mask);
