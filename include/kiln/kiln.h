@@ -2,6 +2,7 @@
 #pragma once
 
 #include "kiln/autograd.h"
+#include "kiln/control_flow.h"
 #include "kiln/data/dataloader.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/fashion_mnist.h"
