@@ -42,6 +42,7 @@ enum OpTag : uint32_t {
   kTagReduction = 1u << 6,
   kTagNondifferentiable = 1u << 7,  // integer/bool outputs only, no derivative expected
   kTagNotTraceable = 1u << 8,       // kiln::compile runs it eagerly between graphs (a graph break)
+  kTagHigherOrder = 1u << 9,        // takes subgraphs (cond, while_loop): runs only from a graph
 };
 
 struct OpDef {

@@ -438,6 +438,8 @@ Graph Graph::clone(std::unordered_map<const Value*, Value*>* mapping) const {
       c->args_ = std::move(args);
       c->side_effects_flag_ = n->side_effects_flag_;
       c->grad_mode_ = n->grad_mode_;
+      c->subgraphs_ =
+          n->subgraphs_;  // immutable, so shared (Note [Subgraphs of a higher-order op])
       c->position_ = g.nodes_.insert(g.nodes_.end(), std::move(node));
       for (Value* v : n->output_ptrs_) outs.push_back(g.new_value(c, v->output_index_, v->meta_));
       c->add_use_of_args();

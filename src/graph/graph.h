@@ -127,6 +127,19 @@ bool args_equal(const Arg& a, const Arg& b);
 
 enum class NodeKind : uint8_t { Placeholder, Call, Output };
 
+// Note [Subgraphs of a higher-order op]
+// A call of a higher-order op (cond, while_loop: ops tagged kTagHigherOrder) carries its bodies
+// as subgraphs, each named by its role ("true_fn", "body_fn"). A subgraph is a whole Graph with
+// its own placeholders and value ids: it reads nothing of the enclosing graph (what a body closed
+// over is lifted into an operand), so each graph is verified, printed and interpreted on its own.
+// Subgraphs are immutable once attached and shared between clones; a pass that rewrites a body
+// attaches a new one. The op's schema lists only the values it reads; which subgraphs it takes
+// and what they must accept and return is src/graph/higher_order.h's.
+struct Subgraph {
+  std::string name;
+  std::shared_ptr<const Graph> graph;
+};
+
 class Node {
  public:
   NodeKind kind() const { return kind_; }
@@ -161,6 +174,10 @@ class Node {
   void set_grad_mode(GradMode m) { grad_mode_ = m; }
   bool mutates() const;  // in-place op or a schema argument marked `!`
 
+  // Higher-order ops only (Note [Subgraphs of a higher-order op]).
+  const std::vector<Subgraph>& subgraphs() const { return subgraphs_; }
+  void set_subgraphs(std::vector<Subgraph> subgraphs) { subgraphs_ = std::move(subgraphs); }
+
  private:
   friend class Graph;
   Node(Graph* graph, NodeKind kind) : graph_(graph), kind_(kind) {}
@@ -176,6 +193,7 @@ class Node {
   std::string source_;
   bool side_effects_flag_ = false;
   GradMode grad_mode_ = GradMode::Inherit;
+  std::vector<Subgraph> subgraphs_;
   bool erased_ = false;
   std::list<std::unique_ptr<Node>>::iterator position_;
 };
@@ -264,9 +282,10 @@ class Graph {
 //   %2 : f32[s0, 512] = mm(%0, %1)
 //   %3 : f32[s0, 512] = add(%2, %4, alpha=1)
 //   return (%3)
-// See Note [Graph text format] in printer.cpp.
+// A higher-order op's subgraphs follow its line as indented blocks. See Note [Graph text format]
+// in printer.cpp.
 std::string to_string(const Graph& g);
-std::string to_string(const Node& node);  // one line, no newline
+std::string to_string(const Node& node);  // one line, no newline, no subgraphs
 std::string to_string(const TensorMeta& meta);
 std::string constant_to_string(const IValue& c);
 

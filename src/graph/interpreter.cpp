@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "src/graph/graph.h"
+#include "src/graph/higher_order.h"
 #include "src/graph/schema.h"
 
 #include <optional>
@@ -150,7 +151,15 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
       std::optional<ScopedGradMode> grad_mode;  // Note [Grad mode of a node]
       if (node->grad_mode() != Node::GradMode::Inherit)
         grad_mode.emplace(node->grad_mode() == Node::GradMode::Enabled);
-      results = dispatch::call_for_tensors(node->op(), args);  // Note [Running a recorded op]
+      if (is_higher_order(*node)) {
+        KILN_CHECK(symbols != nullptr, NotImplementedError,
+                   "{}: tracing through a higher-order op symbolically (AOT autograd of its "
+                   "bodies) is not built yet",
+                   node->op_def().name);
+        results = run_higher_order(*node, args);
+      } else {
+        results = dispatch::call_for_tensors(node->op(), args);  // Note [Running a recorded op]
+      }
     } catch (const Error& e) {
       dispatch::rethrow_with_context(e, context());
     }

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "src/graph/graph.h"
@@ -93,6 +95,7 @@ class LineParser {
       g_.set_next_value_ids(ids);
       std::vector<Value*> outs = g_.add_call(op->id, std::move(args), std::move(metas));
       for (size_t i = 0; i < outs.size(); ++i) values_[ids[i]] = outs[i];
+      call_ = outs.empty() ? nullptr : outs[0]->producer();
       // Note [Grad mode of a node]: the trailing comment carries the node's grad mode.
       skip_space();
       const std::string_view rest = line_.substr(pos_);
@@ -102,6 +105,9 @@ class LineParser {
     expect_end();
     return false;
   }
+
+  // The call the statement added (nullptr for a placeholder or a return).
+  Node* call() const { return call_; }
 
  private:
   // ---- errors ----
@@ -472,34 +478,80 @@ class LineParser {
 #undef KILN_CHECK_AT
 
   std::string_view line_;
+  Node* call_ = nullptr;
   size_t pos_ = 0;
   int line_number_;
   Graph& g_;
   std::unordered_map<int, Value*>& values_;
 };
 
-}  // namespace
+// A line that opens a subgraph block: `name {` (Note [Graph text format]).
+std::optional<std::string> block_name(std::string_view content) {
+  if (content.size() < 3 || content.back() != '{' || !is_ident_start(content.front()))
+    return std::nullopt;
+  const std::string_view name = trim(content.substr(0, content.size() - 1));
+  for (char c : name)
+    if (!is_ident_char(c) || c == '.') return std::nullopt;
+  return std::string(name);
+}
 
-Graph parse_graph(std::string_view text) {
+// Parses lines[first, last) as one graph; `lines` are numbered from 1.
+Graph parse_lines(const std::vector<std::string_view>& lines, size_t first, size_t last) {
   Graph g;
   std::unordered_map<int, Value*> values;
-  int line_number = 0;
   bool returned = false;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    ++line_number;
-    start = end + 1;
-    const std::string_view content = trim(line);
+  for (size_t i = first; i < last; ++i) {
+    const int line_number = static_cast<int>(i) + 1;
+    const std::string_view content = trim(lines[i]);
     if (content.empty() || content.front() == '#') continue;
     if (returned)
       throw ValueError(
           fmt::format("parse_graph: line {}:1: a statement after `return`", line_number));
-    returned = LineParser(line, line_number, g, values).parse_statement();
+    if (block_name(content))
+      throw ValueError(fmt::format(
+          "parse_graph: line {}:1: a subgraph block `{}` that follows no call of a higher-order "
+          "op",
+          line_number, content));
+    LineParser statement(lines[i], line_number, g, values);
+    returned = statement.parse_statement();
+    Node* call = statement.call();
+    // The call's subgraph blocks, each up to the `}` that closes it.
+    std::vector<Subgraph> subgraphs;
+    while (call != nullptr && i + 1 < last) {
+      const std::optional<std::string> name = block_name(trim(lines[i + 1]));
+      if (!name) break;
+      const size_t open = i + 1;
+      size_t close = open + 1;
+      int depth = 1;
+      for (; close < last; ++close) {
+        const std::string_view c = trim(lines[close]);
+        if (c == "}" && --depth == 0) break;
+        if (block_name(c)) ++depth;
+      }
+      if (close == last)
+        throw ValueError(fmt::format("parse_graph: line {}:1: subgraph `{}` has no closing `}}`",
+                                     open + 1, *name));
+      subgraphs.push_back(
+          {*name, std::make_shared<const Graph>(parse_lines(lines, open + 1, close))});
+      i = close;
+    }
+    if (!subgraphs.empty()) call->set_subgraphs(std::move(subgraphs));
   }
   return g;
+}
+
+}  // namespace
+
+Graph parse_graph(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parse_lines(lines, 0, lines.size());
 }
 
 }  // namespace kiln::graph

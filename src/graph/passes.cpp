@@ -109,6 +109,11 @@ bool same_call(const Node& a, const Node& b) {
     return false;
   for (size_t i = 0; i < a.args().size(); ++i)
     if (!args_equal(a.args()[i], b.args()[i])) return false;
+  // Two calls of a higher-order op on the same operands compute the same only with the same
+  // bodies: the same subgraph objects (clones share them), not equal-looking ones.
+  if (a.subgraphs().size() != b.subgraphs().size()) return false;
+  for (size_t i = 0; i < a.subgraphs().size(); ++i)
+    if (a.subgraphs()[i].graph != b.subgraphs()[i].graph) return false;
   return true;
 }
 

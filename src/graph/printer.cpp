@@ -19,6 +19,20 @@
 // names (float32, int64: the long names, so they never collide with a symbol such as u8), devices
 // (cpu, meta), double-quoted strings, int lists `[2, s0]`, value lists `[%1, None]`. A Scalar
 // prints like the number it holds; its kind (int, float, bool) is kept by the literal's form.
+//
+// A call of a higher-order op is followed by its subgraphs (Note [Subgraphs of a higher-order op]
+// in graph.h), each a block that names its role and holds a whole graph, indented, with its own
+// value ids:
+//
+//   %3 : f32[4] = cond(%2, [%0])
+//     true_fn {
+//       %0 : f32[4] = placeholder("operand0")
+//       %1 : f32[4] = sin(%0)
+//       return (%1)
+//     }
+//     false_fn {
+//       ...
+//     }
 #include "src/graph/graph.h"
 #include "src/graph/schema.h"
 #include "src/graph/text.h"
@@ -153,7 +167,21 @@ std::string to_string(const Node& node) {
 
 std::string to_string(const Graph& g) {
   std::string out;
-  for (const Node* n : g.nodes()) out += to_string(*n) + "\n";
+  for (const Node* n : g.nodes()) {
+    out += to_string(*n) + "\n";
+    // Note [Subgraphs of a higher-order op]: each body as an indented block after the call.
+    for (const Subgraph& sub : n->subgraphs()) {
+      out += "  " + sub.name + " {\n";
+      const std::string body = to_string(*sub.graph);
+      size_t start = 0;
+      while (start < body.size()) {
+        const size_t end = body.find('\n', start);
+        out += "    " + body.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
+      out += "  }\n";
+    }
+  }
   return out;
 }
 

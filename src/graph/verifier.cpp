@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "src/graph/graph.h"
+#include "src/graph/higher_order.h"
 #include "src/graph/meta_inference.h"
 #include "src/graph/schema.h"
 
@@ -121,7 +122,14 @@ void verify(const Graph& g) {
     check_uses(g, *node, defined, user_sets);
     if (node->kind() == NodeKind::Call) {
       check_call(*node);
-      check_meta(*node);
+      if (is_higher_order(*node)) {
+        verify_higher_order(*node);
+      } else {
+        if (!node->subgraphs().empty())
+          fail(*node, fmt::format("{} is not a higher-order op but the node has subgraphs",
+                                  node->op_def().name));
+        check_meta(*node);
+      }
     }
     if (node->kind() == NodeKind::Output) {
       for (const Value* v : node->args()[0].as_list())

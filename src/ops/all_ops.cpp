@@ -17,6 +17,7 @@ void register_all_ops(OpRegistry& r) {
   register_nn_ops(r);
   register_shape_ops(r);
   register_index_ops(r);
+  register_higher_order_ops(r);
   // Derivatives attach to these entries from src/autograd/derivative_table.cpp (Note [Extending
   // the op table]).
 }

@@ -22,5 +22,6 @@ void register_linalg_ops(OpRegistry& r);
 void register_nn_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
+void register_higher_order_ops(OpRegistry& r);
 
 }  // namespace kiln

@@ -6,6 +6,12 @@ namespace kiln::testing {
 const std::vector<std::pair<std::string, std::string>>& harness_exemptions() {
   static const std::vector<std::pair<std::string, std::string>> list = {
       {"empty", "uninitialized values; shape/dtype checked in tests/ops/factory_test.cpp"},
+      {"cond",
+       "a higher-order op: its bodies are subgraphs, so it runs only from a graph; tested in "
+       "tests/graph/higher_order_test.cpp (kiln::cond in tests/ops/control_flow_test.cpp)"},
+      {"while_loop",
+       "a higher-order op: its bodies are subgraphs, so it runs only from a graph; tested in "
+       "tests/graph/higher_order_test.cpp (kiln::while_loop in tests/ops/control_flow_test.cpp)"},
   };
   return list;
 }
@@ -19,6 +25,12 @@ const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions() {
       {"scaled_dot_product_attention_backward",
        "runs only without create_graph: double backward through attention differentiates the "
        "composite form of its formula (scaled_dot_product_attention's gradcheck checks both)"},
+      {"cond",
+       "a higher-order op: the gradient is that of the ops its interpreted body runs "
+       "(tests/graph/higher_order_test.cpp, tests/ops/control_flow_test.cpp)"},
+      {"while_loop",
+       "a higher-order op: the gradient is that of the ops its interpreted body runs "
+       "(tests/graph/higher_order_test.cpp, tests/ops/control_flow_test.cpp)"},
       {"where.Scalar",
        "its only tensor is the bool condition: nothing to differentiate (where and its other "
        "Scalar forms are checked)"},

@@ -1,0 +1,171 @@
+#include "src/graph/higher_order.h"
+
+#include "src/graph/graph.h"
+
+namespace kiln::graph {
+namespace {
+
+[[noreturn]] void fail(const Node& node, const std::string& what) {
+  throw ValueError(fmt::format("verify: `{}`: {}", to_string(node), what));
+}
+
+std::string meta_text(const TensorMeta& m) {
+  TensorMeta shown = m;
+  shown.requires_grad = false;
+  return to_string(shown);
+}
+
+bool same_dtype_and_sizes(const TensorMeta& a, const TensorMeta& b) {
+  if (a.dtype != b.dtype || a.sizes.size() != b.sizes.size()) return false;
+  for (size_t d = 0; d < a.sizes.size(); ++d)
+    if (!same(a.sizes[d], b.sizes[d])) return false;
+  return true;
+}
+
+const Graph& subgraph(const Node& node, size_t i) { return *node.subgraphs()[i].graph; }
+
+// Subgraph `i` takes values with the metas `inputs` (dtype and sizes; a body sees its operands'
+// values, whatever their strides) and returns no placeholder of its own (an output that is an
+// input would alias it: Note [Subgraphs of a higher-order op]).
+void check_takes(const Node& node, size_t i, const std::vector<const TensorMeta*>& inputs,
+                 std::string_view what) {
+  const Subgraph& sub = node.subgraphs()[i];
+  const std::span<Value* const> placeholders = sub.graph->placeholders();
+  if (placeholders.size() != inputs.size())
+    fail(node, fmt::format("{} takes {} inputs but the op passes it {} {}", sub.name,
+                           placeholders.size(), inputs.size(), what));
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!same_dtype_and_sizes(placeholders[k]->meta(), *inputs[k]))
+      fail(node, fmt::format("{} input {} is {} but the op passes it {} {} as {}", sub.name, k,
+                             meta_text(placeholders[k]->meta()), what, k, meta_text(*inputs[k])));
+  for (const Value* out : sub.graph->outputs())
+    if (out->producer()->kind() == NodeKind::Placeholder)
+      fail(node, fmt::format("{} returns its input {} ({}) itself; a body returns new tensors "
+                             "(clone an input it passes through)",
+                             sub.name, out->name(), out->producer()->source()));
+}
+
+// Subgraph `i` returns values with the metas `expected`.
+void check_returns(const Node& node, size_t i, const std::vector<const TensorMeta*>& expected,
+                   std::string_view what) {
+  const Subgraph& sub = node.subgraphs()[i];
+  const std::span<Value* const> outs = sub.graph->outputs();
+  if (outs.size() != expected.size())
+    fail(node, fmt::format("{} returns {} values but the op needs {} ({})", sub.name, outs.size(),
+                           expected.size(), what));
+  for (size_t k = 0; k < outs.size(); ++k)
+    if (!same_dtype_and_sizes(outs[k]->meta(), *expected[k]))
+      fail(node, fmt::format("{} returns {} as its output {} but the op needs {} ({})", sub.name,
+                             meta_text(outs[k]->meta()), k, meta_text(*expected[k]), what));
+}
+
+std::vector<const TensorMeta*> metas_of(std::span<Value* const> values) {
+  std::vector<const TensorMeta*> metas;
+  for (const Value* v : values) metas.push_back(&v->meta());
+  return metas;
+}
+
+std::vector<const TensorMeta*> metas_of(const std::vector<Value*>& values) {
+  return metas_of(std::span<Value* const>(values.data(), values.size()));
+}
+
+bool is_one_bool(const TensorMeta& m) {
+  if (m.dtype != ScalarType::Bool) return false;
+  for (SymInt s : m.sizes)
+    if (!same(s, 1)) return false;
+  return true;
+}
+
+void verify_cond(const Node& node) {
+  const Value* pred = node.args()[0].as_value();
+  if (!is_one_bool(pred->meta()))
+    fail(node, fmt::format("pred {} is {}; it must be a bool tensor with one element", pred->name(),
+                           meta_text(pred->meta())));
+  const std::vector<const TensorMeta*> operands = metas_of(node.args()[1].as_list());
+  const std::vector<const TensorMeta*> outputs = metas_of(node.outputs());
+  for (size_t i = 0; i < 2; ++i) {
+    check_takes(node, i, operands, "operand");
+    check_returns(node, i, outputs, "the node's outputs");
+  }
+}
+
+void verify_while_loop(const Node& node) {
+  const std::vector<const TensorMeta*> carries = metas_of(node.args()[0].as_list());
+  if (carries.empty()) fail(node, "while_loop needs at least one carry");
+  check_takes(node, 0, carries, "carry");
+  check_takes(node, 1, carries, "carry");
+  const std::span<Value* const> keep_going = subgraph(node, 0).outputs();
+  if (keep_going.size() != 1 || !is_one_bool(keep_going[0]->meta()))
+    fail(node, fmt::format("cond_fn returns {} values{}; it must return one bool tensor with one "
+                           "element",
+                           keep_going.size(),
+                           keep_going.size() == 1 ? " (" + meta_text(keep_going[0]->meta()) + ")"
+                                                  : std::string()));
+  check_returns(node, 1, carries, "a carry keeps its dtype and sizes");
+  check_returns(node, 1, metas_of(node.outputs()), "the node's outputs are the final carries");
+}
+
+bool read_predicate(const Tensor& pred, std::string_view op) {
+  KILN_CHECK(pred.defined() && pred.dtype() == ScalarType::Bool && pred.numel() == 1, ValueError,
+             "{}: the predicate must be a bool tensor with one element", op);
+  return pred.item<bool>();
+}
+
+}  // namespace
+
+bool is_higher_order(const Node& node) {
+  return node.kind() == NodeKind::Call && node.op_def().has_tag(kTagHigherOrder);
+}
+
+std::vector<std::string> subgraph_roles(const OpDef& op) {
+  if (op.name == "cond") return {"true_fn", "false_fn"};
+  if (op.name == "while_loop") return {"cond_fn", "body_fn"};
+  return {};
+}
+
+void verify_higher_order(const Node& node) {
+  const std::vector<std::string> roles = subgraph_roles(node.op_def());
+  const std::vector<Subgraph>& subs = node.subgraphs();
+  std::string names;
+  for (const Subgraph& s : subs) names += (names.empty() ? "" : ", ") + s.name;
+  if (roles.size() != subs.size())
+    fail(node, fmt::format("{} takes {} subgraphs ({}) but the node has {} ({})",
+                           node.op_def().name, roles.size(), fmt::join(roles, ", "), subs.size(),
+                           names.empty() ? "none" : names));
+  for (size_t i = 0; i < roles.size(); ++i) {
+    if (subs[i].name != roles[i])
+      fail(node, fmt::format("subgraph {} is named `{}` but {}'s subgraph {} is `{}`", i,
+                             subs[i].name, node.op_def().name, i, roles[i]));
+    if (subs[i].graph == nullptr) fail(node, fmt::format("subgraph `{}` is null", roles[i]));
+    try {
+      verify(*subs[i].graph);
+    } catch (const Error& e) {
+      fail(node, fmt::format("in subgraph `{}`: {}", roles[i], e.what()));
+    }
+  }
+  if (node.op_def().name == "cond") verify_cond(node);
+  if (node.op_def().name == "while_loop") verify_while_loop(node);
+}
+
+std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
+  const std::string& op = node.op_def().name;
+  KILN_CHECK(node.subgraphs().size() == subgraph_roles(node.op_def()).size(), ValueError,
+             "interpret: {} has {} subgraphs; run verify() on the graph", op,
+             node.subgraphs().size());
+  if (op == "cond") {
+    const std::vector<Tensor> operands = args[1].tensor_list();
+    const bool taken = read_predicate(args[0].tensor(), op);
+    return interpret(subgraph(node, taken ? 0 : 1), operands);
+  }
+  if (op == "while_loop") {
+    // With no iteration the results are the carries themselves, as kiln::while_loop's.
+    std::vector<Tensor> carries = args[0].tensor_list();
+    while (read_predicate(interpret(subgraph(node, 0), carries).at(0), op))
+      carries = interpret(subgraph(node, 1), carries);
+    return carries;
+  }
+  throw NotImplementedError(
+      fmt::format("interpret: no interpreter rule for higher-order op {}", op));
+}
+
+}  // namespace kiln::graph

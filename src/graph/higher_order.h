@@ -1,0 +1,31 @@
+// Higher-order ops in a graph: which subgraphs each one takes, what they must accept and return,
+// and how the interpreter runs them (Note [Subgraphs of a higher-order op] in graph.h).
+//
+//   cond(pred, [operands...])   subgraphs true_fn, false_fn: each takes the operands (same
+//                               dtypes and sizes) and returns the node's outputs; pred is a bool
+//                               tensor with one element.
+//   while_loop([carried...])    subgraphs cond_fn, body_fn: both take the carries; cond_fn
+//                               returns one bool tensor with one element, body_fn the next
+//                               carries, each with the dtype and sizes of the one it replaces.
+//                               The node's outputs are the final carries.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/graph/graph.h"
+
+namespace kiln::graph {
+
+bool is_higher_order(const Node& node);
+// The roles of the op's subgraphs, in order ("true_fn", "false_fn").
+std::vector<std::string> subgraph_roles(const OpDef& op);
+
+// Checks a higher-order call against the contract above (each subgraph verified too); throws
+// ValueError naming the node, the subgraph and the value. Called by verify().
+void verify_higher_order(const Node& node);
+
+// Runs a higher-order call on its boxed arguments, interpreting the subgraph(s) it picks.
+std::vector<Tensor> run_higher_order(const Node& node, const Stack& args);
+
+}  // namespace kiln::graph
