@@ -9,8 +9,14 @@
 // per-step outputs, the same sizes) every time, does not mutate its inputs, and returns no alias
 // of them. A violation raises a kiln::Error naming the op, the body and the value.
 //
-// Not yet (issue 21 continues): under kiln::compile these run their bodies inline while tracing,
-// so a predicate or trip count that depends on data is a graph break there, not a subgraph.
+// Under kiln::compile, cond with a tensor predicate and while_loop trace each body once into a
+// subgraph of one graph node, so a predicate or trip count that depends on data is decided when
+// the graph runs: no graph break, no recompile when the data changes. A body there may not do
+// what would split a graph (item(), a random op, an op that runs only eagerly), and may not write
+// to or return (a view of) anything it receives or closes over; both branches of a cond return
+// the same dtypes and sizes. Such a body raises a kiln::Error naming the op and the body. map,
+// scan and associative_scan run their bodies inline under kiln::compile (they unroll).
+// Gradients through a compiled cond or while_loop are those of the interpreted bodies.
 #pragma once
 
 #include <functional>

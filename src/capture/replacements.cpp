@@ -38,6 +38,15 @@ graph::Graph simplified_for_backend(const graph::Graph& graph, const sym::ShapeE
       m.offset = simplified(m.offset, env);
     }
     if (node->kind() != graph::NodeKind::Call) continue;
+    // Bodies are simplified alike, so that their metas still match the call's (Note [Subgraphs
+    // of a higher-order op]: immutable, so new ones replace them).
+    if (!node->subgraphs().empty()) {
+      std::vector<graph::Subgraph> bodies;
+      for (const graph::Subgraph& sub : node->subgraphs())
+        bodies.push_back(
+            {sub.name, std::make_shared<const graph::Graph>(simplified_for_backend(*sub.graph, env))});
+      node->set_subgraphs(std::move(bodies));
+    }
     for (size_t i = 0; i < node->args().size(); ++i) {
       const graph::Arg& arg = node->args()[i];
       if (!arg.is_constant()) continue;

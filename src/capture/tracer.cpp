@@ -15,7 +15,9 @@
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/graph.h"
+#include "src/graph/higher_order.h"
 #include "src/graph/recorder.h"
+#include "src/core/tensor_factory.h"
 
 namespace kiln::capture {
 namespace {
@@ -53,8 +55,38 @@ class Tracer final : public TracingHooks {
   void name_state(const Tensor& owner, std::string what, const Tensor& state) override;
   void filled_by_effect(const Tensor& state) override { filled_by_effect_[state.impl()] = state; }
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
+  std::vector<Tensor> trace_cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn& false_fn,
+                                 const std::vector<Tensor>& operands) override;
+  std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,
+                                       const std::vector<Tensor>& carried) override;
 
  private:
+  // A body being traced into a subgraph (Note [Higher-order ops under a trace]).
+  struct BodyScope {
+    std::string op, name;  // "cond", "true_fn"
+    graph::Graph graph;
+    // fake -> value in `graph`; swapped with values_ while the body is the innermost scope.
+    std::unordered_map<const TensorImpl*, graph::Value*> values;
+    std::vector<Tensor> captured;  // tensors of enclosing scopes the body read, in input order
+  };
+  struct TracedBody {
+    std::shared_ptr<graph::Graph> graph;
+    std::vector<Tensor> captured;
+    std::vector<Tensor> results;  // the body's results, as fakes of the body
+  };
+  // Traces `fn` on fresh fakes of `inputs` (contiguous ones when `contiguous_inputs`), with the
+  // tensors `captured` already lifted (in that order) as inputs after them.
+  TracedBody trace_body(std::string_view op, std::string_view name, std::string_view input_kind,
+                        const std::vector<Tensor>& inputs, bool contiguous_inputs,
+                        const std::vector<Tensor>& captured, const BodyFn& fn,
+                        bool clone_inputs_returned);
+  graph::Value* body_value_of(const Tensor& t);
+  graph::Graph& current_graph() { return bodies_.empty() ? seg_->graph : bodies_.back()->graph; }
+  // Inside a body, what would be a graph break raises instead (a body is one subgraph).
+  void no_break_in_body(std::string_view what) const;
+  // New fakes for the outputs of a higher-order node.
+  std::vector<Tensor> node_outputs(const std::vector<graph::Value*>& values);
+
   bool replaying() const { return depth_ < static_cast<int>(req_.replay_path.size()); }
   GuardSet& guards() {
     if (replaying()) return scratch_guards_;
@@ -111,6 +143,7 @@ class Tracer final : public TracingHooks {
   size_t runtime_assert_mark_ = 0;
   int constants_ = 0;
   bool in_eager_segment_ = false;
+  std::vector<BodyScope*> bodies_;  // innermost last
   std::chrono::steady_clock::time_point trace_start_ = std::chrono::steady_clock::now();
 };
 
@@ -240,6 +273,7 @@ Tensor Tracer::fake_of(const Tensor& t) {
 }
 
 graph::Value* Tracer::value_of(const Tensor& t) {
+  if (!bodies_.empty()) return body_value_of(t);
   const Tensor fake = fake_of(t);
   const TensorImpl* impl = fake.impl();
   if (auto it = values_.find(impl); it != values_.end()) return it->second;
@@ -364,6 +398,11 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
                                  args[0].is_tensor() && args[0].tensor().defined() &&
                                  may_overlap_itself(fake_of(args[0].tensor()));
   if ((!op.has_tag(kTagNotTraceable) && !overlapping_write) || in_eager_segment_) {
+    KILN_CHECK(bodies_.empty() || !op.has_tag(kTagDynamicOutput), NotImplementedError,
+               "{}: {} calls {}, whose output shape depends on data; a body with a "
+               "data-dependent shape is not supported yet: call it outside the {}",
+               bodies_.empty() ? "" : bodies_.back()->op, bodies_.empty() ? "" : bodies_.back()->name,
+               op.name, bodies_.empty() ? "" : bodies_.back()->op);
     record_op(op, args, outputs);
     return;
   }
@@ -371,6 +410,7 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
       overlapping_write
           ? fmt::format("op {} writes through a view whose elements share memory", op.name)
           : fmt::format("op {} is marked not traceable", op.name);
+  no_break_in_body(reason);
   if (req_.options->fullgraph)
     throw GraphBreakError(fmt::format(
         "{}: graph break while compiling with fullgraph=true: {}. Call it outside the compiled "
@@ -408,7 +448,7 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
     }
     Tensor meta_twin(const Tensor& t) override { return tracer.fake_of(t); }
     graph::TensorMeta meta_of_output(const Tensor& out) override { return tracer.meta_of(out); }
-    graph::Graph& graph() override { return tracer.seg_->graph; }
+    graph::Graph& graph() override { return tracer.current_graph(); }
   } client(*this);
   std::vector<graph::Value*> values = graph::record_call(op, args, outputs, client, "compile");
   // Note [Grad mode of a node]: a mode other than the one the call started in (the entry guard)
@@ -461,6 +501,8 @@ void Tracer::graph_break_error(const std::string& reason, const std::source_loca
 // other output depends on it (nothing reads it, or only ops that are dead themselves): the graph
 // computes it, and the check runs (Note [Runtime errors in generated code]).
 bool raises_on_values(const graph::Node& node) {
+  // A body may hold such a check (or raise in its loop condition): kept like one.
+  if (node.op_def().has_tag(kTagHigherOrder)) return true;
   const std::string& name = node.op_def().name;
   const std::string base = name.substr(0, name.find('.'));
   if (base == "div" || base == "div_" || base == "remainder" || base == "remainder_" ||
@@ -642,6 +684,7 @@ void Tracer::start_segment(const std::string& key) {
 
 Tensor Tracer::materialize(const Tensor& t, const char* what, const std::source_location& loc) {
   const std::string reason = fmt::format("{} reads the value of a tensor", what);
+  no_break_in_body(fmt::format("{} at {}", reason, location_str(loc)));
   if (req_.options->fullgraph) graph_break_error(reason, loc);
   finish_segment(
       BreakPoint{.kind = BreakPoint::Kind::Item, .reason = reason, .where = location_str(loc)},
@@ -659,6 +702,7 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   const std::string reason =
       fmt::format("the condition {} depends on data (a size or value the graph computes)",
                   sym::to_string(condition));
+  no_break_in_body(fmt::format("{} at {}", reason, location_str(user_location(loc))));
   if (req_.options->fullgraph) graph_break_error(reason, loc);
   std::vector<Tensor> needed;
   std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
@@ -686,6 +730,270 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   result_.break_reasons.push_back(fmt::format("{}: {}", location_str(user_location(loc)), reason));
   start_segment(key);
   return key == "true";
+}
+
+// Note [Higher-order ops under a trace]
+// kiln::cond with a fake predicate and kiln::while_loop with fake carries do not run their bodies
+// inline, which would need the predicate's value (a graph break). Each body runs once on fresh
+// fakes of what it receives, in a BodyScope: the ops it calls are recorded into the scope's own
+// graph, which becomes a subgraph of one cond / while_loop node in the enclosing graph (Note
+// [Subgraphs of a higher-order op] in src/graph/graph.h). A tensor of an enclosing scope that a
+// body reads (a closure, a parameter) is lifted: a placeholder of the body, and an operand (cond)
+// or additional input (while_loop) of the node, valued in the enclosing scope (lifted there in
+// turn when that is a body too: nesting works scope by scope). Bodies of one node take the same
+// inputs: the second body starts with the first's captures, and the first gets the second's
+// extra ones as unused inputs. What would split a graph (item(), an op that runs only eagerly,
+// an effect, backward()) raises inside a body, naming the op and the body; so do a write to what
+// a body receives and a result that is (a view of) it, which the eager ops refuse too.
+graph::Value* Tracer::body_value_of(const Tensor& t) {
+  BodyScope& body = *bodies_.back();
+  if (auto it = values_.find(fake_of(t).impl()); it != values_.end()) return it->second;
+  if (t.device() == Device::Meta) {
+    // detach() of a body's fake: the same value (as in value_of).
+    if (std::optional<Tensor> source = alias_source(t);
+        source && values_.contains(source->impl())) {
+      twins_[t.impl()] = *source;
+      keep_.push_back(t);
+      return values_.at(source->impl());
+    }
+  }
+  // A tensor of an enclosing scope: its value there, then a new input of this body.
+  graph::Value* outer = nullptr;
+  {
+    bodies_.pop_back();
+    std::swap(values_, body.values);
+    struct Restore {
+      Tracer& tracer;
+      BodyScope& body;
+      ~Restore() {
+        std::swap(tracer.values_, body.values);
+        tracer.bodies_.push_back(&body);
+      }
+    } restore{*this, body};
+    outer = value_of(t);
+  }
+  const Tensor fake = fake_of(t);
+  graph::Value* v = body.graph.add_placeholder(
+      fmt::format("closure{}", body.captured.size()), outer->meta());
+  body.captured.push_back(t);
+  values_[fake.impl()] = v;
+  return v;
+}
+
+void Tracer::no_break_in_body(std::string_view what) const {
+  if (bodies_.empty()) return;
+  const BodyScope& body = *bodies_.back();
+  throw ValueError(fmt::format(
+      "{}: {}: {} inside {} of {}; a body is traced once into a subgraph and cannot split the "
+      "graph there. Move it out of the body, or compute it with tensor ops (e.g. where())",
+      req_.function_name, body.op, what, body.name, body.op));
+}
+
+Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name,
+                                      std::string_view input_kind,
+                                      const std::vector<Tensor>& inputs, bool contiguous_inputs,
+                                      const std::vector<Tensor>& captured, const BodyFn& fn,
+                                      bool clone_inputs_returned) {
+  BodyScope body{.op = std::string(op), .name = std::string(name)};
+  std::vector<Tensor> fakes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor outer = fake_of(inputs[i]);
+    graph::TensorMeta meta = meta_of(outer);
+    if (contiguous_inputs) meta = graph::TensorMeta::contiguous(meta.dtype, meta.sizes);
+    auto storage =
+        make_intrusive<StorageImpl>(outer.impl()->storage()->nbytes(), Device::Meta);
+    Tensor fake(make_intrusive<TensorImpl>(std::move(storage), meta.dtype,
+                                           SymDimVector(meta.sizes), SymDimVector(meta.strides),
+                                           meta.offset));
+    keep_.push_back(fake);
+    body.values[fake.impl()] =
+        body.graph.add_placeholder(fmt::format("{}{}", input_kind, i), std::move(meta));
+    fakes.push_back(std::move(fake));
+  }
+  for (const Tensor& c : captured) {
+    // Already valued in the enclosing scope (the other body lifted it).
+    const Tensor fake = fake_of(c);
+    graph::Value* outer = value_of(c);
+    body.values[fake.impl()] = body.graph.add_placeholder(
+        fmt::format("closure{}", body.captured.size()), outer->meta());
+    body.captured.push_back(c);
+  }
+  std::vector<Tensor> results;
+  std::vector<graph::Value*> outs;
+  {
+    bodies_.push_back(&body);
+    std::swap(values_, body.values);
+    struct Restore {
+      Tracer& tracer;
+      BodyScope& body;
+      ~Restore() {
+        std::swap(tracer.values_, body.values);
+        tracer.bodies_.pop_back();
+      }
+    } restore{*this, body};
+    results = fn(fakes);
+    for (size_t i = 0; i < results.size(); ++i) {
+      KILN_CHECK(results[i].defined(), ValueError,
+                 "{}: {} returned an undefined tensor as output {}; return a tensor for every "
+                 "output",
+                 op, name, i);
+      graph::Value* v = value_of(results[i]);
+      if (clone_inputs_returned && graph::input_viewed_by(v) != nullptr) {
+        results[i] = results[i].clone();
+        v = value_of(results[i]);
+      }
+      outs.push_back(v);
+    }
+  }
+  body.graph.set_outputs(outs);
+  auto what_input = [&](const graph::Value* placeholder) {
+    const auto placeholders = body.graph.placeholders();
+    const size_t k = static_cast<size_t>(
+        std::find(placeholders.begin(), placeholders.end(), placeholder) - placeholders.begin());
+    if (k < inputs.size()) return fmt::format("{} {}", input_kind, k);
+    return fmt::format("closed-over tensor {}", k - inputs.size());
+  };
+  const auto [writer, written] = graph::first_write_to_an_input(body.graph);
+  KILN_CHECK(writer == nullptr, ValueError,
+             "{}: {} mutated its {} ({}) in place with {}; a body may not mutate the values it "
+             "receives or closes over: compute a new tensor (e.g. x.add(1) instead of x.add_(1)) "
+             "and return it",
+             op, name, what_input(written), graph::to_string(written->meta()),
+             writer->op_def().name);
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const graph::Value* input = graph::input_viewed_by(outs[o]);
+    KILN_CHECK(input == nullptr, ValueError,
+               "{}: {} returned output {} ({}) that aliases its {}; a body may not return an "
+               "input or a view of one: return x.clone() instead",
+               op, name, o, graph::to_string(outs[o]->meta()), what_input(input));
+  }
+  return {std::make_shared<graph::Graph>(std::move(body.graph)), std::move(body.captured),
+          std::move(results)};
+}
+
+std::vector<Tensor> Tracer::node_outputs(const std::vector<graph::Value*>& values) {
+  std::vector<Tensor> fakes;
+  for (graph::Value* v : values) {
+    Tensor fake = empty_tensor(SymIntArrayRef(v->meta().sizes), v->meta().dtype, Device::Meta);
+    keep_.push_back(fake);
+    values_[fake.impl()] = v;
+    fakes.push_back(std::move(fake));
+  }
+  return fakes;
+}
+
+namespace {
+
+std::string metas_text(const std::vector<Tensor>& ts, size_t i) {
+  return fmt::format("{} {}", dtype_name(ts[i].dtype()), shape_str(ts[i].sym_sizes()));
+}
+
+// Symbolic sizes compare under the ShapeEnv: equal ones (s1 where a guard made s1 == 4) are
+// made structurally equal by the replacements before the graph reaches a backend.
+bool same_dtype_and_sizes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && shapes_equal(a.sym_sizes(), b.sym_sizes());
+}
+
+// Appends to `body` an unused input for each tensor of `captured` past its own captures.
+void add_unused_captures(graph::Graph& body, size_t own, const std::vector<Tensor>& captured,
+                         const std::vector<graph::TensorMeta>& metas) {
+  for (size_t k = own; k < captured.size(); ++k)
+    body.add_placeholder(fmt::format("closure{}", k), metas[k]);
+}
+
+}  // namespace
+
+std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn,
+                                       const BodyFn& false_fn,
+                                       const std::vector<Tensor>& operands) {
+  TracedBody on_true = trace_body("cond", "true_fn", "operand", operands, false, {}, true_fn, false);
+  TracedBody on_false =
+      trace_body("cond", "false_fn", "operand", operands, false, on_true.captured, false_fn, false);
+  const std::vector<Tensor>& a = on_true.results;
+  const std::vector<Tensor>& b = on_false.results;
+  KILN_CHECK(a.size() == b.size(), ValueError,
+             "cond: true_fn returned {} outputs but false_fn {}; both branches return the same "
+             "number of tensors",
+             a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    KILN_CHECK(same_dtype_and_sizes(a[i], b[i]), ShapeError,
+               "cond: true_fn returned output {} as {} but false_fn as {}; under kiln::compile "
+               "both branches return the same dtypes and sizes (a data-dependent size needs "
+               "unbacked symbols, not supported yet)",
+               i, metas_text(a, i), metas_text(b, i));
+  std::vector<graph::Value*> args;
+  for (const Tensor& t : operands) args.push_back(value_of(t));
+  std::vector<graph::TensorMeta> capture_metas;
+  for (const Tensor& t : on_false.captured) {
+    args.push_back(value_of(t));
+    capture_metas.push_back(args.back()->meta());
+  }
+  add_unused_captures(*on_true.graph, on_true.captured.size(), on_false.captured, capture_metas);
+  std::vector<graph::TensorMeta> metas;
+  for (const Tensor& r : a)
+    metas.push_back(graph::TensorMeta::contiguous(
+        r.dtype(), SymDimVector(r.sym_sizes().begin(), r.sym_sizes().end())));
+  graph::Value* pred_value = value_of(pred);
+  std::vector<graph::Value*> values =
+      current_graph().add_call(op_id("cond"),
+                               {graph::Arg::value(pred_value), graph::Arg::list(std::move(args))},
+                               std::move(metas));
+  KILN_CHECK(!values.empty(), ValueError,
+             "cond: the branches return no tensors; a cond must return at least one");
+  values[0]->producer()->set_subgraphs(
+      {{"true_fn", std::move(on_true.graph)}, {"false_fn", std::move(on_false.graph)}});
+  return node_outputs(values);
+}
+
+std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn,
+                                             const BodyFn& body_fn,
+                                             const std::vector<Tensor>& carried) {
+  const BodyFn condition = [&](const std::vector<Tensor>& c) {
+    return std::vector<Tensor>{cond_fn(c)};
+  };
+  // Carries are contiguous in the bodies: the body's results are (the node's outputs are made
+  // contiguous), and they are the next iteration's carries.
+  TracedBody check =
+      trace_body("while_loop", "cond_fn", "carry", carried, true, {}, condition, true);
+  TracedBody body =
+      trace_body("while_loop", "body_fn", "carry", carried, true, check.captured, body_fn, false);
+  KILN_CHECK(check.results.size() == 1, ValueError,
+             "while_loop: cond_fn must return one tensor");
+  bool one_element = true;
+  for (SymInt s : check.results[0].sym_sizes()) one_element &= same(s, 1);
+  KILN_CHECK(check.results[0].dtype() == ScalarType::Bool && one_element, ValueError,
+             "while_loop: cond_fn's result must be a bool tensor with one element, got {}; "
+             "compare to get one (e.g. i < n)",
+             metas_text(check.results, 0));
+  const std::vector<Tensor>& next = body.results;
+  KILN_CHECK(next.size() == carried.size(), ValueError,
+             "while_loop: body_fn returned {} carries for {} it received; return one tensor per "
+             "carry",
+             next.size(), carried.size());
+  for (size_t i = 0; i < carried.size(); ++i)
+    KILN_CHECK(same_dtype_and_sizes(next[i], fake_of(carried[i])), ShapeError,
+               "while_loop: body_fn returned carry {} as {} but received it as {}; a carry keeps "
+               "its dtype and sizes (cast or reshape it back before returning it)",
+               i, metas_text(next, i), metas_text(carried, i));
+  std::vector<graph::Value*> carries, additional;
+  std::vector<graph::TensorMeta> metas, capture_metas;
+  for (const Tensor& t : carried) {
+    carries.push_back(value_of(t));
+    metas.push_back(
+        graph::TensorMeta::contiguous(carries.back()->meta().dtype, carries.back()->meta().sizes));
+  }
+  for (const Tensor& t : body.captured) {
+    additional.push_back(value_of(t));
+    capture_metas.push_back(additional.back()->meta());
+  }
+  add_unused_captures(*check.graph, check.captured.size(), body.captured, capture_metas);
+  std::vector<graph::Value*> values = current_graph().add_call(
+      op_id("while_loop"),
+      {graph::Arg::list(std::move(carries)), graph::Arg::list(std::move(additional))},
+      std::move(metas));
+  values[0]->producer()->set_subgraphs(
+      {{"cond_fn", std::move(check.graph)}, {"body_fn", std::move(body.graph)}});
+  return node_outputs(values);
 }
 
 // Installs the tracer on this thread for the duration of a trace (Note [Fake tensors]).
@@ -763,6 +1071,7 @@ CompiledGraph compile_paused(const Backend& backend, const graph::Graph& graph,
 // on with the child.
 void Tracer::backward(const Tensor& root, const Tensor& gradient, std::optional<bool> retain_graph,
                       bool create_graph, const std::source_location& loc) {
+  no_break_in_body("backward()");
   const std::string reason = "backward() runs the eager autograd engine";
   if (req_.options->fullgraph) graph_break_error(reason, loc);
   KILN_CHECK(!create_graph, NotImplementedError,
@@ -789,6 +1098,7 @@ void Tracer::backward(const Tensor& root, const Tensor& gradient, std::optional<
 
 // Note [Effects] (segment.h).
 void Tracer::effect(std::string what, std::function<void()> fn, bool touches_traced_tensors) {
+  no_break_in_body(fmt::format("{} (state outside the graph, e.g. a random op's generator)", what));
   if (touches_traced_tensors && segment_has_ops()) {
     const std::string reason = fmt::format("{} changes state outside the graph", what);
     finish_segment(BreakPoint{.kind = BreakPoint::Kind::Effect, .reason = reason}, {});

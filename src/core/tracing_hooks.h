@@ -10,6 +10,7 @@
 #include <source_location>
 #include <string>
 
+#include "kiln/control_flow.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -48,6 +49,16 @@ struct TracingHooks {
   // trace]): created anew by every trace, and its value when traced means nothing, so verify
   // mode does not compare it between traces (Note [Verify mode] in src/capture/verify.h).
   virtual void filled_by_effect(const Tensor& state) = 0;
+  // kiln::cond with a fake predicate and kiln::while_loop with fake carries: each body is traced
+  // into a subgraph of one higher-order node, so the branch or the trip count is decided when
+  // the graph runs (Note [Higher-order ops under a trace] in src/capture/tracer.cpp). Returns
+  // the node's outputs as fakes.
+  virtual std::vector<Tensor> trace_cond(const Tensor& pred, const BodyFn& true_fn,
+                                         const BodyFn& false_fn,
+                                         const std::vector<Tensor>& operands) = 0;
+  virtual std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn,
+                                               const BodyFn& body_fn,
+                                               const std::vector<Tensor>& carried) = 0;
 };
 
 // This thread's hooks (null when no trace is running).

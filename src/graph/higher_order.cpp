@@ -1,6 +1,7 @@
 #include "src/graph/higher_order.h"
 
 #include "src/graph/graph.h"
+#include "src/graph/schema.h"
 
 namespace kiln::graph {
 namespace {
@@ -39,10 +40,17 @@ void check_takes(const Node& node, size_t i, const std::vector<const TensorMeta*
       fail(node, fmt::format("{} input {} is {} but the op passes it {} {} as {}", sub.name, k,
                              meta_text(placeholders[k]->meta()), what, k, meta_text(*inputs[k])));
   for (const Value* out : sub.graph->outputs())
-    if (out->producer()->kind() == NodeKind::Placeholder)
-      fail(node, fmt::format("{} returns its input {} ({}) itself; a body returns new tensors "
-                             "(clone an input it passes through)",
-                             sub.name, out->name(), out->producer()->source()));
+    if (const Value* input = input_viewed_by(out))
+      fail(node, fmt::format("{} returns {}, which {} its input {} ({}); a body returns new "
+                             "tensors (clone an input it passes through)",
+                             sub.name, out->name(), out == input ? "is" : "is a view of",
+                             input->name(), input->producer()->source()));
+  const auto [writer, written] = first_write_to_an_input(*sub.graph);
+  if (writer != nullptr)
+    fail(node, fmt::format("{} writes to its input {} ({}) in `{}`; a body may not mutate what "
+                           "it receives",
+                           sub.name, written->name(), written->producer()->source(),
+                           to_string(*writer)));
 }
 
 // Subgraph `i` returns values with the metas `expected`.
@@ -92,8 +100,10 @@ void verify_cond(const Node& node) {
 void verify_while_loop(const Node& node) {
   const std::vector<const TensorMeta*> carries = metas_of(node.args()[0].as_list());
   if (carries.empty()) fail(node, "while_loop needs at least one carry");
-  check_takes(node, 0, carries, "carry");
-  check_takes(node, 1, carries, "carry");
+  std::vector<const TensorMeta*> inputs = carries;
+  for (const TensorMeta* m : metas_of(node.args()[1].as_list())) inputs.push_back(m);
+  check_takes(node, 0, inputs, "carry or additional input");
+  check_takes(node, 1, inputs, "carry or additional input");
   const std::span<Value* const> keep_going = subgraph(node, 0).outputs();
   if (keep_going.size() != 1 || !is_one_bool(keep_going[0]->meta()))
     fail(node, fmt::format("cond_fn returns {} values{}; it must return one bool tensor with one "
@@ -105,6 +115,16 @@ void verify_while_loop(const Node& node) {
   check_returns(node, 1, metas_of(node.outputs()), "the node's outputs are the final carries");
 }
 
+// The node's output metas give strides (contiguous ones, from the tracer), which the ops after
+// it were traced with; a body's result has whatever strides its ops gave. A result whose layout
+// differs is made contiguous (contiguous() of a contiguous tensor is the tensor itself).
+std::vector<Tensor> as_node_outputs(const Node& node, std::vector<Tensor> results) {
+  for (size_t i = 0; i < results.size() && i < node.outputs().size(); ++i)
+    if (results[i].defined() && node.outputs()[i]->meta().has_contiguous_strides())
+      results[i] = results[i].contiguous();
+  return results;
+}
+
 bool read_predicate(const Tensor& pred, std::string_view op) {
   KILN_CHECK(pred.defined() && pred.dtype() == ScalarType::Bool && pred.numel() == 1, ValueError,
              "{}: the predicate must be a bool tensor with one element", op);
@@ -112,6 +132,33 @@ bool read_predicate(const Tensor& pred, std::string_view op) {
 }
 
 }  // namespace
+
+const Value* input_viewed_by(const Value* v) {
+  while (v != nullptr) {
+    const Node* producer = v->producer();
+    if (producer->kind() == NodeKind::Placeholder) return v;
+    if (producer->kind() != NodeKind::Call || !producer->op_def().has_tag(kTagView) ||
+        producer->args().empty() || !producer->args()[0].is_value())
+      return nullptr;
+    v = producer->args()[0].as_value();
+  }
+  return nullptr;
+}
+
+std::pair<const Node*, const Value*> first_write_to_an_input(const Graph& body) {
+  for (const Node* node : body.calls()) {
+    if (!node->mutates()) continue;
+    const Schema& schema = schema_of(node->op_def());
+    for (size_t i = 0; i < node->args().size(); ++i) {
+      const bool written = (i == 0 && node->op_def().has_tag(kTagInplace)) ||
+                           (i < schema.args.size() && schema.args[i].mutated);
+      if (!written) continue;
+      for (const Value* v : node->args()[i].values())
+        if (const Value* input = input_viewed_by(v)) return {node, input};
+    }
+  }
+  return {nullptr, nullptr};
+}
 
 bool is_higher_order(const Node& node) {
   return node.kind() == NodeKind::Call && node.op_def().has_tag(kTagHigherOrder);
@@ -152,16 +199,24 @@ std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
   KILN_CHECK(node.subgraphs().size() == subgraph_roles(node.op_def()).size(), ValueError,
              "interpret: {} has {} subgraphs; run verify() on the graph", op,
              node.subgraphs().size());
+  KILN_CHECK(args.size() == 2, ValueError, "interpret: {} takes 2 arguments, got {}", op,
+             args.size());
   if (op == "cond") {
     const std::vector<Tensor> operands = args[1].tensor_list();
     const bool taken = read_predicate(args[0].tensor(), op);
-    return interpret(subgraph(node, taken ? 0 : 1), operands);
+    return as_node_outputs(node, interpret(subgraph(node, taken ? 0 : 1), operands));
   }
   if (op == "while_loop") {
     // With no iteration the results are the carries themselves, as kiln::while_loop's.
-    std::vector<Tensor> carries = args[0].tensor_list();
-    while (read_predicate(interpret(subgraph(node, 0), carries).at(0), op))
-      carries = interpret(subgraph(node, 1), carries);
+    std::vector<Tensor> carries = as_node_outputs(node, args[0].tensor_list());
+    const std::vector<Tensor>& additional = args[1].tensor_list();
+    auto inputs = [&] {
+      std::vector<Tensor> in = carries;
+      in.insert(in.end(), additional.begin(), additional.end());
+      return in;
+    };
+    while (read_predicate(interpret(subgraph(node, 0), inputs()).at(0), op))
+      carries = as_node_outputs(node, interpret(subgraph(node, 1), inputs()));
     return carries;
   }
   throw NotImplementedError(

@@ -4,10 +4,13 @@
 //   cond(pred, [operands...])   subgraphs true_fn, false_fn: each takes the operands (same
 //                               dtypes and sizes) and returns the node's outputs; pred is a bool
 //                               tensor with one element.
-//   while_loop([carried...])    subgraphs cond_fn, body_fn: both take the carries; cond_fn
-//                               returns one bool tensor with one element, body_fn the next
-//                               carries, each with the dtype and sizes of the one it replaces.
-//                               The node's outputs are the final carries.
+//   while_loop([carried...], [additional_inputs...])
+//                               subgraphs cond_fn, body_fn: both take the carries, then the
+//                               additional inputs (what the bodies closed over, the same on
+//                               every iteration); cond_fn returns one bool tensor with one
+//                               element, body_fn the next carries, each with the dtype and sizes
+//                               of the one it replaces. The node's outputs are the final
+//                               carries.
 #pragma once
 
 #include <string>
@@ -27,5 +30,12 @@ void verify_higher_order(const Node& node);
 
 // Runs a higher-order call on its boxed arguments, interpreting the subgraph(s) it picks.
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args);
+
+// A body may neither write to nor return what it receives. The placeholder that `v` is (or is a
+// view of, through ops tagged kTagView), or nullptr.
+const Value* input_viewed_by(const Value* v);
+// The first call of `body` that writes to one of its placeholders (or a view of one), with that
+// placeholder; {nullptr, nullptr} when there is none.
+std::pair<const Node*, const Value*> first_write_to_an_input(const Graph& body);
 
 }  // namespace kiln::graph

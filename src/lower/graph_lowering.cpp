@@ -275,6 +275,11 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
 
 void GraphLowering::lower_call(const graph::Node& node) {
   const OpDef& def = node.op_def();
+  // Note [Subgraphs of a higher-order op]: an extern call could not run one (its bodies are not
+  // arguments), so the whole graph runs with the interpreter until bodies are lowered.
+  KILN_CHECK(!def.has_tag(kTagHigherOrder), NotImplementedError,
+             "lower: {} is a higher-order op, whose bodies are not lowered to generated code yet",
+             def.name);
   if (node.mutates() || def.has_tag(kTagRandom)) {
     // Note [Realization], last rule. An in-place op on a whole graph input writes only that
     // input: values that do not read it stay inline, and so does the value a copy_ stores when

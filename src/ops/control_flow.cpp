@@ -7,11 +7,13 @@
 // Autograd records what the bodies run, so the gradient is the unrolled program's.
 #include "kiln/control_flow.h"
 
+#include <algorithm>
 #include <string>
 
 #include "kiln/error.h"
 #include "kiln/ops/shape.h"
 #include "src/core/shape.h"
+#include "src/core/tracing_hooks.h"
 
 namespace kiln {
 namespace {
@@ -82,15 +84,24 @@ void check_same_carries(std::string_view op, std::string_view body,
   }
 }
 
-bool predicate_value(std::string_view op, std::string_view what, const Tensor& pred) {
+void check_predicate(std::string_view op, std::string_view what, const Tensor& pred) {
   KILN_CHECK(pred.defined(), ValueError, "{}: {} is an undefined tensor; pass a bool tensor", op,
              what);
-  KILN_CHECK(pred.dtype() == ScalarType::Bool && pred.numel() == 1, ValueError,
+  bool one_element = true;
+  for (SymInt s : pred.sym_sizes()) one_element &= same(s, 1);
+  KILN_CHECK(pred.dtype() == ScalarType::Bool && one_element, ValueError,
              "{}: {} must be a bool tensor with one element, got {}; compare to get one "
              "(e.g. x.sum() > 0)",
              op, what, metadata_str(pred));
+}
+
+bool predicate_value(std::string_view op, std::string_view what, const Tensor& pred) {
+  check_predicate(op, what, pred);
   return pred.item<bool>();
 }
+
+// A tensor of a running kiln::compile trace (Note [Fake tensors] in src/capture/tracer.h).
+bool is_fake(const Tensor& t) { return t.defined() && t.device() == Device::Meta; }
 
 void check_defined(std::string_view op, std::string_view what, const std::vector<Tensor>& ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
@@ -112,6 +123,13 @@ std::vector<Tensor> cond(bool pred, const BodyFn& true_fn, const BodyFn& false_f
 
 std::vector<Tensor> cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn& false_fn,
                          const std::vector<Tensor>& operands) {
+  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr && is_fake(pred)) {
+    check_predicate("cond", "pred", pred);
+    check_defined("cond", "operand", operands);
+    KILN_CHECK(true_fn && false_fn, ValueError,
+               "cond: true_fn and false_fn must both be callables");
+    return hooks->trace_cond(pred, true_fn, false_fn, operands);
+  }
   return cond(predicate_value("cond", "pred", pred), true_fn, false_fn, operands);
 }
 
@@ -122,6 +140,9 @@ std::vector<Tensor> while_loop(const LoopConditionFn& cond_fn, const BodyFn& bod
   KILN_CHECK(!carried.empty(), ValueError,
              "while_loop: expected at least one carried tensor (the loop has no state to update)");
   check_defined("while_loop", "carry", carried);
+  if (TracingHooks* hooks = current_tracing_hooks();
+      hooks != nullptr && std::any_of(carried.begin(), carried.end(), is_fake))
+    return hooks->trace_while_loop(cond_fn, body_fn, carried);
   std::vector<Tensor> carries = carried;
   for (;;) {
     const std::vector<uint32_t> before = versions_of(carries);

@@ -27,7 +27,7 @@ OpDef higher_order_op(const char* name, const char* schema) {
 
 void register_higher_order_ops(OpRegistry& r) {
   r.add(higher_order_op("cond", "cond(Tensor pred, Tensor[] operands) -> Tensor[]"));
-  r.add(higher_order_op("while_loop", "while_loop(Tensor[] carried) -> Tensor[]"));
+  r.add(higher_order_op("while_loop", "while_loop(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
 }
 
 }  // namespace kiln

@@ -41,7 +41,7 @@ const char* const kCond =
 const char* const kWhileLoop =
     "%0 : i64[] = placeholder(\"i\")\n"
     "%1 : f32[2] = placeholder(\"x\")\n"
-    "%2 : i64[], %3 : f32[2] = while_loop([%0, %1])\n"
+    "%2 : i64[], %3 : f32[2] = while_loop([%0, %1], [])\n"
     "  cond_fn {\n"
     "    %0 : i64[] = placeholder(\"carry0\")\n"
     "    %1 : f32[2] = placeholder(\"carry1\")\n"
@@ -101,7 +101,7 @@ TEST(HigherOrderGraph, NestedHigherOrderOpsRoundTripAndRun) {
   const std::string text =
       "%0 : i64[] = placeholder(\"i\")\n"
       "%1 : f32[] = placeholder(\"x\")\n"
-      "%2 : i64[], %3 : f32[] = while_loop([%0, %1])\n"
+      "%2 : i64[], %3 : f32[] = while_loop([%0, %1], [])\n"
       "  cond_fn {\n"
       "    %0 : i64[] = placeholder(\"carry0\")\n"
       "    %1 : f32[] = placeholder(\"carry1\")\n"
@@ -173,7 +173,16 @@ TEST(HigherOrderGraph, TheVerifierChecksEachBodyAgainstTheContract) {
   // A body that returns its input itself.
   msg = verify_error(replaced(kCond, "    %1 : f32[4] = sin(%0)\n    return (%1)",
                               "    %1 : f32[4] = sin(%0)\n    return (%0)"));
-  EXPECT_NE(msg.find("true_fn returns its input %0 (operand0) itself"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("true_fn returns %0, which is its input %0 (operand0)"), std::string::npos)
+      << msg;
+  msg = verify_error(replaced(kCond, "    %1 : f32[4] = sin(%0)\n    return (%1)",
+                              "    %1 : f32[4] = view(%0, [4])\n    return (%1)"));
+  EXPECT_NE(msg.find("true_fn returns %1, which is a view of its input %0 (operand0)"),
+            std::string::npos)
+      << msg;
+  msg = verify_error(replaced(kCond, "    %1 : f32[4] = sin(%0)\n    return (%1)",
+                              "    %1 : f32[4] = mul_.Scalar(%0, 2)\n    return (%1)"));
+  EXPECT_NE(msg.find("true_fn writes to its input %0 (operand0)"), std::string::npos) << msg;
   // A loop body that changes a carry's sizes.
   msg =
       verify_error(replaced(kWhileLoop, "    %3 : f32[2] = mul.Scalar(%1, 2)\n    return (%2, %3)",
