@@ -232,9 +232,16 @@ void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
   std::set<sym::ExprPtr> bound, used;
   for (const graph::Value* p : g.placeholders()) {
     const graph::TensorMeta& m = p->meta();
-    for (const auto* dims : {&m.sizes, &m.strides})
-      for (SymInt s : *dims)
-        if (s.is_symbolic() && s.expr()->is_symbol()) bound.insert(s.expr());
+    for (size_t d = 0; d < m.sizes.size(); ++d) {
+      if (m.sizes[d].is_symbolic() && m.sizes[d].expr()->is_symbol())
+        bound.insert(m.sizes[d].expr());
+      // Never through the stride of a dim of size 0 or 1 (Note [Where a symbol is read] in
+      // src/lower/graph_lowering.cpp): the lowering and the interpreter do not read it there.
+      const SymInt stride = m.strides[d];
+      if (stride.is_symbolic() && stride.expr()->is_symbol() &&
+          (m.sizes[d].is_symbolic() || m.sizes[d].raw() > 1))
+        bound.insert(stride.expr());
+    }
   }
   const auto use = [&](SymInt s) {
     if (!s.is_symbolic()) return;

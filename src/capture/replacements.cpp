@@ -43,8 +43,8 @@ graph::Graph simplified_for_backend(const graph::Graph& graph, const sym::ShapeE
     if (!node->subgraphs().empty()) {
       std::vector<graph::Subgraph> bodies;
       for (const graph::Subgraph& sub : node->subgraphs())
-        bodies.push_back(
-            {sub.name, std::make_shared<const graph::Graph>(simplified_for_backend(*sub.graph, env))});
+        bodies.push_back({sub.name, std::make_shared<const graph::Graph>(
+                                        simplified_for_backend(*sub.graph, env))});
       node->set_subgraphs(std::move(bodies));
     }
     for (size_t i = 0; i < node->args().size(); ++i) {

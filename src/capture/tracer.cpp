@@ -12,12 +12,12 @@
 #include "src/capture/replacements.h"
 #include "src/capture/verify.h"
 #include "src/core/shape.h"
+#include "src/core/tensor_factory.h"
 #include "src/core/tracing_hooks.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/graph.h"
 #include "src/graph/higher_order.h"
 #include "src/graph/recorder.h"
-#include "src/core/tensor_factory.h"
 
 namespace kiln::capture {
 namespace {
@@ -401,8 +401,9 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
     KILN_CHECK(bodies_.empty() || !op.has_tag(kTagDynamicOutput), NotImplementedError,
                "{}: {} calls {}, whose output shape depends on data; a body with a "
                "data-dependent shape is not supported yet: call it outside the {}",
-               bodies_.empty() ? "" : bodies_.back()->op, bodies_.empty() ? "" : bodies_.back()->name,
-               op.name, bodies_.empty() ? "" : bodies_.back()->op);
+               bodies_.empty() ? "" : bodies_.back()->op,
+               bodies_.empty() ? "" : bodies_.back()->name, op.name,
+               bodies_.empty() ? "" : bodies_.back()->op);
     record_op(op, args, outputs);
     return;
   }
@@ -773,8 +774,8 @@ graph::Value* Tracer::body_value_of(const Tensor& t) {
     outer = value_of(t);
   }
   const Tensor fake = fake_of(t);
-  graph::Value* v = body.graph.add_placeholder(
-      fmt::format("closure{}", body.captured.size()), outer->meta());
+  graph::Value* v =
+      body.graph.add_placeholder(fmt::format("closure{}", body.captured.size()), outer->meta());
   body.captured.push_back(t);
   values_[fake.impl()] = v;
   return v;
@@ -800,11 +801,9 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
     const Tensor outer = fake_of(inputs[i]);
     graph::TensorMeta meta = meta_of(outer);
     if (contiguous_inputs) meta = graph::TensorMeta::contiguous(meta.dtype, meta.sizes);
-    auto storage =
-        make_intrusive<StorageImpl>(outer.impl()->storage()->nbytes(), Device::Meta);
-    Tensor fake(make_intrusive<TensorImpl>(std::move(storage), meta.dtype,
-                                           SymDimVector(meta.sizes), SymDimVector(meta.strides),
-                                           meta.offset));
+    auto storage = make_intrusive<StorageImpl>(outer.impl()->storage()->nbytes(), Device::Meta);
+    Tensor fake(make_intrusive<TensorImpl>(std::move(storage), meta.dtype, SymDimVector(meta.sizes),
+                                           SymDimVector(meta.strides), meta.offset));
     keep_.push_back(fake);
     body.values[fake.impl()] =
         body.graph.add_placeholder(fmt::format("{}{}", input_kind, i), std::move(meta));
@@ -814,8 +813,8 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
     // Already valued in the enclosing scope (the other body lifted it).
     const Tensor fake = fake_of(c);
     graph::Value* outer = value_of(c);
-    body.values[fake.impl()] = body.graph.add_placeholder(
-        fmt::format("closure{}", body.captured.size()), outer->meta());
+    body.values[fake.impl()] =
+        body.graph.add_placeholder(fmt::format("closure{}", body.captured.size()), outer->meta());
     body.captured.push_back(c);
   }
   std::vector<Tensor> results;
@@ -906,7 +905,8 @@ void add_unused_captures(graph::Graph& body, size_t own, const std::vector<Tenso
 std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn,
                                        const BodyFn& false_fn,
                                        const std::vector<Tensor>& operands) {
-  TracedBody on_true = trace_body("cond", "true_fn", "operand", operands, false, {}, true_fn, false);
+  TracedBody on_true =
+      trace_body("cond", "true_fn", "operand", operands, false, {}, true_fn, false);
   TracedBody on_false =
       trace_body("cond", "false_fn", "operand", operands, false, on_true.captured, false_fn, false);
   const std::vector<Tensor>& a = on_true.results;
@@ -934,10 +934,9 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn
     metas.push_back(graph::TensorMeta::contiguous(
         r.dtype(), SymDimVector(r.sym_sizes().begin(), r.sym_sizes().end())));
   graph::Value* pred_value = value_of(pred);
-  std::vector<graph::Value*> values =
-      current_graph().add_call(op_id("cond"),
-                               {graph::Arg::value(pred_value), graph::Arg::list(std::move(args))},
-                               std::move(metas));
+  std::vector<graph::Value*> values = current_graph().add_call(
+      op_id("cond"), {graph::Arg::value(pred_value), graph::Arg::list(std::move(args))},
+      std::move(metas));
   KILN_CHECK(!values.empty(), ValueError,
              "cond: the branches return no tensors; a cond must return at least one");
   values[0]->producer()->set_subgraphs(
@@ -945,8 +944,7 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn
   return node_outputs(values);
 }
 
-std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn,
-                                             const BodyFn& body_fn,
+std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,
                                              const std::vector<Tensor>& carried) {
   const BodyFn condition = [&](const std::vector<Tensor>& c) {
     return std::vector<Tensor>{cond_fn(c)};
@@ -957,8 +955,7 @@ std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn,
       trace_body("while_loop", "cond_fn", "carry", carried, true, {}, condition, true);
   TracedBody body =
       trace_body("while_loop", "body_fn", "carry", carried, true, check.captured, body_fn, false);
-  KILN_CHECK(check.results.size() == 1, ValueError,
-             "while_loop: cond_fn must return one tensor");
+  KILN_CHECK(check.results.size() == 1, ValueError, "while_loop: cond_fn must return one tensor");
   bool one_element = true;
   for (SymInt s : check.results[0].sym_sizes()) one_element &= same(s, 1);
   KILN_CHECK(check.results[0].dtype() == ScalarType::Bool && one_element, ValueError,

@@ -7,7 +7,6 @@
 // Autograd records what the bodies run, so the gradient is the unrolled program's.
 #include "kiln/control_flow.h"
 
-#include <algorithm>
 #include <string>
 
 #include "kiln/error.h"
@@ -100,9 +99,6 @@ bool predicate_value(std::string_view op, std::string_view what, const Tensor& p
   return pred.item<bool>();
 }
 
-// A tensor of a running kiln::compile trace (Note [Fake tensors] in src/capture/tracer.h).
-bool is_fake(const Tensor& t) { return t.defined() && t.device() == Device::Meta; }
-
 void check_defined(std::string_view op, std::string_view what, const std::vector<Tensor>& ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
     KILN_CHECK(ts[i].defined(), ValueError, "{}: {} {} is an undefined tensor", op, what, i);
@@ -123,7 +119,9 @@ std::vector<Tensor> cond(bool pred, const BodyFn& true_fn, const BodyFn& false_f
 
 std::vector<Tensor> cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn& false_fn,
                          const std::vector<Tensor>& operands) {
-  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr && is_fake(pred)) {
+  // Under a trace even a real predicate (a tensor captured from outside) is read when the graph
+  // runs, not when it is traced: its value may change between calls.
+  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr && pred.defined()) {
     check_predicate("cond", "pred", pred);
     check_defined("cond", "operand", operands);
     KILN_CHECK(true_fn && false_fn, ValueError,
@@ -140,8 +138,7 @@ std::vector<Tensor> while_loop(const LoopConditionFn& cond_fn, const BodyFn& bod
   KILN_CHECK(!carried.empty(), ValueError,
              "while_loop: expected at least one carried tensor (the loop has no state to update)");
   check_defined("while_loop", "carry", carried);
-  if (TracingHooks* hooks = current_tracing_hooks();
-      hooks != nullptr && std::any_of(carried.begin(), carried.end(), is_fake))
+  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr)
     return hooks->trace_while_loop(cond_fn, body_fn, carried);
   std::vector<Tensor> carries = carried;
   for (;;) {

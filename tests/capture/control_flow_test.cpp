@@ -35,7 +35,8 @@ CompileOptions with_backend(const std::string& backend, bool dynamic = false) {
 // x -> cond(x.sum() > 0, sin(x) * w, x * 2 - w): w is closed over.
 Tensor branchy(const Tensor& x, const Tensor& w) {
   return cond(
-      x.sum() > 0, [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].sin() * w}; },
+      x.sum() > 0,
+      [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].sin() * w}; },
       [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2 - w}; }, {x})[0];
 }
 
@@ -58,10 +59,11 @@ TEST_P(CompiledControlFlow, CondIsOneGraphWhateverThePredicate) {
 
 // Counts i up to n (a tensor: the trip count is data), doubling x each step.
 std::vector<Tensor> doubling(const Tensor& n, const Tensor& x) {
-  return while_loop(
-      [&](const std::vector<Tensor>& c) { return c[0] < n; },
-      [](const std::vector<Tensor>& c) { return std::vector<Tensor>{c[0] + 1, c[1] * 2}; },
-      {zeros({}, kInt64), x});
+  return while_loop([&](const std::vector<Tensor>& c) { return c[0] < n; },
+                    [](const std::vector<Tensor>& c) {
+                      return std::vector<Tensor>{c[0] + 1, c[1] * 2};
+                    },
+                    {zeros({}, kInt64), x});
 }
 
 TEST_P(CompiledControlFlow, WhileLoopIsOneGraphWhateverTheTripCount) {
@@ -85,16 +87,16 @@ TEST_P(CompiledControlFlow, WhileLoopIsOneGraphWhateverTheTripCount) {
 TEST_P(CompiledControlFlow, ACondInsideALoopBody) {
   // x is doubled while positive, else negated, n times: the branch changes between iterations.
   auto fn = [](const Tensor& n, const Tensor& x) {
-    return while_loop([&](const std::vector<Tensor>& c) { return c[0] < n; },
-                      [](const std::vector<Tensor>& c) {
-                        Tensor next = cond(
-                            c[1].sum() > 0,
-                            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; },
-                            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{-v[0]}; },
-                            {c[1]})[0];
-                        return std::vector<Tensor>{c[0] + 1, next};
-                      },
-                      {zeros({}, kInt64), x})[1];
+    return while_loop(
+        [&](const std::vector<Tensor>& c) { return c[0] < n; },
+        [](const std::vector<Tensor>& c) {
+          Tensor next = cond(
+              c[1].sum() > 0,
+              [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; },
+              [](const std::vector<Tensor>& v) { return std::vector<Tensor>{-v[0]}; }, {c[1]})[0];
+          return std::vector<Tensor>{c[0] + 1, next};
+        },
+        {zeros({}, kInt64), x})[1];
   };
   auto f = compile(fn, with_backend(GetParam()));
   for (int64_t n : {0, 1, 4, 7}) {
@@ -109,8 +111,7 @@ TEST_P(CompiledControlFlow, BodiesReadModuleParametersAndSymbolicSizes) {
   auto fn = [](nn::Module& m, const Tensor& x) {
     return cond(
         x.mean() > 0, [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{m(v[0])}; },
-        [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].relu() * 3}; },
-        {x})[0];
+        [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].relu() * 3}; }, {x})[0];
   };
   auto f = compile(fn, with_backend(GetParam(), /*dynamic=*/true));
   for (int64_t rows : {2, 5, 3}) {
@@ -148,7 +149,8 @@ TEST_P(CompiledControlFlow, GradientsEqualEager) {
   auto fn = [](const Tensor& x, const Tensor& w) { return branchy(x, w).sum(); };
   auto f = compile(fn, with_backend(GetParam()));
   const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
-  for (const Tensor& data : {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
+  for (const Tensor& data :
+       {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
     const Tensor x = data.clone().requires_grad_();
     std::vector<Tensor> g = grad({f(x, w)}, {x, w});
     std::vector<Tensor> expected = grad({fn(x, w)}, {x, w});
@@ -170,26 +172,24 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
   auto ok = [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + 1}; };
   auto mutate_operand = compile(
       [&](const Tensor& a) {
-        return cond(
-            a.sum() > 0,
-            [](const std::vector<Tensor>& v) {
-              v[0].add_(1);
-              return std::vector<Tensor>{v[0] * 1};
-            },
-            ok, {a})[0];
+        return cond(a.sum() > 0,
+                    [](const std::vector<Tensor>& v) {
+                      v[0].add_(1);
+                      return std::vector<Tensor>{v[0] * 1};
+                    },
+                    ok, {a})[0];
       },
       with_backend(GetParam()));
   std::string msg = error_of([&] { mutate_operand(x); });
   EXPECT_NE(msg.find("cond: true_fn mutated its operand 0"), std::string::npos) << msg;
   auto mutate_closure = compile(
       [&](const Tensor& a, const Tensor& b) {
-        return cond(
-            a.sum() > 0, ok,
-            [&](const std::vector<Tensor>& v) {
-              b.mul_(2);
-              return std::vector<Tensor>{v[0] * 1};
-            },
-            {a})[0];
+        return cond(a.sum() > 0, ok,
+                    [&](const std::vector<Tensor>& v) {
+                      b.mul_(2);
+                      return std::vector<Tensor>{v[0] * 1};
+                    },
+                    {a})[0];
       },
       with_backend(GetParam()));
   msg = error_of([&] { mutate_closure(x, w); });
@@ -207,10 +207,11 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
   EXPECT_NE(msg.find("aliases its operand 0"), std::string::npos) << msg;
   auto shapes = compile(
       [&](const Tensor& a) {
-        return cond(
-            a.sum() > 0, ok,
-            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{cat({v[0], v[0]})}; },
-            {a})[0];
+        return cond(a.sum() > 0, ok,
+                    [](const std::vector<Tensor>& v) {
+                      return std::vector<Tensor>{cat({v[0], v[0]})};
+                    },
+                    {a})[0];
       },
       with_backend(GetParam()));
   msg = error_of([&] { shapes(x); });
@@ -219,12 +220,11 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
       << msg;
   auto reads = compile(
       [&](const Tensor& a) {
-        return cond(
-            a.sum() > 0,
-            [](const std::vector<Tensor>& v) {
-              return std::vector<Tensor>{v[0] * v[0].sum().item<float>()};
-            },
-            ok, {a})[0];
+        return cond(a.sum() > 0,
+                    [](const std::vector<Tensor>& v) {
+                      return std::vector<Tensor>{v[0] * v[0].sum().item<float>()};
+                    },
+                    ok, {a})[0];
       },
       with_backend(GetParam()));
   msg = error_of([&] { reads(x); });
@@ -266,12 +266,37 @@ TEST_P(CompiledControlFlow, ARandomOpInABodyRaises) {
       [](const Tensor& x) {
         return cond(
             x.sum() > 0,
-            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{dropout(v[0], 0.5, true)}; },
+            [](const std::vector<Tensor>& v) {
+              return std::vector<Tensor>{dropout(v[0], 0.5, true)};
+            },
             [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 1}; }, {x})[0];
       },
       with_backend(GetParam()));
   const std::string msg = error_of([&] { f(ones({4})); });
   EXPECT_NE(msg.find("inside true_fn of cond"), std::string::npos) << msg;
+}
+
+TEST_P(CompiledControlFlow, APredicateAndCarriesFromOutsideAreReadWhenTheGraphRuns) {
+  // Tensors the function closes over (not arguments): their values at each call decide.
+  const Tensor flag = scalar_tensor(true, kBool);
+  const Tensor start = scalar_tensor(int64_t{0}, kInt64);
+  auto fn = [&](const Tensor& x) {
+    Tensor y = cond(
+        flag, [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + 1}; },
+        [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] - 1}; }, {x})[0];
+    return while_loop([](const std::vector<Tensor>& c) { return c[0] < 3; },
+                      [](const std::vector<Tensor>& c) {
+                        return std::vector<Tensor>{c[0] + 1, c[1] * 2};
+                      },
+                      {start, y})[1];
+  };
+  auto f = compile(fn, with_backend(GetParam()));
+  const Tensor x = tensor({1.0f, 2.0f});
+  expect_equal(f(x), fn(x));
+  flag.fill_(false);
+  start.fill_(2);
+  expect_equal(f(x), fn(x));
+  expect_equal(f(x), (x - 1) * 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledControlFlow, ::testing::Values("eager", "inductor"));
