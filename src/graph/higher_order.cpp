@@ -47,10 +47,10 @@ void check_takes(const Node& node, size_t i, const std::vector<const TensorMeta*
                              input->name(), input->producer()->source()));
   const auto [writer, written] = first_write_to_an_input(*sub.graph);
   if (writer != nullptr)
-    fail(node, fmt::format("{} writes to its input {} ({}) in `{}`; a body may not mutate what "
-                           "it receives",
-                           sub.name, written->name(), written->producer()->source(),
-                           to_string(*writer)));
+    fail(node,
+         fmt::format("{} writes to its input {} ({}) in `{}`; a body may not mutate what "
+                     "it receives",
+                     sub.name, written->name(), written->producer()->source(), to_string(*writer)));
 }
 
 // Subgraph `i` returns values with the metas `expected`.

@@ -27,7 +27,8 @@ OpDef higher_order_op(const char* name, const char* schema) {
 
 void register_higher_order_ops(OpRegistry& r) {
   r.add(higher_order_op("cond", "cond(Tensor pred, Tensor[] operands) -> Tensor[]"));
-  r.add(higher_order_op("while_loop", "while_loop(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
+  r.add(higher_order_op("while_loop",
+                        "while_loop(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
 }
 
 }  // namespace kiln
