@@ -69,6 +69,32 @@ class Tracer final : public TracingHooks {
     std::unordered_map<const TensorImpl*, graph::Value*> values;
     std::vector<Tensor> captured;  // tensors of enclosing scopes the body read, in input order
   };
+  // Enters `body` (it becomes the innermost scope) or, with enter false, leaves the innermost
+  // scope `body` for the enclosing one, until destroyed. The body's values trade places with
+  // values_, so value_of and record_op always work on the innermost scope's map.
+  class ScopeSwitch {
+   public:
+    ScopeSwitch(Tracer& tracer, BodyScope& body, bool enter)
+        : tracer_(tracer), body_(body), enter_(enter) {
+      flip(enter_);
+    }
+    ~ScopeSwitch() { flip(!enter_); }
+    ScopeSwitch(const ScopeSwitch&) = delete;
+    ScopeSwitch& operator=(const ScopeSwitch&) = delete;
+
+   private:
+    void flip(bool push) {
+      if (push) {
+        tracer_.bodies_.push_back(&body_);
+      } else {
+        tracer_.bodies_.pop_back();
+      }
+      std::swap(tracer_.values_, body_.values);
+    }
+    Tracer& tracer_;
+    BodyScope& body_;
+    bool enter_;
+  };
   struct TracedBody {
     std::shared_ptr<graph::Graph> graph;
     std::vector<Tensor> captured;
@@ -761,16 +787,7 @@ graph::Value* Tracer::body_value_of(const Tensor& t) {
   // A tensor of an enclosing scope: its value there, then a new input of this body.
   graph::Value* outer = nullptr;
   {
-    bodies_.pop_back();
-    std::swap(values_, body.values);
-    struct Restore {
-      Tracer& tracer;
-      BodyScope& body;
-      ~Restore() {
-        std::swap(tracer.values_, body.values);
-        tracer.bodies_.push_back(&body);
-      }
-    } restore{*this, body};
+    const ScopeSwitch leave(*this, body, /*enter=*/false);
     outer = value_of(t);
   }
   const Tensor fake = fake_of(t);
@@ -820,16 +837,7 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
   std::vector<Tensor> results;
   std::vector<graph::Value*> outs;
   {
-    bodies_.push_back(&body);
-    std::swap(values_, body.values);
-    struct Restore {
-      Tracer& tracer;
-      BodyScope& body;
-      ~Restore() {
-        std::swap(tracer.values_, body.values);
-        tracer.bodies_.pop_back();
-      }
-    } restore{*this, body};
+    const ScopeSwitch enter(*this, body, /*enter=*/true);
     results = fn(fakes);
     for (size_t i = 0; i < results.size(); ++i) {
       KILN_CHECK(results[i].defined(), ValueError,

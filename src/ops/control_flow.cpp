@@ -99,6 +99,41 @@ bool predicate_value(std::string_view op, std::string_view what, const Tensor& p
   return pred.item<bool>();
 }
 
+// How map and scan name the repeated body calls in messages: "output ... for slice 1".
+struct RepeatedCall {
+  std::string_view output, preposition, unit;
+};
+
+// Every call of a map or scan body returns what its first call returned: as many tensors, with
+// the same dtypes and sizes (they are stacked).
+void check_like_the_first(std::string_view op, std::string_view body, RepeatedCall call,
+                          int64_t index, const std::vector<Tensor>& out,
+                          const std::vector<Tensor>& first) {
+  KILN_CHECK(out.size() == first.size(), ValueError,
+             "{}: {} returned {} {}s {} {} {} but {} {} {} 0", op, body, out.size(), call.output,
+             call.preposition, call.unit, index, first.size(), call.preposition, call.unit);
+  for (size_t o = 0; o < out.size(); ++o) {
+    KILN_CHECK(out[o].dtype() == first[o].dtype() &&
+                   shapes_equal(out[o].sym_sizes(), first[o].sym_sizes()),
+               ShapeError,
+               "{}: {} returned {} {} as {} {} {} {} but as {} {} {} 0; every {}'s outputs need "
+               "the same dtypes and sizes",
+               op, body, call.output, o, metadata_str(out[o]), call.preposition, call.unit, index,
+               metadata_str(first[o]), call.preposition, call.unit, call.unit);
+  }
+}
+
+// Output o of each call, stacked along `dim`, for each o.
+std::vector<Tensor> stack_outputs(const std::vector<std::vector<Tensor>>& per_call, int64_t dim) {
+  std::vector<Tensor> stacked;
+  for (size_t o = 0; o < per_call.front().size(); ++o) {
+    std::vector<Tensor> column;
+    for (const auto& outs : per_call) column.push_back(outs[o]);
+    stacked.push_back(stack(column, dim));
+  }
+  return stacked;
+}
+
 void check_defined(std::string_view op, std::string_view what, const std::vector<Tensor>& ts) {
   for (size_t i = 0; i < ts.size(); ++i) {
     KILN_CHECK(ts[i].defined(), ValueError, "{}: {} {} is an undefined tensor", op, what, i);
@@ -182,29 +217,11 @@ std::vector<Tensor> map(const MapFn& fn, const std::vector<Tensor>& xs,
     std::vector<Tensor> slice;
     for (const Tensor& x : xs) slice.push_back(x.select(0, i));
     std::vector<Tensor> out = run_body("map", "fn", inputs, "input", fn, slice, args);
-    if (!per_slice.empty()) {
-      const std::vector<Tensor>& first = per_slice.front();
-      KILN_CHECK(out.size() == first.size(), ValueError,
-                 "map: fn returned {} outputs for slice {} but {} for slice 0", out.size(), i,
-                 first.size());
-      for (size_t o = 0; o < out.size(); ++o) {
-        KILN_CHECK(out[o].dtype() == first[o].dtype() &&
-                       shapes_equal(out[o].sym_sizes(), first[o].sym_sizes()),
-                   ShapeError,
-                   "map: fn returned output {} as {} for slice {} but as {} for slice 0; every "
-                   "slice's outputs need the same dtypes and sizes",
-                   o, metadata_str(out[o]), i, metadata_str(first[o]));
-      }
-    }
+    if (!per_slice.empty())
+      check_like_the_first("map", "fn", {"output", "for", "slice"}, i, out, per_slice.front());
     per_slice.push_back(std::move(out));
   }
-  std::vector<Tensor> stacked;
-  for (size_t o = 0; o < per_slice.front().size(); ++o) {
-    std::vector<Tensor> column;
-    for (const auto& outs : per_slice) column.push_back(outs[o]);
-    stacked.push_back(stack(column, 0));
-  }
-  return stacked;
+  return stack_outputs(per_slice, 0);
 }
 
 ScanResult scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
@@ -243,30 +260,13 @@ ScanResult scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
     outputs.insert(outputs.end(), y.begin(), y.end());
     check_body_result("scan", "combine_fn", inputs, before, outputs, "input");
     check_same_carries("scan", "combine_fn", carry, next);
-    const std::vector<Tensor>& first = per_step[static_cast<size_t>(reverse ? n - 1 : 0)];
-    if (step > 0) {
-      KILN_CHECK(y.size() == first.size(), ValueError,
-                 "scan: combine_fn returned {} per-step outputs at step {} but {} at step 0",
-                 y.size(), step, first.size());
-      for (size_t o = 0; o < y.size(); ++o) {
-        KILN_CHECK(y[o].dtype() == first[o].dtype() &&
-                       shapes_equal(y[o].sym_sizes(), first[o].sym_sizes()),
-                   ShapeError,
-                   "scan: combine_fn returned per-step output {} as {} at step {} but as {} at "
-                   "step 0; every step's outputs need the same dtypes and sizes",
-                   o, metadata_str(y[o]), step, metadata_str(first[o]));
-      }
-    }
+    if (step > 0)
+      check_like_the_first("scan", "combine_fn", {"per-step output", "at", "step"}, step, y,
+                           per_step[static_cast<size_t>(reverse ? n - 1 : 0)]);
     carry = std::move(next);
     per_step[static_cast<size_t>(i)] = std::move(y);
   }
-  ScanResult result{std::move(carry), {}};
-  for (size_t o = 0; o < per_step.front().size(); ++o) {
-    std::vector<Tensor> column;
-    for (const auto& ys : per_step) column.push_back(ys[o]);
-    result.ys.push_back(stack(column, dim));
-  }
-  return result;
+  return {std::move(carry), stack_outputs(per_step, dim)};
 }
 
 namespace {

@@ -12,17 +12,8 @@
 namespace kiln {
 namespace {
 
+using testing::error_message;
 using testing::expect_equal;
-
-template <typename Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 CompileOptions with_backend(const std::string& backend, bool dynamic = false) {
   CompileOptions o;
@@ -180,7 +171,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     ok, {a})[0];
       },
       with_backend(GetParam()));
-  std::string msg = error_of([&] { mutate_operand(x); });
+  std::string msg = error_message([&] { mutate_operand(x); });
   EXPECT_NE(msg.find("cond: true_fn mutated its operand 0"), std::string::npos) << msg;
   auto mutate_closure = compile(
       [&](const Tensor& a, const Tensor& b) {
@@ -192,7 +183,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     {a})[0];
       },
       with_backend(GetParam()));
-  msg = error_of([&] { mutate_closure(x, w); });
+  msg = error_message([&] { mutate_closure(x, w); });
   EXPECT_NE(msg.find("cond: false_fn mutated its closed-over tensor 0"), std::string::npos) << msg;
   auto alias = compile(
       [&](const Tensor& a) {
@@ -202,7 +193,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
             {a})[0];
       },
       with_backend(GetParam()));
-  msg = error_of([&] { alias(x); });
+  msg = error_message([&] { alias(x); });
   EXPECT_NE(msg.find("cond: false_fn returned output 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("aliases its operand 0"), std::string::npos) << msg;
   auto shapes = compile(
@@ -214,7 +205,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     {a})[0];
       },
       with_backend(GetParam()));
-  msg = error_of([&] { shapes(x); });
+  msg = error_message([&] { shapes(x); });
   EXPECT_NE(msg.find("cond: true_fn returned output 0 as float32 [2] but false_fn as float32 [4]"),
             std::string::npos)
       << msg;
@@ -227,7 +218,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     ok, {a})[0];
       },
       with_backend(GetParam()));
-  msg = error_of([&] { reads(x); });
+  msg = error_message([&] { reads(x); });
   EXPECT_NE(msg.find("item() reads the value of a tensor"), std::string::npos) << msg;
   EXPECT_NE(msg.find("inside true_fn of cond"), std::string::npos) << msg;
   auto carry = compile(
@@ -239,7 +230,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                           {zeros({}, kInt64), a})[1];
       },
       with_backend(GetParam()));
-  msg = error_of([&] { carry(scalar_tensor(int64_t{2}, kInt64), x); });
+  msg = error_message([&] { carry(scalar_tensor(int64_t{2}, kInt64), x); });
   EXPECT_NE(msg.find("body_fn returned carry 1 as float64 [2] but received it as float32 [2]"),
             std::string::npos)
       << msg;
@@ -272,7 +263,7 @@ TEST_P(CompiledControlFlow, ARandomOpInABodyRaises) {
             [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 1}; }, {x})[0];
       },
       with_backend(GetParam()));
-  const std::string msg = error_of([&] { f(ones({4})); });
+  const std::string msg = error_message([&] { f(ones({4})); });
   EXPECT_NE(msg.find("inside true_fn of cond"), std::string::npos) << msg;
 }
 
