@@ -44,6 +44,15 @@ struct CompileOptions {
   bool specialize_zero_one = true;  // sizes 0 and 1 stay constants
   bool duck_shape = true;           // equal input sizes share one symbol
   std::string name;                 // for logs and errors; default "fn at file:line"
+  // Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp): item<SymInt>() and
+  // to_vector<SymInt>() give unbacked symbols (u0, u1, ...) computed in the graph instead of a
+  // graph break; code computes with them and branches only on what kiln::check and
+  // check_is_size decide (GuardOnDataDependentError otherwise).
+  bool capture_scalar_outputs = false;
+  // Ops whose output shape depends on the data (nonzero, masked_select, boolean-mask indexing,
+  // repeat_interleave with tensor repeats) stay in the graph with unbacked sizes. false runs each
+  // eagerly between graphs (a graph break), as PyTorch does by default; Kiln's default is true.
+  bool capture_dynamic_output_shape_ops = true;
   // AOT autograd (a graph whose inputs require grad, src/aot): which forward values the backward
   // gets. "min_cut" saves the cheapest set and recomputes the rest; "default" saves every forward
   // value the backward reads.

@@ -40,6 +40,12 @@ class CompileError : public Error {
 class GraphBreakError : public Error {
   using Error::Error;
 };
+// Compiled code branched on, or needed the integer value of, an expression over data-dependent
+// symbols (an item<SymInt>() value, or a nonzero() size under fullgraph) that no kiln::check
+// decides (Note [Guarding on a data-dependent value] in src/capture/tracer.cpp).
+class GuardOnDataDependentError : public GraphBreakError {
+  using GraphBreakError::GraphBreakError;
+};
 // CompileOptions::verify found a compiled call that differs from what the function does: its
 // graph from the interpreter, or a retrace of the function (Note [Verify mode]).
 class VerifyError : public Error {

@@ -199,6 +199,9 @@ constexpr bool same(SymInt a, SymInt b) { return a.raw() == b.raw(); }
 // Records that `cond` holds: checked now when concrete (Error if false), a runtime assert on the
 // current ShapeEnv when symbolic (for unbacked symbols, instead of a graph break).
 void check(SymBool cond, std::source_location loc = std::source_location::current());
+// check(size >= 0): `size` (an item<SymInt>() value) is used as a size; its value range starts
+// at 0, so conditions such as `size == -1` or `size < 0` are decided (false) without a guard.
+void check_is_size(SymInt size, std::source_location loc = std::source_location::current());
 
 using IntArrayRef = ArrayRef<int64_t>;
 using SymIntArrayRef = ArrayRef<SymInt>;

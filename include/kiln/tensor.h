@@ -73,10 +73,14 @@ class Tensor {
 
   // The single value of a one-element tensor (ValueError otherwise), converted to T. Inside
   // kiln::compile these read data the trace does not have: a graph break (Note [Trace tree]).
+  // item<SymInt>() of an integer or bool tensor is the value as a size-like integer: compiled
+  // with capture_scalar_outputs, an unbacked symbol computed in the graph instead of a graph
+  // break (Note [Scalar outputs in a graph] in src/ops/scalar_output.cpp).
   template <typename T>
   T item(std::source_location loc = std::source_location::current()) const;
   Scalar item(std::source_location loc = std::source_location::current()) const;
-  // All values, row-major, converted to T (PyTorch's tolist()).
+  // All values, row-major, converted to T (PyTorch's tolist()); to_vector<SymInt>() gives one
+  // item<SymInt>() per element.
   template <typename T>
   std::vector<T> to_vector(std::source_location loc = std::source_location::current()) const;
 
@@ -302,10 +306,16 @@ class Tensor {
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor nonzero() const;
+  Tensor masked_select(const Tensor& mask) const;
 
  private:
   IntrusivePtr<TensorImpl> impl_;
 };
+
+template <>
+SymInt Tensor::item<SymInt>(std::source_location loc) const;
+template <>
+std::vector<SymInt> Tensor::to_vector<SymInt>(std::source_location loc) const;
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 

@@ -47,6 +47,12 @@ void run_backward(const BreakPoint& brk, const std::vector<std::vector<Tensor>>&
   root.backward(gradient, brk.retain_graph);
 }
 
+int64_t bound_value(const UnbackedBinding& binding,
+                    const std::vector<std::vector<Tensor>>& outputs_by_depth) {
+  const Tensor& t = outputs_by_depth[binding.output.segment][binding.output.index];
+  return binding.dim < 0 ? t.item<int64_t>() : t.sizes()[binding.dim];
+}
+
 namespace {
 std::optional<int64_t> evaluate_with(sym::ExprPtr e, const std::vector<UnbackedBinding>& bindings,
                                      const std::vector<std::vector<Tensor>>& outputs_by_depth,
@@ -54,7 +60,7 @@ std::optional<int64_t> evaluate_with(sym::ExprPtr e, const std::vector<UnbackedB
                                      const std::vector<int64_t>& symbol_values) {
   auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
     for (const UnbackedBinding& b : bindings)
-      if (b.symbol == s) return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
+      if (b.symbol == s) return bound_value(b, outputs_by_depth);
     const int i = symbols.index_of(s);
     if (i < 0) return std::nullopt;
     return symbol_values[i];
@@ -73,10 +79,10 @@ void check_runtime_asserts(const Segment& segment,
     std::string values;
     for (const UnbackedBinding& b : check.bindings)
       values += fmt::format("{}{} = {}", values.empty() ? "" : ", ", sym::to_string(b.symbol),
-                            outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim]);
+                            bound_value(b, outputs_by_depth));
     throw ValueError(fmt::format(
         "kiln::check failed at {}: {} does not hold for this call ({}); the compiled function "
-        "asserted it about a data-dependent size",
+        "asserted it about a data-dependent value",
         check.origin, sym::to_string(check.condition), values.empty() ? "?" : values));
   }
 }
@@ -91,7 +97,7 @@ std::string branch_key(const BreakPoint& brk,
     return value_key_of(outputs_by_depth[brk.tensor.segment][brk.tensor.index]);
   auto lookup = [&](sym::ExprPtr s) -> std::optional<int64_t> {
     for (const UnbackedBinding& b : brk.bindings)
-      if (b.symbol == s) return outputs_by_depth[b.output.segment][b.output.index].sizes()[b.dim];
+      if (b.symbol == s) return bound_value(b, outputs_by_depth);
     const int i = symbols.index_of(s);
     if (i < 0) return std::nullopt;
     return symbol_values[i];

@@ -30,12 +30,15 @@ struct OutputRef {
   int index = 0;    // output index of that segment's graph
 };
 
-// An unbacked symbol's value is a size of a segment output.
+// An unbacked symbol's value is a size of a segment output, or (dim -1) the value of a 0-dim
+// int64 output (item<SymInt>(), Note [Scalar outputs in a graph] in src/ops/scalar_output.cpp).
 struct UnbackedBinding {
   sym::ExprPtr symbol = nullptr;
   OutputRef output;
   int dim = 0;
 };
+int64_t bound_value(const UnbackedBinding& binding,
+                    const std::vector<std::vector<Tensor>>& outputs_by_depth);
 
 struct BreakPoint {
   // Item: a value read from a tensor; Bool: a data-dependent condition; Eager: an op marked not

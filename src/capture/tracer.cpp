@@ -55,6 +55,9 @@ class Tracer final : public TracingHooks {
   void name_state(const Tensor& owner, std::string what, const Tensor& state) override;
   void filled_by_effect(const Tensor& state) override { filled_by_effect_[state.impl()] = state; }
   bool data_dependent(sym::ExprPtr condition, const std::source_location& loc);
+  [[noreturn]] void data_dependent_int(sym::ExprPtr value, const std::source_location& loc);
+  bool captures_scalar_outputs() const override { return req_.options->capture_scalar_outputs; }
+  SymInt scalar_symbol(const Tensor& t, const std::source_location& loc) override;
   std::vector<Tensor> trace_cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn& false_fn,
                                  const std::vector<Tensor>& operands) override;
   std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,
@@ -131,6 +134,18 @@ class Tracer final : public TracingHooks {
   void take_shape_guards();
   void start_segment(const std::string& key);
   [[noreturn]] void graph_break_error(const std::string& reason, const std::source_location& loc);
+  // Note [Guarding on a data-dependent value]: raises GuardOnDataDependentError when `e` uses an
+  // item<SymInt>() symbol, or any unbacked symbol under fullgraph; `what` is "branches on" or
+  // "needs the integer value of".
+  void refuse_data_dependent_guard(sym::ExprPtr e, std::string_view what,
+                                   const std::source_location& loc);
+  // Note [Scalar outputs in a graph]: the item<SymInt>() symbols that `args` use and that no node
+  // of the current segment defines get a `_local_scalar_dense` node here, on the earlier
+  // segment's output that holds the value.
+  void define_scalar_symbols_used_by(const Stack& args);
+  // Gives each _local_scalar_dense node of this segment the value range of its symbol and the
+  // kiln::check facts that made it (Note [Scalar outputs in a graph]).
+  void record_scalar_ranges();
   std::vector<int64_t> symbol_hints() const;
   // The parameter whose gradient `real` is, with the parameter's source, if any (Note [Backward
   // in a compiled function]).
@@ -156,7 +171,11 @@ class Tracer final : public TracingHooks {
   std::unordered_map<const TensorImpl*, InputRef> inputs_;       // fake -> where it comes from
   std::unordered_map<const TensorImpl*, Tensor> twins_;          // real -> its fake
   std::unordered_map<const TensorImpl*, std::pair<std::string, const Tensor*>> slots_;
-  std::unordered_map<sym::ExprPtr, std::pair<Tensor, int>> unbacked_defs_;  // u -> (fake, dim)
+  // u -> (fake, dim): u is fake.size(dim), or with dim -1 the value of 0-dim fake (item<SymInt>())
+  std::unordered_map<sym::ExprPtr, std::pair<Tensor, int>> unbacked_defs_;
+  std::unordered_map<sym::ExprPtr, std::string> scalar_origins_;  // item<SymInt>() u -> file:line
+  // item<SymInt>() symbol -> the _local_scalar_dense node of this segment that defines it
+  std::unordered_map<sym::ExprPtr, graph::Node*> scalars_defined_here_;
   std::vector<Tensor> keep_;  // every mapped fake stays alive, so impl pointers stay unique
   // Parameters passed to grad_of, with their sources; and the real gradients lifted as Grad
   // inputs, kept alive so that their impl pointers stay unique while the trace runs.
@@ -415,6 +434,16 @@ bool may_overlap_itself(const Tensor& t) {
   return false;
 }
 
+// Ops whose output shape depends on the data: those tagged so (nonzero), and indexing with a
+// bool mask (the mask's true count is a size of the result).
+bool has_data_dependent_shape(const OpDef& op, const Stack& args) {
+  if (op.has_tag(kTagDynamicOutput)) return true;
+  if (op.name != "index" || args.size() < 2 || !args[1].is_tensor_list()) return false;
+  for (const Tensor& index : args[1].tensor_list())
+    if (index.defined() && index.dtype() == kBool) return true;
+  return false;
+}
+
 // An op marked not traceable (kTagNotTraceable) ends the current graph and runs eagerly in a
 // one-node segment of its own; tracing continues in a new graph after it (Note [Trace tree]).
 // So does an in-place op on a target that may overlap itself (Note [Writes through
@@ -423,7 +452,10 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
   const bool overlapping_write = !in_eager_segment_ && op.has_tag(kTagInplace) && !args.empty() &&
                                  args[0].is_tensor() && args[0].tensor().defined() &&
                                  may_overlap_itself(fake_of(args[0].tensor()));
-  if ((!op.has_tag(kTagNotTraceable) && !overlapping_write) || in_eager_segment_) {
+  const bool eager_dynamic_shape =
+      !req_.options->capture_dynamic_output_shape_ops && has_data_dependent_shape(op, args);
+  if ((!op.has_tag(kTagNotTraceable) && !overlapping_write && !eager_dynamic_shape) ||
+      in_eager_segment_) {
     KILN_CHECK(bodies_.empty() || !op.has_tag(kTagDynamicOutput), NotImplementedError,
                "{}: {} calls {}, whose output shape depends on data; a body with a "
                "data-dependent shape is not supported yet: call it outside the {}",
@@ -436,7 +468,11 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
   const std::string reason =
       overlapping_write
           ? fmt::format("op {} writes through a view whose elements share memory", op.name)
-          : fmt::format("op {} is marked not traceable", op.name);
+      : eager_dynamic_shape ? fmt::format(
+                                  "op {} has a data-dependent output shape and "
+                                  "capture_dynamic_output_shape_ops is false",
+                                  op.name)
+                            : fmt::format("op {} is marked not traceable", op.name);
   no_break_in_body(reason);
   if (req_.options->fullgraph)
     throw GraphBreakError(fmt::format(
@@ -465,6 +501,8 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
 }
 
 void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
+  if (!scalar_origins_.empty() && bodies_.empty() && !op.has_tag(kTagDefinesSymbol))
+    define_scalar_symbols_used_by(args);
   // Note [Recording an op into a graph]: real tensors get their fake twins, so the meta function
   // never sees (or bumps the version of) a real tensor; the node goes into the current segment.
   struct Client : graph::RecordingClient {
@@ -601,6 +639,12 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
     checks.emplace_back(i, std::move(defs));
   }
   runtime_assert_mark_ = asserts.size();
+  // item<SymInt>() values of this segment: a later segment that uses the symbol defines it again
+  // from the output (define_scalar_symbols_used_by).
+  if (brk)
+    for (const auto& [s, node] : scalars_defined_here_)
+      needed.push_back(unbacked_defs_.at(s).first);
+  record_scalar_ranges();
   // Outputs: what the code still holds (Note [Trace tree]) plus what the break reads.
   std::vector<graph::Value*> outs;
   std::vector<const TensorImpl*> out_fakes;
@@ -696,6 +740,7 @@ void Tracer::start_segment(const std::string& key) {
   Segment* parent = replaying() ? req_.replay_path[depth_] : seg_;
   ++depth_;
   values_.clear();
+  scalars_defined_here_.clear();
   auto next = std::make_unique<Segment>();
   Segment* raw = next.get();
   if (replaying()) {
@@ -729,8 +774,8 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   const std::string reason =
       fmt::format("the condition {} depends on data (a size or value the graph computes)",
                   sym::to_string(condition));
+  refuse_data_dependent_guard(condition, "branches on", loc);
   no_break_in_body(fmt::format("{} at {}", reason, location_str(user_location(loc))));
-  if (req_.options->fullgraph) graph_break_error(reason, loc);
   std::vector<Tensor> needed;
   std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
   for (sym::ExprPtr s : sym::free_symbols(condition)) {
@@ -757,6 +802,138 @@ bool Tracer::data_dependent(sym::ExprPtr condition, const std::source_location& 
   result_.break_reasons.push_back(fmt::format("{}: {}", location_str(user_location(loc)), reason));
   start_segment(key);
   return key == "true";
+}
+
+// Note [Guarding on a data-dependent value]
+// C++ code that branches on an expression over unbacked symbols (`if (n == -1)`, n from
+// item<SymInt>() or a nonzero() size), or needs it as an integer, asks for a value the trace does
+// not have. For a size from nonzero() Kiln can end the graph there, read the size from the
+// output and trace on in a branch per value (Note [Trace tree]). An item<SymInt>() value was
+// asked for so that the graph would not end (capture_scalar_outputs), and fullgraph forbids
+// ending it: both raise GuardOnDataDependentError instead, as PyTorch does, naming the
+// expression, the user's line and the fixes: a kiln::check / check_is_size before the branch,
+// whose value range decides the condition while tracing and is asserted when the graph runs; or
+// the graph break.
+void Tracer::refuse_data_dependent_guard(sym::ExprPtr e, std::string_view what,
+                                         const std::source_location& where) {
+  std::string uses, scalar;
+  for (sym::ExprPtr s : sym::free_symbols(e)) {
+    const sym::SymbolInfo* info = env_.info(s);
+    if (info == nullptr || !info->unbacked) continue;
+    auto origin = scalar_origins_.find(s);
+    const std::string from = origin != scalar_origins_.end()
+                                 ? fmt::format("item<SymInt>() at {}", origin->second)
+                                 : info->source;
+    uses += fmt::format("{}{} ({})", uses.empty() ? "" : ", ", s->name(), from);
+    if (origin != scalar_origins_.end() && scalar.empty()) scalar = s->name();
+  }
+  if (scalar.empty() && !req_.options->fullgraph) return;
+  const std::source_location loc = user_location(where);
+  const bool moved = loc.file_name() != where.file_name() || loc.line() != where.line();
+  const std::string symbol = scalar.empty() ? uses.substr(0, uses.find(' ')) : scalar;
+  throw GuardOnDataDependentError(fmt::format(
+      "{}: GuardOnDataDependentError: the code at {} ({}{}) {} `{}`, which depends on {}: values "
+      "known only when the graph runs. Assert what the code needs before it, e.g. "
+      "kiln::check({} >= 0) or kiln::check_is_size({}): the fact decides the condition while "
+      "tracing and is checked when the graph runs; or {}",
+      req_.function_name, location_str(loc), moved ? "where the value was read; " : "",
+      loc.function_name(), what, sym::to_string(e), uses, symbol, symbol,
+      scalar.empty() ? "compile with fullgraph=false to split the graph there"
+                     : "compile with capture_scalar_outputs=false, so that item() ends the graph "
+                       "there (a graph break) and the code reads the value"));
+}
+
+void Tracer::data_dependent_int(sym::ExprPtr value, const std::source_location& loc) {
+  refuse_data_dependent_guard(value, "needs the integer value of", loc);
+  const sym::ExprPtr v = env_.simplify(value);
+  throw sym::DataDependentError(
+      v, sym::origin_of(loc),
+      fmt::format("{}: the data-dependent value `{}` at {} is needed as an integer; it is known "
+                  "only when the graph runs: keep it a SymInt, or read the tensor it comes from",
+                  req_.function_name, sym::to_string(v), location_str(user_location(loc))));
+}
+
+// `_local_scalar_dense(t, symbol)` with no range yet (record_scalar_ranges sets it).
+Stack scalar_definition_args(const Tensor& t, SymInt symbol) {
+  return Stack{IValue(t), IValue(symbol), IValue(SymDimVector{}), IValue(SymDimVector{}),
+               IValue(std::string())};
+}
+
+// Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp).
+SymInt Tracer::scalar_symbol(const Tensor& t, const std::source_location& loc) {
+  KILN_CHECK(bodies_.empty(), NotImplementedError,
+             "{}: {} calls item<SymInt>() at {}; a value read inside a body is not supported yet: "
+             "pass it to the body as a tensor",
+             bodies_.empty() ? "" : bodies_.back()->op, bodies_.empty() ? "" : bodies_.back()->name,
+             location_str(loc));
+  const Tensor fake = fake_of(t);
+  KILN_CHECK(fake.sym_numel() == 1, ValueError,
+             "item<SymInt>(): a tensor with {} elements (shape {}) cannot be converted to a "
+             "scalar; only one-element tensors can",
+             fake.sym_numel(), shape_str(fake.sym_sizes()));
+  sym::ValueRange range = sym::ValueRange::unbounded();
+  visit_dtype(t.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      range = sym::ValueRange::between(0, 1);
+    } else if constexpr (std::is_integral_v<T> && sizeof(T) < sizeof(int64_t)) {
+      range =
+          sym::ValueRange::between(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    } else if constexpr (std::is_unsigned_v<T>) {
+      range = sym::ValueRange::at_least(0);
+    }
+  });
+  const std::string origin = location_str(loc);
+  const SymInt u = env_.create_unbacked_symbol(fmt::format("item() at {}", origin), range);
+  static const OpId id = OpRegistry::instance().id("_local_scalar_dense");
+  Stack args = scalar_definition_args(t, u);
+  const Tensor value = dispatch::call_for_tensors(id, args).at(0);
+  unbacked_defs_[u.expr()] = {fake_of(value), -1};
+  scalar_origins_[u.expr()] = origin;
+  scalars_defined_here_[u.expr()] = value_of(value)->producer();
+  last_symbolic_size_read() = loc;  // Note [Where a symbolic condition was written]
+  return u;
+}
+
+void Tracer::record_scalar_ranges() {
+  for (const auto& [s, node] : scalars_defined_here_) {
+    const sym::SymbolInfo* info = env_.info(s);
+    if (info == nullptr) continue;
+    std::string checks;
+    for (const sym::RuntimeAssert& a : env_.runtime_asserts()) {
+      const std::vector<sym::ExprPtr> uses = sym::free_symbols(a.condition);
+      if (uses.size() == 1 && uses[0] == s)
+        checks += fmt::format("{}{} at {}", checks.empty() ? "" : "; ", sym::to_string(a.condition),
+                              a.origin);
+    }
+    auto bound = [](int64_t v, int64_t infinite) {
+      return IValue(v == infinite ? SymDimVector{} : SymDimVector{v});
+    };
+    node->set_arg(2, graph::Arg::constant(bound(info->range.lower, sym::ValueRange::kNegInf)));
+    node->set_arg(3, graph::Arg::constant(bound(info->range.upper, sym::ValueRange::kPosInf)));
+    node->set_arg(4, graph::Arg::constant(IValue(checks)));
+  }
+}
+
+void Tracer::define_scalar_symbols_used_by(const Stack& args) {
+  std::vector<sym::ExprPtr> symbols;
+  auto collect = [&](SymInt v) {
+    if (!v.is_symbolic()) return;
+    for (sym::ExprPtr s : sym::free_symbols(v.expr()))
+      if (scalar_origins_.contains(s) && !scalars_defined_here_.contains(s) &&
+          std::find(symbols.begin(), symbols.end(), s) == symbols.end())
+        symbols.push_back(s);
+  };
+  for (const IValue& a : args) {
+    if (a.is_int()) collect(a.to_sym_int());
+    if (a.is_int_list())
+      for (SymInt v : a.sym_int_list()) collect(v);
+  }
+  static const OpId id = OpRegistry::instance().id("_local_scalar_dense");
+  for (sym::ExprPtr s : symbols) {
+    Stack call = scalar_definition_args(unbacked_defs_.at(s).first, SymInt::from_expr(s));
+    const Tensor value = dispatch::call_for_tensors(id, call).at(0);
+    scalars_defined_here_[s] = value_of(value)->producer();
+  }
 }
 
 // Note [Higher-order ops under a trace]
@@ -1152,6 +1329,8 @@ TraceResult Tracer::run() {
     result_.root = std::move(first);
   env_.set_data_dependent_handler(
       [this](sym::ExprPtr c, std::source_location loc) { return data_dependent(c, loc); });
+  env_.set_data_dependent_int_handler(
+      [this](sym::ExprPtr v, std::source_location loc) { data_dependent_int(v, loc); });
   std::vector<Tensor> fake_results;
   {
     TraceScope scope(this, &env_);

@@ -107,6 +107,52 @@ std::vector<T> Tensor::to_vector(std::source_location loc) const {
   return out;
 }
 
+namespace {
+// item<SymInt>() reads integers (a SymInt has no fractional part) that fit int64.
+void check_symint_dtype(const Tensor& t, const char* what) {
+  KILN_CHECK(is_integral_or_bool(t.dtype()), DTypeError,
+             "{}: a {} tensor has no integer value; SymInt values come from integer or bool "
+             "tensors (read a floating value with item<double>(), a graph break under "
+             "kiln::compile)",
+             what, dtype_name(t.dtype()));
+}
+bool captures_scalar_outputs(const Tensor& t) {
+  if (!t.defined() || t.device() != Device::Meta) return false;
+  const TracingHooks* hooks = current_tracing_hooks();
+  return hooks != nullptr && hooks->captures_scalar_outputs();
+}
+}  // namespace
+
+template <>
+SymInt Tensor::item<SymInt>(std::source_location loc) const {
+  check_symint_dtype(*this, "item<SymInt>()");
+  if (captures_scalar_outputs(*this)) return current_tracing_hooks()->scalar_symbol(*this, loc);
+  if (dtype() == kUInt64) {
+    const uint64_t value = item<uint64_t>(loc);
+    KILN_CHECK(value <= uint64_t{INT64_MAX}, ValueError,
+               "item<SymInt>(): the uint64 value {} does not fit a SymInt (int64); read it with "
+               "item<uint64_t>()",
+               value);
+    return static_cast<int64_t>(value);
+  }
+  return item<int64_t>(loc);
+}
+
+template <>
+std::vector<SymInt> Tensor::to_vector<SymInt>(std::source_location loc) const {
+  check_symint_dtype(*this, "to_vector<SymInt>()");
+  std::vector<SymInt> out;
+  if (captures_scalar_outputs(*this)) {
+    const Tensor flat = reshape({-1});
+    const int64_t n = flat.sym_sizes()[0].guard_int(loc);
+    for (int64_t i = 0; i < n; ++i) out.push_back(flat.select(0, i).item<SymInt>(loc));
+    return out;
+  }
+  const Tensor flat = with_data(*this, "to_vector()", loc).reshape({-1});
+  for (int64_t i = 0; i < flat.numel(); ++i) out.push_back(flat.select(0, i).item<SymInt>(loc));
+  return out;
+}
+
 #define KILN_INSTANTIATE(T)                               \
   template T* Tensor::data_ptr<T>() const;                \
   template T Tensor::item<T>(std::source_location) const; \

@@ -59,6 +59,11 @@ struct TracingHooks {
   virtual std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn,
                                                const BodyFn& body_fn,
                                                const std::vector<Tensor>& carried) = 0;
+  // Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp): whether item<SymInt>() on a
+  // fake tensor gives an unbacked symbol (CompileOptions::capture_scalar_outputs) rather than a
+  // graph break, and that symbol for fake tensor `t` (one integer or bool element).
+  virtual bool captures_scalar_outputs() const = 0;
+  virtual SymInt scalar_symbol(const Tensor& t, const std::source_location& loc) = 0;
 };
 
 // This thread's hooks (null when no trace is running).

@@ -43,6 +43,9 @@ enum OpTag : uint32_t {
   kTagNondifferentiable = 1u << 7,  // integer/bool outputs only, no derivative expected
   kTagNotTraceable = 1u << 8,       // kiln::compile runs it eagerly between graphs (a graph break)
   kTagHigherOrder = 1u << 9,        // takes subgraphs (cond, while_loop): runs only from a graph
+  // Defines an unbacked symbol from its output's value (_local_scalar_dense, Note [Scalar outputs
+  // in a graph] in src/ops/scalar_output.cpp): a graph keeps it even when no value edge reads it.
+  kTagDefinesSymbol = 1u << 10,
 };
 
 struct OpDef {

@@ -198,7 +198,7 @@ bool Node::mutates() const {
 bool Node::has_side_effects() const {
   if (side_effects_flag_) return true;
   if (kind_ != NodeKind::Call) return kind_ == NodeKind::Output;
-  return mutates() || op_def().has_tag(kTagRandom);
+  return mutates() || op_def().has_tag(kTagRandom) || op_def().has_tag(kTagDefinesSymbol);
 }
 
 // ---- Graph ----

@@ -137,6 +137,39 @@ void check_input_count(const Graph& g, std::span<const Tensor> inputs) {
                                placeholders.size(), names, inputs.size()));
 }
 
+// Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp): `_local_scalar_dense(x, u0)`
+// runs on x alone (u0 has no value yet), and its output's value binds u0 for the nodes after it.
+std::vector<Tensor> run_symbol_definition(const Node& node, const Env& env, SymBindings* symbols) {
+  KILN_CHECK(symbols != nullptr, NotImplementedError,
+             "{}: AOT autograd of a graph that reads a value with item<SymInt>() "
+             "(capture_scalar_outputs) is not built yet",
+             node.op_def().name);
+  KILN_CHECK(node.args().size() == 5 && node.args()[0].is_value(), ValueError,
+             "interpret: {}: expected (Tensor self, int symbol, int[] lower, int[] upper, str "
+             "checks)",
+             to_string(node));
+  Stack args{IValue(lookup(env, node.args()[0].as_value())), IValue(int64_t{0}),
+             IValue(SymDimVector{}), IValue(SymDimVector{}), IValue(std::string())};
+  std::vector<Tensor> results = dispatch::call_for_tensors(node.op(), args);
+  const SymInt symbol = node.args()[1].as_constant().to_sym_int();
+  const int64_t value = results.at(0).item<int64_t>();
+  auto bound = [&](size_t i) -> std::optional<int64_t> {
+    const IntArrayRef words = raw_words(node.args()[i].as_constant());
+    return words.empty() ? std::nullopt : std::optional(words[0]);
+  };
+  const std::optional<int64_t> lower = bound(2), upper = bound(3);
+  if ((lower && value < *lower) || (upper && value > *upper)) {
+    const std::string& checks = node.args()[4].as_constant().string();
+    throw ValueError(fmt::format(
+        "kiln::check failed: {} = {} breaks what was asserted about it: {} (the compiled "
+        "function checks it where the value is read)",
+        symbol.is_symbolic() ? sym::to_string(symbol.expr()) : std::to_string(symbol.raw()), value,
+        checks.empty() ? "its value range" : checks));
+  }
+  symbols->bind_if_unbound(symbol, value);
+  return results;
+}
+
 // Runs the calls; `symbols` as in box_arguments.
 std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
                               SymBindings* symbols) {
@@ -147,6 +180,11 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
     auto context = [node] { return fmt::format("interpret: {}: ", to_string(*node)); };
     std::vector<Tensor> results;
     try {
+      if (node->op_def().has_tag(kTagDefinesSymbol)) {
+        results = run_symbol_definition(*node, env, symbols);
+        for (size_t i = 0; i < results.size(); ++i) env.bind(node->outputs()[i], results[i]);
+        continue;
+      }
       Stack args = box_arguments(*node, env, symbols);
       std::optional<ScopedGradMode> grad_mode;  // Note [Grad mode of a node]
       if (node->grad_mode() != Node::GradMode::Inherit)

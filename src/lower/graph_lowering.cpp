@@ -280,6 +280,11 @@ void GraphLowering::lower_call(const graph::Node& node) {
   KILN_CHECK(!def.has_tag(kTagHigherOrder), NotImplementedError,
              "lower: {} is a higher-order op, whose bodies are not lowered to generated code yet",
              def.name);
+  // Note [Scalar outputs in a graph]: the runtime has no step that binds a symbol from a value yet.
+  KILN_CHECK(!def.has_tag(kTagDefinesSymbol), NotImplementedError,
+             "lower: {} defines a symbol from a tensor's value, which generated code cannot bind "
+             "yet",
+             def.name);
   if (node.mutates() || def.has_tag(kTagRandom)) {
     // Note [Realization], last rule. An in-place op on a whole graph input writes only that
     // input: values that do not read it stay inline, and so does the value a copy_ stores when

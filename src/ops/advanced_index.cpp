@@ -7,6 +7,7 @@
 // index tensors broadcast together to a shape S. If the indexed dims are adjacent, the result is
 // self's dims before them + S + self's dims after them; if they are not adjacent, S comes first,
 // followed by all non-indexed dims in order (PyTorch/NumPy rules).
+#include "kiln/ops/index.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/index.h"
 #include "src/kernels/cpu/shape.h"
@@ -202,9 +203,27 @@ void cpu_index_put(OpCall& call) {
   cpu::scatter_offsets(self, offsets, values, call.bool_arg(3));
 }
 
+// The elements of self where the (broadcast) bool mask is true, as a 1-D tensor: self[mask] on
+// the broadcast shape. Its length is data dependent (an unbacked size while tracing).
+void composite_masked_select(OpCall& call) {
+  const Tensor& self = call.tensor(0);
+  const Tensor& mask = call.tensor(1);
+  KILN_CHECK(mask.dtype() == kBool, DTypeError,
+             "masked_select: the mask must be a bool tensor, got {} (compare it first, e.g. "
+             "mask.ne(0))",
+             dtype_name(mask.dtype()));
+  const SymDimVector shape =
+      sym_broadcast_shapes("masked_select", self.sym_sizes(), mask.sym_sizes());
+  call.set_output(0, index(self.expand(shape).reshape({-1}), {mask.expand(shape).reshape({-1})}));
+}
+
 }  // namespace
 
 void register_advanced_index_ops(OpRegistry& r) {
+  r.add({.name = "masked_select",
+         .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
+         .family = "index",
+         .composite = composite_masked_select});
   r.add({.name = "index",
          .schema = "index(Tensor self, Tensor?[] indices) -> Tensor",
          .family = "index",
@@ -218,5 +237,11 @@ void register_advanced_index_ops(OpRegistry& r) {
          .cpu = cpu_index_put,
          .tags = kTagInplace});
 }
+
+Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  static const OpId id = op_id("masked_select");
+  return dispatch::call_tensor(id, self, mask);
+}
+Tensor Tensor::masked_select(const Tensor& mask) const { return kiln::masked_select(*this, mask); }
 
 }  // namespace kiln

@@ -18,6 +18,7 @@ void register_all_ops(OpRegistry& r) {
   register_shape_ops(r);
   register_index_ops(r);
   register_higher_order_ops(r);
+  register_scalar_output_ops(r);
   // Derivatives attach to these entries from src/autograd/derivative_table.cpp (Note [Extending
   // the op table]).
 }

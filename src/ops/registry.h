@@ -23,5 +23,6 @@ void register_nn_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_index_ops(OpRegistry& r);
 void register_higher_order_ops(OpRegistry& r);
+void register_scalar_output_ops(OpRegistry& r);
 
 }  // namespace kiln

@@ -46,6 +46,7 @@ ShapeEnv* ShapeEnv::current() { return current_env; }
 std::shared_ptr<ShapeEnv> ShapeEnv::frozen_copy(std::string who) const {
   auto copy = std::make_shared<ShapeEnv>(*this);
   copy->handler_ = nullptr;
+  copy->int_handler_ = nullptr;
   copy->frozen_for_ = who.empty() ? std::string("code run after the trace") : std::move(who);
   return copy;
 }
@@ -200,6 +201,7 @@ int64_t ShapeEnv::guard_int(ExprPtr value, std::source_location loc) {
   ExprPtr v = simplify(value);
   if (v->is_integer()) return v->value();
   if (uses_unbacked(v)) {
+    if (int_handler_) int_handler_(v, loc);
     throw DataDependentError(
         v, origin_of(loc),
         fmt::format("data-dependent value `{}` at {} is needed as an integer; it is known only "

@@ -57,6 +57,8 @@ struct DataDependentError : Error {
 // Called by guard_bool for a condition on unbacked symbols instead of throwing
 // DataDependentError; returns the condition's value (the tracer materializes it there).
 using DataDependentHandler = std::function<bool(ExprPtr condition, std::source_location loc)>;
+// Called by guard_int for a value over unbacked symbols; throws (there is no value to return).
+using DataDependentIntHandler = std::function<void(ExprPtr value, std::source_location loc)>;
 
 class ShapeEnv {
  public:
@@ -77,6 +79,9 @@ class ShapeEnv {
   // Guards `value == hint` and returns the hint. Throws DataDependentError on unbacked symbols.
   int64_t guard_int(ExprPtr value, std::source_location loc);
   void set_data_dependent_handler(DataDependentHandler handler) { handler_ = std::move(handler); }
+  void set_data_dependent_int_handler(DataDependentIntHandler handler) {
+    int_handler_ = std::move(handler);
+  }
   // The value under the hints, without guarding; nullopt when unbacked symbols are involved.
   std::optional<int64_t> hint(ExprPtr e) const;
   // True/false if the condition follows from value ranges and replacements alone (no guard).
@@ -139,6 +144,7 @@ class ShapeEnv {
   std::vector<RuntimeAssert> runtime_asserts_;
   std::unordered_set<ExprPtr> asserted_;
   DataDependentHandler handler_;
+  DataDependentIntHandler int_handler_;
   std::string frozen_for_;  // Note [A frozen ShapeEnv]: who uses the copy; empty when not frozen
 
   static ExprPtr range_condition(const SymbolInfo& info);  // "s0 >= 2" for a backed symbol

@@ -134,4 +134,6 @@ void check(SymBool cond, std::source_location loc) {
   env_for("kiln::check", cond.expr()).add_runtime_assert(cond.expr(), loc);
 }
 
+void check_is_size(SymInt size, std::source_location loc) { check(size >= 0, loc); }
+
 }  // namespace kiln
