@@ -223,7 +223,8 @@ void register_advanced_index_ops(OpRegistry& r) {
   r.add({.name = "masked_select",
          .schema = "masked_select(Tensor self, Tensor mask) -> Tensor",
          .family = "index",
-         .composite = composite_masked_select});
+         .composite = composite_masked_select,
+         .tags = kTagDynamicOutput});
   r.add({.name = "index",
          .schema = "index(Tensor self, Tensor?[] indices) -> Tensor",
          .family = "index",

@@ -369,6 +369,33 @@ const bool registered = [] {
              return std::vector<Tensor>{from_vector(out, Shape{n, x.dim()})};
            }});
   register_op_info(
+      {.name = "masked_select",
+       .samples =
+           [](ScalarType dt, std::mt19937_64& rng) {
+             const Tensor rows = tensor({1, 0, 1}).ne(0);
+             return Args{{{make_tensor({2, 3}, dt, rng, -3, 3), rows}, "broadcast mask"},
+                         {{make_tensor({3}, dt, rng, -3, 3), zeros({2, 3}).ne(0)}, "none"},
+                         {{make_tensor({0, 3}, dt, rng, -3, 3), rows}, "zero-size"}};
+           },
+       .reference =
+           [](const Stack& a) {
+             const Tensor& x = a[0].tensor();
+             const Tensor& m = a[1].tensor();
+             const SymDimVector shape = sym_broadcast_shapes("ref", x.sym_sizes(), m.sym_sizes());
+             const std::vector<double> v = x.expand(shape).contiguous().to_vector<double>();
+             const std::vector<bool> keep = m.expand(shape).contiguous().to_vector<bool>();
+             std::vector<double> out;
+             for (size_t p = 0; p < v.size(); ++p)
+               if (keep[p]) out.push_back(v[p]);
+             return std::vector<Tensor>{
+                 from_vector(out, Shape{static_cast<int64_t>(out.size())}).to(x.dtype())};
+           },
+       .grad_samples =
+           [](std::mt19937_64& rng) {
+             return Args{{{make_tensor({2, 3}, kFloat64, rng, -2, 2), tensor({1, 0, 1}).ne(0)},
+                          "broadcast mask"}};
+           }});
+  register_op_info(
       {.name = "one_hot",
        .samples =
            [](ScalarType dt, std::mt19937_64& rng) {
