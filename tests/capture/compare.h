@@ -77,6 +77,21 @@ std::string error_message(F&& f) {
   return "(no error)";
 }
 
+// The message of the E that `f` throws; a test failure when it throws nothing or another kind.
+template <typename E, typename F>
+std::string error_of_kind(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "raised another kind of error: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
 inline void expect_close(const Tensor& actual, const Tensor& expected, double tol) {
   ASSERT_EQ(actual.sizes().vec(), expected.sizes().vec());
   const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();

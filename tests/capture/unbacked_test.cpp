@@ -12,22 +12,8 @@
 namespace kiln {
 namespace {
 
+using testing::error_of_kind;
 using testing::expect_equal;
-
-// The message of the E that `f` raises; a test failure when it raises nothing or another kind.
-template <typename E, typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "raised another kind of error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 CompileOptions scalar_outputs(const std::string& backend, bool fullgraph = true) {
   CompileOptions o;
@@ -70,12 +56,12 @@ TEST_P(CompiledUnbacked, TheChecksFireWhenTheGraphRuns) {
   const Tensor x = arange(12, kFloat32).reshape({4, 3});
   f(x, tensor({int64_t{2}}));
   const int check_line = kFirstRowsLine + 3;  // check(n <= x.size(0)) in first_rows
-  const std::string too_many = error_message<ValueError>([&] { f(x, tensor({int64_t{5}})); });
+  const std::string too_many = error_of_kind<ValueError>([&] { f(x, tensor({int64_t{5}})); });
   EXPECT_TRUE(contains(too_many, "kiln::check failed")) << too_many;
   EXPECT_TRUE(contains(too_many, fmt::format("u0 <= 4 at unbacked_test.cpp:{}", check_line)))
       << too_many;
   EXPECT_TRUE(contains(too_many, "u0 = 5")) << too_many;
-  const std::string negative = error_message<ValueError>([&] { f(x, tensor({int64_t{-1}})); });
+  const std::string negative = error_of_kind<ValueError>([&] { f(x, tensor({int64_t{-1}})); });
   EXPECT_TRUE(contains(negative, fmt::format("unbacked_test.cpp:{}", check_line - 1))) << negative;
   // Eagerly the same calls raise too.
   EXPECT_THROW(first_rows(x, tensor({int64_t{5}})), ValueError);
@@ -90,7 +76,7 @@ TEST_P(CompiledUnbacked, BranchingOnAValueWithNoFactRaisesNamingTheLineAndTheFix
   const int line = __LINE__ - 4;
   for (bool fullgraph : {true, false}) {
     auto f = compile(fn, scalar_outputs(GetParam(), fullgraph));
-    const std::string msg = error_message<GuardOnDataDependentError>([&] {
+    const std::string msg = error_of_kind<GuardOnDataDependentError>([&] {
       f(tensor({1.0f, 2.0f}), tensor({int64_t{3}}));
     });
     EXPECT_TRUE(contains(msg, fmt::format("unbacked_test.cpp:{}", line))) << msg;
@@ -111,7 +97,7 @@ TEST_P(CompiledUnbacked, AfterACheckTheBranchIsDecidedAndTheCheckIsAsserted) {
   const Tensor x = tensor({1.0f, -2.0f});
   for (int64_t k : {3, 0, 7}) expect_equal(f(x, tensor({k})), fn(x, tensor({k})));
   EXPECT_EQ(f.stats().compiles, 1);
-  const std::string msg = error_message<ValueError>([&] { f(x, tensor({int64_t{-1}})); });
+  const std::string msg = error_of_kind<ValueError>([&] { f(x, tensor({int64_t{-1}})); });
   EXPECT_TRUE(contains(msg, "kiln::check failed")) << msg;
   EXPECT_TRUE(contains(msg, "u0 >= 0 at unbacked_test.cpp:")) << msg;
   EXPECT_TRUE(contains(msg, "u0 = -1")) << msg;
@@ -124,7 +110,7 @@ TEST_P(CompiledUnbacked, NeedingTheIntegerValueRaisesGuardOnDataDependentError) 
   };
   auto f = compile(fn, scalar_outputs(GetParam(), /*fullgraph=*/false));
   const std::string msg =
-      error_message<GuardOnDataDependentError>([&] { f(tensor({1.0f}), tensor({int64_t{3}})); });
+      error_of_kind<GuardOnDataDependentError>([&] { f(tensor({1.0f}), tensor({int64_t{3}})); });
   EXPECT_TRUE(contains(msg, "needs the integer value of `u0`")) << msg;
 }
 
@@ -267,7 +253,7 @@ TEST_P(CompiledUnbacked, BranchingOnANonzeroSizeUnderFullgraphIsAGuardOnDataDepe
   o.backend = GetParam();
   o.fullgraph = true;
   auto f = compile(fn, o);
-  const std::string msg = error_message<GuardOnDataDependentError>([&] {
+  const std::string msg = error_of_kind<GuardOnDataDependentError>([&] {
     f(tensor({1.0f, 0.0f, 2.0f}));
   });
   EXPECT_TRUE(contains(msg, "fullgraph=false")) << msg;
