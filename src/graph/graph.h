@@ -306,6 +306,11 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs);
 // values, so nothing is specialized (AOT autograd's joint trace, Note [AOT autograd with
 // symbolic sizes] in src/aot/aot_autograd.h).
 std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs);
+// A `_local_scalar_dense` node read `value` (Note [Scalar outputs in a graph] in
+// src/ops/scalar_output.cpp): raises the ValueError of the kiln::check it breaks (the node's
+// lower and upper bounds) and otherwise returns the symbol the node defines. The interpreter and
+// the executor both check a value this way, where they bind it.
+SymInt check_symbol_definition(const Node& node, int64_t value);
 
 // ---- passes (passes.cpp) ----
 // Removes calls whose outputs are unused and that have no side effects; returns #removed.

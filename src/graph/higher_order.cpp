@@ -195,16 +195,22 @@ void verify_higher_order(const Node& node) {
 }
 
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
-  const std::string& op = node.op_def().name;
   KILN_CHECK(node.subgraphs().size() == subgraph_roles(node.op_def()).size(), ValueError,
-             "interpret: {} has {} subgraphs; run verify() on the graph", op,
+             "interpret: {} has {} subgraphs; run verify() on the graph", node.op_def().name,
              node.subgraphs().size());
+  return run_higher_order(node, args, [&](size_t i, std::span<const Tensor> inputs) {
+    return interpret(subgraph(node, i), inputs);
+  });
+}
+
+std::vector<Tensor> run_higher_order(const Node& node, const Stack& args, const RunBody& run_body) {
+  const std::string& op = node.op_def().name;
   KILN_CHECK(args.size() == 2, ValueError, "interpret: {} takes 2 arguments, got {}", op,
              args.size());
   if (op == "cond") {
     const std::vector<Tensor> operands = args[1].tensor_list();
     const bool taken = read_predicate(args[0].tensor(), op);
-    return as_node_outputs(node, interpret(subgraph(node, taken ? 0 : 1), operands));
+    return as_node_outputs(node, run_body(taken ? 0 : 1, operands));
   }
   if (op == "while_loop") {
     // With no iteration the results are the carries themselves, as kiln::while_loop's.
@@ -215,8 +221,8 @@ std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
       in.insert(in.end(), additional.begin(), additional.end());
       return in;
     };
-    while (read_predicate(interpret(subgraph(node, 0), inputs()).at(0), op))
-      carries = as_node_outputs(node, interpret(subgraph(node, 1), inputs()));
+    while (read_predicate(run_body(0, inputs()).at(0), op))
+      carries = as_node_outputs(node, run_body(1, inputs()));
     return carries;
   }
   throw NotImplementedError(

@@ -13,6 +13,8 @@
 //                               carries.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,14 @@ std::vector<std::string> subgraph_roles(const OpDef& op);
 // ValueError naming the node, the subgraph and the value. Called by verify().
 void verify_higher_order(const Node& node);
 
-// Runs a higher-order call on its boxed arguments, interpreting the subgraph(s) it picks.
+// Runs subgraph `index` of a higher-order call on `inputs`.
+using RunBody = std::function<std::vector<Tensor>(size_t index, std::span<const Tensor> inputs)>;
+
+// Runs a higher-order call on its boxed arguments (its tensors as the node's args list them),
+// interpreting the subgraph(s) it picks; or, with `run_body`, running them that way (the
+// executor runs compiled bodies, Note [Higher-order ops in a program] in src/runtime/program.h).
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args);
+std::vector<Tensor> run_higher_order(const Node& node, const Stack& args, const RunBody& run_body);
 
 // A body may neither write to nor return what it receives. The placeholder that `v` is (or is a
 // view of, through ops tagged kTagView), or nullptr.

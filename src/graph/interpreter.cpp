@@ -144,29 +144,11 @@ std::vector<Tensor> run_symbol_definition(const Node& node, const Env& env, SymB
              "{}: AOT autograd of a graph that reads a value with item<SymInt>() "
              "(capture_scalar_outputs) is not built yet",
              node.op_def().name);
-  KILN_CHECK(node.args().size() == 5 && node.args()[0].is_value(), ValueError,
-             "interpret: {}: expected (Tensor self, int symbol, int[] lower, int[] upper, str "
-             "checks)",
-             to_string(node));
-  Stack args{IValue(lookup(env, node.args()[0].as_value())), IValue(int64_t{0}),
+  Stack args{IValue(lookup(env, node.args().at(0).as_value())), IValue(int64_t{0}),
              IValue(SymDimVector{}), IValue(SymDimVector{}), IValue(std::string())};
   std::vector<Tensor> results = dispatch::call_for_tensors(node.op(), args);
-  const SymInt symbol = node.args()[1].as_constant().to_sym_int();
-  const int64_t value = results.at(0).item<int64_t>();
-  auto bound = [&](size_t i) -> std::optional<int64_t> {
-    const IntArrayRef words = raw_words(node.args()[i].as_constant());
-    return words.empty() ? std::nullopt : std::optional(words[0]);
-  };
-  const std::optional<int64_t> lower = bound(2), upper = bound(3);
-  if ((lower && value < *lower) || (upper && value > *upper)) {
-    const std::string& checks = node.args()[4].as_constant().string();
-    throw ValueError(fmt::format(
-        "kiln::check failed: {} = {} breaks what was asserted about it: {} (the compiled "
-        "function checks it where the value is read)",
-        symbol.is_symbolic() ? sym::to_string(symbol.expr()) : std::to_string(symbol.raw()), value,
-        checks.empty() ? "its value range" : checks));
-  }
-  symbols->bind_if_unbound(symbol, value);
+  symbols->bind_if_unbound(check_symbol_definition(node, results.at(0).item<int64_t>()),
+                           results.at(0).item<int64_t>());
   return results;
 }
 
@@ -225,6 +207,27 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
 }
 
 }  // namespace
+
+SymInt check_symbol_definition(const Node& node, int64_t value) {
+  KILN_CHECK(node.args().size() == 5 && node.args()[0].is_value(), ValueError,
+             "{}: expected (Tensor self, int symbol, int[] lower, int[] upper, str checks)",
+             to_string(node));
+  const SymInt symbol = node.args()[1].as_constant().to_sym_int();
+  auto bound = [&](size_t i) -> std::optional<int64_t> {
+    const IntArrayRef words = raw_words(node.args()[i].as_constant());
+    return words.empty() ? std::nullopt : std::optional(words[0]);
+  };
+  const std::optional<int64_t> lower = bound(2), upper = bound(3);
+  if ((lower && value < *lower) || (upper && value > *upper)) {
+    const std::string& checks = node.args()[4].as_constant().string();
+    throw ValueError(fmt::format(
+        "kiln::check failed: {} = {} breaks what was asserted about it: {} (the compiled "
+        "function checks it where the value is read)",
+        symbol.is_symbolic() ? sym::to_string(symbol.expr()) : std::to_string(symbol.raw()), value,
+        checks.empty() ? "its value range" : checks));
+  }
+  return symbol;
+}
 
 std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
   check_input_count(g, inputs);

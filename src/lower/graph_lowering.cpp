@@ -275,16 +275,10 @@ void GraphLowering::apply_realization_rules(const graph::Node& node) {
 
 void GraphLowering::lower_call(const graph::Node& node) {
   const OpDef& def = node.op_def();
-  // Note [Subgraphs of a higher-order op]: an extern call could not run one (its bodies are not
-  // arguments), so the whole graph runs with the interpreter until bodies are lowered.
-  KILN_CHECK(!def.has_tag(kTagHigherOrder), NotImplementedError,
-             "lower: {} is a higher-order op, whose bodies are not lowered to generated code yet",
-             def.name);
-  // Note [Scalar outputs in a graph]: the runtime has no step that binds a symbol from a value yet.
-  KILN_CHECK(!def.has_tag(kTagDefinesSymbol), NotImplementedError,
-             "lower: {} defines a symbol from a tensor's value, which generated code cannot bind "
-             "yet",
-             def.name);
+  // A higher-order op (no lowering) and _local_scalar_dense become extern calls: codegen compiles
+  // the former's subgraphs into the step (Note [Higher-order ops in a program] in
+  // src/runtime/program.h) and binds the latter's symbol from its value (Note [Scalar outputs in
+  // a graph] in src/ops/scalar_output.cpp).
   if (node.mutates() || def.has_tag(kTagRandom)) {
     // Note [Realization], last rule. An in-place op on a whole graph input writes only that
     // input: values that do not read it stay inline, and so does the value a copy_ stores when

@@ -64,6 +64,14 @@ class Verifier {
       for (ExprPtr e : b.layout().sizes)
         if (e != nullptr)
           for (ExprPtr s : sym::free_symbols(e)) known_symbols_.insert(s);
+      // _local_scalar_dense binds the symbol it defines from its value (Note [Scalar outputs in
+      // a graph] in src/ops/scalar_output.cpp).
+      const graph::Node* node = static_cast<const ExternBuffer&>(b).node();
+      if (node != nullptr && node->op_def().has_tag(kTagDefinesSymbol) && node->args().size() > 1 &&
+          node->args()[1].is_constant()) {
+        const SymInt defined = node->args()[1].as_constant().to_sym_int();
+        if (defined.is_symbolic()) known_symbols_.insert(defined.expr());
+      }
     }
     check_layout(name, b.layout());
     switch (b.kind()) {

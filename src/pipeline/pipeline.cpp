@@ -122,6 +122,23 @@ graph::Graph functionalized_for_inference(const graph::Graph& captured) {
   }
 }
 
+// var and std stay whole: their lowering is one Welford pass (lowerings/reduction.cpp).
+constexpr std::string_view kKeepWhole[] = {"var", "std"};
+
+// Note [Higher-order ops in a program] (src/runtime/program.h): a body of a cond or while_loop
+// goes through the stages of the graph around it, decompose .. codegen, into the same
+// translation unit (its own bodies too, recursively). They are not separate passes: the
+// trace shows a body's loop IR inside its graph's.
+codegen::GeneratedCode generate_body(const graph::Graph& body,
+                                     const codegen::CodegenOptions& options) {
+  graph::Graph g = functionalized_for_inference(body);
+  lower::decompose(g, kKeepWhole);
+  g = run_post_grad_passes(std::move(g)).graph;
+  lower::GraphLowering lowering(g);
+  lowering.run();
+  return codegen::generate(lowering, sched::schedule(lowering), options, generate_body);
+}
+
 // The inference stages after the graph cache: functionalize (unless `graph` is already
 // functional: AOT autograd's forward and backward), decompose .. load.
 CompiledGraph compile_for_inference(const graph::Graph& captured, bool functional,
@@ -155,9 +172,7 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
   try {
     auto t = std::chrono::steady_clock::now();
     g = run_pass(context, "decompose", [&] {
-      // var and std stay whole: their lowering is one Welford pass (lowerings/reduction.cpp).
-      static constexpr std::string_view kKeep[] = {"var", "std"};
-      lower::decompose(g, kKeep);
+      lower::decompose(g, kKeepWhole);
       return std::move(g);
     });
     g = run_pass(context, "post_grad", [&] { return run_post_grad_passes(std::move(g)); }).graph;
@@ -175,8 +190,9 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
         run_pass(context, "schedule", [&] { return sched::schedule(*lowered.lowering); });
     schedule_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
-    code = run_pass(context, "codegen",
-                    [&] { return codegen::generate(*lowered.lowering, schedule, gopts); });
+    code = run_pass(context, "codegen", [&] {
+      return codegen::generate(*lowered.lowering, schedule, gopts, generate_body);
+    });
     codegen_s = seconds_since(t);
   } catch (const NotImplementedError& e) {
     log_fallback(context, e, false);

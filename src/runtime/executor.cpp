@@ -36,6 +36,7 @@
 #include "kiln/small_vector.h"
 #include "src/dispatch/dispatcher.h"
 #include "src/graph/graph.h"
+#include "src/graph/higher_order.h"
 #include "src/graph/text.h"
 #include "src/runtime/program_schedule.h"
 #include "src/runtime/step_profile.h"
@@ -136,6 +137,7 @@ struct SymbolFromExtern {
   int symbol;
   int output;
   int dim;
+  bool value;  // the output's value (SymbolSource::From::ExternOutputValue), not its size
 };
 
 // How to build one argument of an extern call's op without the graph interpreter (Note [Calling
@@ -156,6 +158,8 @@ struct ExternCall {
   std::vector<LayoutEvaluator> views;  // empty: the buffers as they are
   std::vector<int> outputs;
   std::vector<SymbolFromExtern> binds;
+  // A higher-order op's compiled bodies (Note [Higher-order ops in a program] in program.h).
+  std::vector<std::unique_ptr<Executor>> bodies;
 };
 
 // Note [Calling extern ops directly]
@@ -168,8 +172,11 @@ struct ExternCall {
 // cannot express (a symbol the program does not know, outputs other than the call's own) falls
 // back to the interpreter.
 std::optional<std::vector<ArgPlan>> plan_direct_call(const graph::Graph& g,
-                                                     std::span<const sym::ExprPtr> symbols) {
+                                                     std::span<const sym::ExprPtr> symbols,
+                                                     size_t bodies) {
   const graph::Node& node = *g.calls()[0];
+  // A higher-order op has no kernel: without compiled bodies it runs with the interpreter.
+  if (graph::is_higher_order(node) && bodies == 0) return std::nullopt;
   const std::span<graph::Value* const> outputs = g.outputs();
   if (!std::equal(outputs.begin(), outputs.end(), node.outputs().begin(), node.outputs().end()))
     return std::nullopt;
@@ -306,7 +313,7 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
 
   for (size_t i = 0; i < P.symbols.size(); ++i) {
     const SymbolSource& s = P.symbol_sources[i];
-    if (s.from != SymbolSource::From::ExternOutputSize)
+    if (!s.from_step())
       input_symbols.push_back(
           {static_cast<int>(i), s.index, s.dim, s.from == SymbolSource::From::InputStride});
   }
@@ -348,15 +355,28 @@ Executor::Impl::Impl(Program p, std::shared_ptr<const KernelLibrary> lib)
                  calls.size(), call.graph->outputs().size(), e->call);
       call.op = graph::to_string(*calls[0]);
       call.op_id = calls[0]->op();
-      call.direct = plan_direct_call(*call.graph, symbols);
+      call.direct = plan_direct_call(*call.graph, symbols, e->bodies.size());
+      if (!e->bodies.empty()) {
+        const graph::Node& node = *calls[0];
+        KILN_CHECK(graph::is_higher_order(node) &&
+                       e->bodies.size() == graph::subgraph_roles(node.op_def()).size() &&
+                       call.direct.has_value(),
+                   ValueError,
+                   "Executor: step {}: {} compiled bodies for {}, which takes {} (only a "
+                   "higher-order op whose arguments are the step's args has bodies)",
+                   i, e->bodies.size(), call.op,
+                   graph::is_higher_order(node) ? graph::subgraph_roles(node.op_def()).size() : 0);
+        for (const Program& body : e->bodies)
+          call.bodies.push_back(std::make_unique<Executor>(body, library));
+      }
       call.args = e->args;
       for (const Layout& view : e->arg_views) call.views.emplace_back(view, symbols);
       call.outputs = e->outputs;
       for (size_t s = 0; s < P.symbols.size(); ++s) {
         const SymbolSource& source = P.symbol_sources[s];
-        if (source.from == SymbolSource::From::ExternOutputSize &&
-            source.index == static_cast<int>(i))
-          call.binds.push_back({static_cast<int>(s), source.output, source.dim});
+        if (source.from_step() && source.index == static_cast<int>(i))
+          call.binds.push_back({static_cast<int>(s), source.output, source.dim,
+                                source.from == SymbolSource::From::ExternOutputValue});
       }
       steps[i].call = std::move(call);
     } else {
@@ -474,9 +494,9 @@ Tensor Executor::Impl::view_of(const Tensor& base, const LayoutEvaluator& view, 
 
 namespace {
 
-// Runs the op of `call` on `args` (Note [Calling extern ops directly]).
-std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgPlan>& plan,
-                                  std::span<const Tensor> args, const Frame& f) {
+// The op's arguments, boxed (Note [Calling extern ops directly]).
+Stack box_arguments(const std::vector<ArgPlan>& plan, std::span<const Tensor> args,
+                    const Frame& f) {
   Stack stack;
   for (const ArgPlan& a : plan) {
     switch (a.kind) {
@@ -503,7 +523,20 @@ std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgP
       }
     }
   }
-  return dispatch::call_for_tensors(call.op_id, stack);  // Note [Running a recorded op]
+  return stack;
+}
+
+// Runs the op of `call` on `args`: its eager kernel (Note [Calling extern ops directly]), or a
+// higher-order op around its compiled bodies (Note [Higher-order ops in a program]).
+std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgPlan>& plan,
+                                  std::span<const Tensor> args, const Frame& f) {
+  Stack stack = box_arguments(plan, args, f);
+  if (call.bodies.empty())
+    return dispatch::call_for_tensors(call.op_id, stack);  // Note [Running a recorded op]
+  return graph::run_higher_order(*call.graph->calls()[0], stack,
+                                 [&](size_t body, std::span<const Tensor> inputs) {
+                                   return call.bodies.at(body)->run(inputs);
+                                 });
 }
 
 using dispatch::rethrow_with_context;
@@ -530,6 +563,17 @@ void Executor::Impl::run_extern(Frame& f, const ExternCall& call, size_t step) c
              results.size(), call.outputs.size());
   for (const SymbolFromExtern& bind : call.binds) {
     const Tensor& t = results[bind.output];
+    if (bind.value) {
+      KILN_CHECK(t.defined() && t.numel() == 1 && t.dtype() == kInt64, ValueError,
+                 "Executor: symbol {} is the value of output {} of step {} ({}), which is not one "
+                 "int64 element",
+                 program.symbols[bind.symbol]->name(), bind.output, step, call.op);
+      const int64_t value = t.item<int64_t>();
+      // Note [Scalar outputs in a graph]: checked where it is bound, before any step uses it.
+      graph::check_symbol_definition(*call.graph->calls()[0], value);
+      f.symbols[bind.symbol] = value;
+      continue;
+    }
     KILN_CHECK(bind.dim < t.dim(), ShapeError,
                "Executor: symbol {} is size {} of output {} of step {} ({}), which has {} dims",
                program.symbols[bind.symbol]->name(), bind.dim, bind.output, step, call.op, t.dim());

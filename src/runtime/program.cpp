@@ -64,7 +64,7 @@ class ProgramVerifier {
         fail("symbol_sources[{}] describes '{}', not symbols[{}] = {}", i,
              source.symbol == nullptr ? "<null>" : sym::to_string(source.symbol), i, s->name());
       if (source.dim < 0) fail("symbol {}: negative dim {}", s->name(), source.dim);
-      if (source.from == SymbolSource::From::ExternOutputSize) {
+      if (source.from_step()) {
         if (source.index < 0 || source.index >= static_cast<int>(p_.steps.size()) ||
             !std::holds_alternative<ExternStep>(p_.steps[source.index]))
           fail("symbol {} comes from step {}, which is not an extern step", s->name(),
@@ -133,6 +133,13 @@ class ProgramVerifier {
         for (size_t a = 0; a < call->arg_views.size(); ++a)
           check_layout(call->arg_views[a], static_cast<int>(i),
                        fmt::format("{}'s view of arg {}", what, a));
+        for (size_t k = 0; k < call->bodies.size(); ++k) {
+          try {
+            verify(call->bodies[k]);
+          } catch (const Error& e) {
+            fail("{}: body {}: {}", what, k, e.what());
+          }
+        }
         for (int b : call->outputs) {
           check_buffer_index(b, what);
           if (p_.buffers[b].kind != BufferDesc::Kind::Extern)
@@ -173,7 +180,7 @@ class ProgramVerifier {
         fail("{}: '{}' uses {}, which is not in the program's symbols", what, sym::to_string(e),
              s->name());
       const SymbolSource& source = p_.symbol_sources[it->second];
-      if (source.from == SymbolSource::From::ExternOutputSize && source.index >= step)
+      if (source.from_step() && source.index >= step)
         fail("{}: '{}' is needed before step {}, but {} is only known after step {} runs", what,
              sym::to_string(e), step, s->name(), source.index);
     }

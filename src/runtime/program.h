@@ -27,15 +27,25 @@
 namespace kiln::runtime {
 
 // Where a size symbol's value comes from at each call: inputs[input].size(dim) (or .stride(dim)),
-// or the output size of an extern step (unbacked sizes from data-dependent ops). A symbol bound by
-// an extern step has no value before that step runs (Note [When expressions are evaluated] in
-// executor.cpp).
+// the output size of an extern step (unbacked sizes from data-dependent ops), or the value of an
+// extern step's 0-dim output (`_local_scalar_dense`, Note [Scalar outputs in a graph] in
+// src/ops/scalar_output.cpp: the executor checks the value against the range the call's node
+// asserts as it binds it). A symbol bound by an extern step has no value before that step runs
+// (Note [When expressions are evaluated] in executor.cpp).
 struct SymbolSource {
   sym::ExprPtr symbol = nullptr;
-  enum class From : uint8_t { InputSize, InputStride, ExternOutputSize } from = From::InputSize;
-  int index = 0;  // the input, or the step (ExternOutputSize)
-  int dim = 0;
-  int output = 0;  // ExternOutputSize only: which of the step's outputs
+  enum class From : uint8_t {
+    InputSize,
+    InputStride,
+    ExternOutputSize,
+    ExternOutputValue,
+  } from = From::InputSize;
+  int index = 0;   // the input, or the step (ExternOutput*)
+  int dim = 0;     // ExternOutputValue: unused (0)
+  int output = 0;  // ExternOutput* only: which of the step's outputs
+  bool from_step() const {
+    return from == From::ExternOutputSize || from == From::ExternOutputValue;
+  }
 };
 
 // Sizes, strides and storage offset, in elements, as expressions over the symbols.
@@ -70,9 +80,23 @@ struct KernelStep {
   std::vector<int> buffers;  // indices into Program::buffers, in the kernel's argument order
 };
 
+struct Program;
+
 // One op run by the eager kernels: `call` is a graph with one placeholder per entry of `args`,
 // one call node and an output node (src/graph text, parsed back on load). Its outputs become
 // `outputs` (buffer indices, of kind Extern).
+//
+// Note [Higher-order ops in a program]
+// A call of a higher-order op (`cond`, `while_loop`) is an extern step whose `bodies` are its
+// subgraphs compiled, in the node's subgraph order (cond: true_fn, false_fn; while_loop: cond_fn,
+// body_fn). Each body is a whole Program of its own, taking the step's tensors as its inputs
+// (cond: the operands, after the predicate; while_loop: the carries, then the additional inputs)
+// and binding its own symbols from them; its kernels live in the same library as the
+// program's (their names carry a prefix, so they do not clash). The executor runs the step as
+// the graph interpreter runs the node (src/graph/higher_order.cpp) with the bodies' Executors in
+// place of interpreting the subgraphs: a branch, or a loop, around the bodies' kernels. A call
+// with no bodies (a graph cached before bodies were compiled) runs its subgraphs with the
+// interpreter.
 struct ExternStep {
   std::string call;       // graph text
   std::vector<int> args;  // buffer per placeholder (a buffer index)
@@ -80,6 +104,7 @@ struct ExternStep {
   // every arg is its buffer as is.
   std::vector<Layout> arg_views;
   std::vector<int> outputs;
+  std::vector<Program> bodies;  // Note [Higher-order ops in a program]
 };
 
 // A buffer's memory is updated in place with a kernel's result: copies `src` into input buffer

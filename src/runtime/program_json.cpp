@@ -74,6 +74,8 @@ const char* from_name(SymbolSource::From from) {
       return "input_stride";
     case SymbolSource::From::ExternOutputSize:
       return "extern_output_size";
+    case SymbolSource::From::ExternOutputValue:
+      return "extern_output_value";
   }
   return "?";
 }
@@ -90,17 +92,25 @@ const char* kind_name(BufferDesc::Kind kind) {
   return "?";
 }
 
+json program_json(const Program& p);
+Program read_program(const json& j, const std::string& path);
+
 json step_json(const Step& step) {
   if (const auto* kernel = std::get_if<KernelStep>(&step))
     return {{"kernel", {{"name", kernel->name}, {"buffers", kernel->buffers}}}};
   if (const auto* call = std::get_if<ExternStep>(&step)) {
     json views = json::array();
     for (const Layout& view : call->arg_views) views.push_back(layout_json(view));
-    return {{"extern",
-             {{"call", call->call},
+    json e = {{"call", call->call},
               {"args", call->args},
               {"arg_views", std::move(views)},
-              {"outputs", call->outputs}}}};
+              {"outputs", call->outputs}};
+    if (!call->bodies.empty()) {
+      json bodies = json::array();
+      for (const Program& body : call->bodies) bodies.push_back(program_json(body));
+      e["bodies"] = std::move(bodies);
+    }
+    return {{"extern", std::move(e)}};
   }
   const auto& copy = std::get<CopyStep>(step);
   return {{"copy", {{"dst", copy.dst}, {"src", copy.src}}}};
@@ -185,10 +195,13 @@ SymbolSource read_symbol_source(const json& j, const std::string& path) {
     source.from = SymbolSource::From::InputStride;
   else if (from == "extern_output_size")
     source.from = SymbolSource::From::ExternOutputSize;
+  else if (from == "extern_output_value")
+    source.from = SymbolSource::From::ExternOutputValue;
   else
-    malformed(join(path, "from"), fmt::format("unknown symbol source \"{}\" (expected input_size, "
-                                              "input_stride or extern_output_size)",
-                                              from));
+    malformed(join(path, "from"),
+              fmt::format("unknown symbol source \"{}\" (expected input_size, "
+                          "input_stride, extern_output_size or extern_output_value)",
+                          from));
   source.index = read_int(field(j, path, "index"), join(path, "index"));
   source.dim = read_int(field(j, path, "dim"), join(path, "dim"));
   if (j.contains("output")) source.output = read_int(j["output"], join(path, "output"));
@@ -239,6 +252,12 @@ Step read_step(const json& j, const std::string& path) {
     for (size_t i = 0; i < views.size(); ++i)
       step.arg_views.push_back(read_layout(views[i], index_path(views_path, i)));
     step.outputs = read_ints(field(e, p, "outputs"), join(p, "outputs"));
+    if (e.contains("bodies")) {
+      const std::string bodies_path = join(p, "bodies");
+      const json& bodies = read_array(e["bodies"], bodies_path);
+      for (size_t i = 0; i < bodies.size(); ++i)
+        step.bodies.push_back(read_program(bodies[i], index_path(bodies_path, i)));
+    }
     return step;
   }
   if (j.contains("copy")) {
@@ -251,35 +270,35 @@ Step read_step(const json& j, const std::string& path) {
                               j.begin().key()));
 }
 
-Program read_program(const json& j) {
-  const std::string format = read_string(field(j, "", "format"), "format");
+Program read_program(const json& j, const std::string& path) {
+  const std::string format = read_string(field(j, path, "format"), join(path, "format"));
   if (format != "kiln.program")
-    malformed("format", fmt::format("\"{}\" is not \"kiln.program\"", format));
-  const int version = read_int(field(j, "", "version"), "version");
+    malformed(join(path, "format"), fmt::format("\"{}\" is not \"kiln.program\"", format));
+  const int version = read_int(field(j, path, "version"), join(path, "version"));
   if (version != kFormatVersion)
-    malformed("version",
+    malformed(join(path, "version"),
               fmt::format("version {} is not the supported version {}", version, kFormatVersion));
   Program p;
-  p.num_inputs = read_int(field(j, "", "num_inputs"), "num_inputs");
-  p.symbols = read_exprs(field(j, "", "symbols"), "symbols");
-  const json& sources = read_array(field(j, "", "symbol_sources"), "symbol_sources");
+  p.num_inputs = read_int(field(j, path, "num_inputs"), join(path, "num_inputs"));
+  p.symbols = read_exprs(field(j, path, "symbols"), join(path, "symbols"));
+  const json& sources = read_array(field(j, path, "symbol_sources"), join(path, "symbol_sources"));
   for (size_t i = 0; i < sources.size(); ++i)
-    p.symbol_sources.push_back(read_symbol_source(sources[i], index_path("symbol_sources", i)));
-  const json& buffers = read_array(field(j, "", "buffers"), "buffers");
+    p.symbol_sources.push_back(
+        read_symbol_source(sources[i], index_path(join(path, "symbol_sources"), i)));
+  const json& buffers = read_array(field(j, path, "buffers"), join(path, "buffers"));
   for (size_t i = 0; i < buffers.size(); ++i)
-    p.buffers.push_back(read_buffer(buffers[i], index_path("buffers", i)));
-  p.slot_bytes = read_exprs(field(j, "", "slot_bytes"), "slot_bytes");
-  const json& steps = read_array(field(j, "", "steps"), "steps");
+    p.buffers.push_back(read_buffer(buffers[i], index_path(join(path, "buffers"), i)));
+  p.slot_bytes = read_exprs(field(j, path, "slot_bytes"), join(path, "slot_bytes"));
+  const json& steps = read_array(field(j, path, "steps"), join(path, "steps"));
   for (size_t i = 0; i < steps.size(); ++i)
-    p.steps.push_back(read_step(steps[i], index_path("steps", i)));
-  const json& outputs = read_array(field(j, "", "outputs"), "outputs");
+    p.steps.push_back(read_step(steps[i], index_path(join(path, "steps"), i)));
+  const json& outputs = read_array(field(j, path, "outputs"), join(path, "outputs"));
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string path = index_path("outputs", i);
-    p.outputs.push_back(
-        OutputDesc{read_int(field(outputs[i], path, "buffer"), join(path, "buffer")),
-                   read_layout(field(outputs[i], path, "view"), join(path, "view"))});
+    const std::string out = index_path(join(path, "outputs"), i);
+    p.outputs.push_back(OutputDesc{read_int(field(outputs[i], out, "buffer"), join(out, "buffer")),
+                                   read_layout(field(outputs[i], out, "view"), join(out, "view"))});
   }
-  p.source_hash = read_string(field(j, "", "source_hash"), "source_hash");
+  p.source_hash = read_string(field(j, path, "source_hash"), join(path, "source_hash"));
   return p;
 }
 
@@ -300,14 +319,16 @@ std::filesystem::path graph_cache_path(const std::string& key) {
 
 }  // namespace
 
-std::string to_json(const Program& p) {
+namespace {
+
+json program_json(const Program& p) {
   json sources = json::array();
   for (const SymbolSource& s : p.symbol_sources) {
     json source = {{"symbol", expr_json(s.symbol)},
                    {"from", from_name(s.from)},
                    {"index", s.index},
                    {"dim", s.dim}};
-    if (s.from == SymbolSource::From::ExternOutputSize) source["output"] = s.output;
+    if (s.from_step()) source["output"] = s.output;
     sources.push_back(std::move(source));
   }
   json buffers = json::array();
@@ -336,8 +357,12 @@ std::string to_json(const Program& p) {
               {"steps", std::move(steps)},
               {"outputs", std::move(outputs)},
               {"source_hash", p.source_hash}};
-  return out.dump(1);
+  return out;
 }
+
+}  // namespace
+
+std::string to_json(const Program& p) { return program_json(p).dump(1); }
 
 Program program_from_json(const std::string& text) {
   json j;
@@ -346,7 +371,7 @@ Program program_from_json(const std::string& text) {
   } catch (const json::exception& e) {
     throw ValueError(fmt::format("program_from_json: not valid JSON: {}", e.what()));
   }
-  Program program = read_program(j);
+  Program program = read_program(j, "");
   verify(program);
   return program;
 }

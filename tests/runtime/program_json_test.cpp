@@ -95,6 +95,52 @@ void expect_malformed(const std::string& text, std::initializer_list<std::string
   }
 }
 
+// A program whose extern step carries compiled bodies (Note [Higher-order ops in a program]) and
+// whose symbol is the value of an extern output (Note [Scalar outputs in a graph]).
+TEST(ProgramJson, RoundTripsBodiesAndValueSymbols) {
+  Program body;
+  body.num_inputs = 1;
+  body.buffers = {BufferDesc{BufferDesc::Kind::Input, "arg0", kFloat32, {}, 0, -1}};
+  body.outputs = {OutputDesc{0, Layout{{I(3)}, {I(1)}, nullptr}}};
+  Program p;
+  p.num_inputs = 2;
+  p.symbols = {S("u7")};
+  p.symbol_sources = {{S("u7"), SymbolSource::From::ExternOutputValue, 0, 0, 0}};
+  p.buffers = {
+      BufferDesc{BufferDesc::Kind::Input, "arg0", kInt64, {}, 0, -1},
+      BufferDesc{BufferDesc::Kind::Input, "arg1", kFloat32, {}, 1, -1},
+      BufferDesc{BufferDesc::Kind::Extern, "buf0", kInt64, {}, -1, -1},
+      BufferDesc{BufferDesc::Kind::Extern, "buf1", kFloat32, {{I(3)}, {I(1)}, nullptr}, -1, -1}};
+  ExternStep item;
+  item.call = "%0 : i64[] = placeholder(\"x\")\n%1 : i64[] = relu(%0)\nreturn (%1)\n";
+  item.args = {0};
+  item.outputs = {2};
+  ExternStep branch;
+  branch.call = "%0 : f32[3] = placeholder(\"x\")\n%1 : f32[3] = relu(%0)\nreturn (%1)\n";
+  branch.args = {1};
+  branch.outputs = {3};
+  branch.bodies = {body, body};
+  p.steps = {item, branch};
+  p.outputs = {OutputDesc{3, Layout{{S("u7")}, {I(1)}, nullptr}}};
+  const std::string text = to_json(p);
+  const Program q = program_from_json(text);
+  EXPECT_EQ(to_json(q), text);
+  EXPECT_EQ(q.symbol_sources[0].from, SymbolSource::From::ExternOutputValue);
+  const auto& step = std::get<ExternStep>(q.steps[1]);
+  ASSERT_EQ(step.bodies.size(), 2u);
+  EXPECT_EQ(step.bodies[1].num_inputs, 1);
+  EXPECT_EQ(step.bodies[1].outputs[0].view.sizes[0], I(3));
+  EXPECT_THAT(text, HasSubstr("\"extern_output_value\""));
+  // A malformed body is named by its path, and an inconsistent one fails verify().
+  std::string broken = text;
+  const std::string last_count = "\"num_inputs\": 1";  // bodies[1]'s, the last one printed
+  broken.replace(broken.rfind(last_count), last_count.size(), "\"num_inputs\": \"one\"");
+  expect_malformed(broken, {"steps[1].extern.bodies[1].num_inputs", "expected an integer"});
+  Program bad = p;
+  std::get<ExternStep>(bad.steps[1]).bodies[0].outputs[0].buffer = 5;
+  expect_malformed(to_json(bad), {"step 1: body 0", "buffer 5"});
+}
+
 TEST(ProgramJson, MalformedTextIsAValueErrorNamingWhatIsWrong) {
   const std::string good = to_json(full_program());
   expect_malformed("{\"format\": ", {"not valid JSON"});

@@ -3,6 +3,7 @@
 // that tells the runtime how to run them with the extern calls in between.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct CodegenOptions {
   // Pointwise elements per parallel work item: a multiple of 8, so every vector loop starts at
   // a multiple of 8 (Note [Lane offsets] in printer.cpp).
   int64_t chunk = 4096;
+  // Put before every kernel name: the bodies of a higher-order op are generated into the same
+  // translation unit as the graph around them (Note [Higher-order ops in a program] in
+  // src/runtime/program.h).
+  std::string kernel_prefix;
 };
 
 struct GeneratedCode {
@@ -32,7 +37,15 @@ struct GeneratedCode {
   std::string loop_ir;       // readable loop IR, for logs and the structured trace
 };
 
+// Generates the code of one subgraph of a higher-order op (its kernels named with the options'
+// prefix), kernels and Program only (no prelude): what the pipeline runs from `decompose` to
+// `codegen` for a whole graph. NotImplementedError when the body cannot be compiled.
+using BodyGenerator =
+    std::function<GeneratedCode(const graph::Graph& body, const CodegenOptions& options)>;
+
+// `bodies` compiles the subgraphs of higher-order calls; without it such a graph raises
+// NotImplementedError.
 GeneratedCode generate(const lower::GraphLowering& lowering, const sched::Schedule& schedule,
-                       const CodegenOptions& options);
+                       const CodegenOptions& options, const BodyGenerator& bodies = nullptr);
 
 }  // namespace kiln::codegen

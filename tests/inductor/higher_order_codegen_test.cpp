@@ -1,0 +1,269 @@
+// cond and while_loop in generated code (Note [Higher-order ops in a program] in
+// src/runtime/program.h), and values read with item<SymInt>() bound by the executor (Note
+// [Scalar outputs in a graph] in src/ops/scalar_output.cpp): the graph compiles with no eager
+// fallback, its bodies' kernels are in the generated translation unit, and it returns what the
+// same code returns eagerly, whichever branch or trip count the data picks.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "kiln/compile.h"
+#include "kiln/control_flow.h"
+#include "kiln/kiln.h"
+#include "src/trace/reader.h"
+#include "src/trace/trace.h"
+#include "tests/capture/compare.h"
+
+namespace kiln {
+namespace {
+
+using testing::error_message;
+using testing::expect_equal;
+
+CompileOptions inductor(bool dynamic = false) {
+  CompileOptions o;
+  o.backend = "inductor";
+  o.fullgraph = true;  // a graph break would raise
+  o.dynamic = dynamic;
+  return o;
+}
+
+// What the backend did while `body` ran: eager fallbacks, graph-cache hits, and the generated
+// translation units.
+struct Outcome {
+  int fallbacks = 0, cache_hits = 0;
+  std::string fallback_reasons, output_code;
+};
+
+// Runs `body` with a fresh code cache and structured trace, so that its compiles generate code.
+template <typename F>
+Outcome watch_backend(const std::string& name, F&& body) {
+  const auto dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(dir);
+  const char* old_cache = std::getenv("KILN_CACHE_DIR");
+  const std::string saved_cache = old_cache ? old_cache : "";
+  ::setenv("KILN_CACHE_DIR", (dir / "cache").c_str(), 1);
+  trace::set_directory_for_testing((dir / "trace").string());
+  body();
+  trace::set_directory_for_testing(std::nullopt);
+  if (old_cache)
+    ::setenv("KILN_CACHE_DIR", saved_cache.c_str(), 1);
+  else
+    ::unsetenv("KILN_CACHE_DIR");
+  Outcome o;
+  for (const std::string& file : trace::trace_files((dir / "trace").string())) {
+    for (const trace::Record& r : trace::read_trace(file)) {
+      if (r.kind != "artifact") continue;
+      const std::string payload = r.payload.value_or("");
+      if (r.artifact_name() == "inductor_fallback") {
+        ++o.fallbacks;
+        o.fallback_reasons += payload + "\n";
+      }
+      o.cache_hits += r.artifact_name() == "inductor_cache";
+      if (r.artifact_name() == "inductor_output_code") o.output_code += payload;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  return o;
+}
+
+// The predicate is data: each call picks a branch from x's values.
+Tensor branchy(const Tensor& x, const Tensor& w) {
+  return cond(
+             x.sum() > 0,
+             [&](const std::vector<Tensor>& v) {
+               return std::vector<Tensor>{(v[0].sin() * w).exp(), v[0].sum({0})};
+             },
+             [&](const std::vector<Tensor>& v) {
+               return std::vector<Tensor>{v[0] * 2 - w, v[0].amax({0})};
+             },
+             {x})[0] +
+         1;
+}
+
+TEST(HigherOrderCodegen, CondBranchesAreKernelsOfTheGeneratedCode) {
+  const Outcome o = watch_backend("kiln_hop_codegen_cond", [] {
+    auto f = compile(branchy, inductor());
+    const Tensor w = tensor({0.5f, -1.0f, 2.0f});
+    for (const Tensor& x : {tensor({1.0f, 2.0f, 3.0f}), tensor({-1.0f, -2.0f, 0.5f}),
+                            tensor({0.0f, 0.0f, 0.0f}), tensor({3.0f, -1.0f, -1.0f})})
+      expect_equal(f(x, w), branchy(x, w));
+    EXPECT_EQ(f.stats().compiles, 1);
+    EXPECT_EQ(f.stats().graphs, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  EXPECT_NE(o.output_code.find("true_fn_kernel0("), std::string::npos) << o.output_code;
+  EXPECT_NE(o.output_code.find("false_fn_kernel0("), std::string::npos) << o.output_code;
+}
+
+// Counts i up to n (a tensor: the trip count is data), doubling x and adding w on each step.
+std::vector<Tensor> doubling(const Tensor& n, const Tensor& x, const Tensor& w) {
+  return while_loop([&](const std::vector<Tensor>& c) { return c[0] < n; },
+                    [&](const std::vector<Tensor>& c) {
+                      return std::vector<Tensor>{c[0] + 1, (c[1] * 2 + w).tanh()};
+                    },
+                    {zeros({}, kInt64), x});
+}
+
+TEST(HigherOrderCodegen, WhileLoopRunsItsBodyKernelsUntilTheConditionIsFalse) {
+  const Outcome o = watch_backend("kiln_hop_codegen_while", [] {
+    auto fn = [](const Tensor& n, const Tensor& x, const Tensor& w) {
+      std::vector<Tensor> out = doubling(n, x, w);
+      return std::make_tuple(out[0], out[1] * 3);
+    };
+    auto f = compile(fn, inductor());
+    const Tensor x = tensor({1.0f, -3.0f, 0.25f, 0.0f}).reshape({2, 2}), w = tensor({0.5f, -0.5f});
+    for (int64_t n : {0, 1, 5, 3, -2}) {
+      SCOPED_TRACE(n);
+      const Tensor trips = scalar_tensor(n, kInt64);
+      auto [count, y] = f(trips, x, w);
+      auto [count_eager, y_eager] = fn(trips, x, w);
+      expect_equal(count, count_eager);
+      expect_equal(y, y_eager);
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  EXPECT_NE(o.output_code.find("cond_fn_kernel0("), std::string::npos) << o.output_code;
+  EXPECT_NE(o.output_code.find("body_fn_kernel0("), std::string::npos) << o.output_code;
+}
+
+TEST(HigherOrderCodegen, ACondInsideALoopBodyIsCompiledToo) {
+  const Outcome o = watch_backend("kiln_hop_codegen_nested", [] {
+    // x is doubled while its sum is positive, else negated: the branch changes between steps.
+    auto fn = [](const Tensor& n, const Tensor& x) {
+      return while_loop(
+          [&](const std::vector<Tensor>& c) { return c[0] < n; },
+          [](const std::vector<Tensor>& c) {
+            Tensor next = cond(
+                c[1].sum() > 0,
+                [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; },
+                [](const std::vector<Tensor>& v) { return std::vector<Tensor>{-v[0] + 0.5}; },
+                {c[1]})[0];
+            return std::vector<Tensor>{c[0] + 1, next};
+          },
+          {zeros({}, kInt64), x})[1];
+    };
+    auto f = compile(fn, inductor());
+    for (int64_t n : {0, 1, 4, 7}) {
+      const Tensor trips = scalar_tensor(n, kInt64), x = tensor({-1.0f, 0.25f});
+      expect_equal(f(trips, x), fn(trips, x));
+    }
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  EXPECT_NE(o.output_code.find("body_fn_v"), std::string::npos) << o.output_code;
+  EXPECT_NE(o.output_code.find("true_fn_kernel0("), std::string::npos) << o.output_code;
+}
+
+TEST(HigherOrderCodegen, BodiesOverSymbolicSizesServeEverySize) {
+  const Outcome o = watch_backend("kiln_hop_codegen_dynamic", [] {
+    nn::Linear fc(4, 4);
+    auto fn = [](nn::Module& m, const Tensor& x) {
+      return cond(
+          x.mean() > 0, [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{m(v[0])}; },
+          [&](const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{v[0].relu() * 3 + v[0].sum({0})};
+          },
+          {x})[0];
+    };
+    auto f = compile(fn, inductor(/*dynamic=*/true));
+    NoGradGuard no_grad;  // inference: fc's parameters would ask for a training graph
+    for (int64_t rows : {2, 5, 3, 9}) {
+      const Tensor x = randn({rows, 4});
+      expect_equal(f(fc, x.abs()), fn(fc, x.abs()));
+      expect_equal(f(fc, -x.abs()), fn(fc, -x.abs()));
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+TEST(HigherOrderCodegen, ADivisionByZeroInABodyKernelRaises) {
+  const Outcome o = watch_backend("kiln_hop_codegen_div0", [] {
+    auto fn = [](const Tensor& a, const Tensor& b) {
+      return cond(
+          a.sum() > 0,
+          [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].div(v[1], "floor")}; },
+          [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 1}; }, {a, b})[0];
+    };
+    auto f = compile(fn, inductor());
+    const Tensor a = tensor({1, 2}, kInt64);
+    expect_equal(f(a, tensor({1, 1}, kInt64)), fn(a, tensor({1, 1}, kInt64)));
+    const std::string msg = error_message([&] { f(a, tensor({1, 0}, kInt64)); });
+    EXPECT_NE(msg.find("division by zero"), std::string::npos) << msg;
+    expect_equal(f(-a, tensor({1, 0}, kInt64)), fn(-a, tensor({1, 0}, kInt64)));
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+TEST(HigherOrderCodegen, AWarmStartReadsTheBodiesBackFromTheGraphCache) {
+  const Outcome o = watch_backend("kiln_hop_codegen_cache", [] {
+    const Tensor w = tensor({0.5f, -1.0f, 2.0f});
+    const Tensor up = tensor({1.0f, 2.0f, 3.0f}), down = tensor({-1.0f, -2.0f, 0.5f});
+    auto f1 = compile(branchy, inductor());
+    expect_equal(f1(up, w), branchy(up, w));
+    auto f2 = compile(branchy, inductor());  // traced again: the same graph, from the cache
+    expect_equal(f2(up, w), branchy(up, w));
+    expect_equal(f2(down, w), branchy(down, w));
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  EXPECT_EQ(o.cache_hits, 1);
+}
+
+CompileOptions capturing_scalars() {
+  CompileOptions o = inductor();
+  o.capture_scalar_outputs = true;
+  return o;
+}
+
+TEST(ScalarOutputCodegen, AnItemSizesLaterKernelsWithNoFallback) {
+  const Outcome o = watch_backend("kiln_item_codegen", [] {
+    auto fn = [](const Tensor& x, const Tensor& n) {
+      SymInt k = n.item<SymInt>();
+      check_is_size(k);
+      check(k <= x.size(0));
+      return (x.narrow(0, 0, k) * 2).sum({0}) + ones({k}).sum();
+    };
+    auto f = compile(fn, capturing_scalars());
+    const Tensor x = randn({6, 3});
+    for (int64_t k : {3, 0, 6, 1}) {
+      SCOPED_TRACE(k);
+      const Tensor n = scalar_tensor(k, kInt64);
+      expect_equal(f(x, n), fn(x, n));
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+    EXPECT_EQ(f.stats().graphs, 1);
+    // The check is made where the value is read, naming the line that asserted it.
+    const std::string msg = error_message([&] { f(x, scalar_tensor(int64_t{7}, kInt64)); });
+    EXPECT_NE(msg.find("kiln::check failed: u0 = 7"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("higher_order_codegen_test.cpp"), std::string::npos) << msg;
+    const std::string negative = error_message([&] { f(x, scalar_tensor(int64_t{-1}, kInt64)); });
+    EXPECT_NE(negative.find("u0 = -1"), std::string::npos) << negative;
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+TEST(ScalarOutputCodegen, TwoValuesReadFromOneTensor) {
+  const Outcome o = watch_backend("kiln_tolist_codegen", [] {
+    auto fn = [](const Tensor& x, const Tensor& bounds) {
+      std::vector<SymInt> b = bounds.to_vector<SymInt>();
+      check_is_size(b[0]);
+      check_is_size(b[1]);
+      check(b[0] <= 5);
+      check(b[1] <= 5);
+      return x.narrow(0, b[0], b[1]).cumsum(0);
+    };
+    auto f = compile(fn, capturing_scalars());
+    const Tensor x = arange(10).to(kFloat32);
+    for (auto [start, length] : {std::pair<int64_t, int64_t>{2, 3}, {0, 5}, {5, 5}, {4, 0}}) {
+      const Tensor bounds = tensor({start, length}, kInt64);
+      expect_equal(f(x, bounds), fn(x, bounds));
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+}  // namespace
+}  // namespace kiln
