@@ -17,6 +17,9 @@ struct Result {
   std::string unit;  // "ns", "ms", "GB/s", "GFLOP/s"
   double kiln = 0;
   std::map<std::string, double> refs;  // reference name -> value in the same unit
+  // Facts about the measured code (graph counts), written to the JSON as they are; the first
+  // round's are kept.
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
   bool higher_is_better() const { return unit == "GB/s" || unit == "GFLOP/s"; }
 };
 
@@ -46,13 +49,14 @@ double median_seconds(F&& f, int reps, int warmup = 3) {
 }
 
 // The groups, one file each.
-std::vector<Result> bench_overhead(const Options& options);   // overhead.cpp
-std::vector<Result> bench_pointwise(const Options& options);  // pointwise.cpp
-std::vector<Result> bench_matmul(const Options& options);     // matmul.cpp
-std::vector<Result> bench_nn(const Options& options);         // nn.cpp
-std::vector<Result> bench_train(const Options& options);      // train.cpp
-std::vector<Result> bench_capture(const Options& options);    // capture.cpp
-std::vector<Result> bench_compiled(const Options& options);   // compiled.cpp
+std::vector<Result> bench_overhead(const Options& options);      // overhead.cpp
+std::vector<Result> bench_pointwise(const Options& options);     // pointwise.cpp
+std::vector<Result> bench_matmul(const Options& options);        // matmul.cpp
+std::vector<Result> bench_nn(const Options& options);            // nn.cpp
+std::vector<Result> bench_train(const Options& options);         // train.cpp
+std::vector<Result> bench_capture(const Options& options);       // capture.cpp
+std::vector<Result> bench_compiled(const Options& options);      // compiled.cpp
+std::vector<Result> bench_control_flow(const Options& options);  // control_flow.cpp
 
 // compiled.cpp: `kiln-bench --compile-probe NAME` (a new process started by bench_compiled):
 // builds workload NAME, times its first compiled call and a steady one, prints

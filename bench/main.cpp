@@ -68,6 +68,7 @@ nlohmann::ordered_json to_json(const nlohmann::ordered_json& machine,
   for (const Result& r : results) {
     out["results"].push_back(
         {{"name", r.name}, {"unit", r.unit}, {"kiln", r.kiln}, {"refs", r.refs}});
+    if (!r.metadata.empty()) out["results"].back()["metadata"] = r.metadata;
   }
   return out;
 }
@@ -96,9 +97,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   app.add_option(
          "--group", only,
-         "Run only these groups (overhead, pointwise, matmul, nn, train, capture, compiled)")
-      ->check(
-          CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture", "compiled"}));
+         "Run only these groups (overhead, pointwise, matmul, nn, train, capture, compiled, "
+         "control_flow)")
+      ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture",
+                             "compiled", "control_flow"}));
   app.add_option("--backend", options.backend,
                  "kiln::compile backend of the compiled group (default " +
                      std::string(kDefaultCompiledBackend) + ")");
@@ -123,7 +125,7 @@ int main(int argc, char** argv) {
       {"overhead", bench_overhead}, {"pointwise", bench_pointwise},
       {"matmul", bench_matmul},     {"nn", bench_nn},
       {"train", bench_train},       {"capture", bench_capture},
-      {"compiled", bench_compiled}};
+      {"compiled", bench_compiled}, {"control_flow", bench_control_flow}};
   // Note [Benchmark rounds]: each round measures Kiln, then PyTorch; the rounds alternate.
   std::vector<std::vector<Result>> rounds;
   for (int round = 0; round < rounds_count; ++round) {

@@ -138,6 +138,67 @@ def compiled_mlp_b1():
     return median_seconds(lambda: model(x), reps=REPS * 5, warmup=20) * 1e3
 
 
+def weights(sizes, scale, salt):
+    """bench/control_flow.cpp's deterministic weights: the same values on both sides."""
+    n = 1
+    for s in sizes:
+        n *= s
+    w = ((torch.arange(n) * 7 + salt) % 101).to(torch.float32).sub(50).div(101).mul(scale)
+    return w.view(*sizes)
+
+
+def compiled_moe_top1_routing():
+    tokens, dim, experts = 4096, 256, 8
+    gate = weights((dim, experts), 0.2, 1)
+    w = [weights((dim, dim), 0.1, 3 + e) for e in range(experts)]
+    b = [weights((dim,), 0.1, 11 + e) for e in range(experts)]
+    x = weights((tokens, dim), 2.0, 23)
+
+    def forward():
+        logits = x.matmul(gate)
+        probs = torch.softmax(logits, 1)
+        expert = logits.argmax(1)
+        out = torch.zeros_like(x)
+        for e in range(experts):
+            rows = (expert == e).nonzero().squeeze(1)
+            y = torch.relu(x.index_select(0, rows).matmul(w[e]) + b[e]) * \
+                probs.index_select(0, rows).narrow(1, e, 1)
+            out.index_put_((rows,), y)
+        return out
+
+    return median_seconds(forward) * 1e3
+
+
+def compiled_while_loop_decode():
+    dim, vocab, steps = 256, 1024, 64
+    end_token = vocab  # never produced: every step runs, the stop test on each
+    embedding = weights((vocab, dim), 1.0, 5)
+    wx1, wh1 = weights((dim, 3 * dim), 0.15, 7), weights((dim, 3 * dim), 0.15, 9)
+    wx2, wh2 = weights((dim, 3 * dim), 0.15, 13), weights((dim, 3 * dim), 0.15, 17)
+    w_out = weights((dim, vocab), 0.3, 19)
+
+    def gru_cell(x, h, wx, wh):
+        gx, gh = x.matmul(wx), h.matmul(wh)
+        r = torch.sigmoid(gx.narrow(1, 0, dim) + gh.narrow(1, 0, dim))
+        z = torch.sigmoid(gx.narrow(1, dim, dim) + gh.narrow(1, dim, dim))
+        n = torch.tanh(gx.narrow(1, 2 * dim, dim) + r * gh.narrow(1, 2 * dim, dim))
+        return (1 - z) * n + z * h
+
+    def decode():
+        token, h1 = torch.tensor(1), torch.zeros(1, dim)
+        h2 = h1
+        step = 0
+        while step < steps and token.item() != end_token:
+            x = embedding.index_select(0, token.view(1))
+            h1 = gru_cell(x, h1, wx1, wh1)
+            h2 = gru_cell(h1, h2, wx2, wh2)
+            token = h2.matmul(w_out).argmax(1).view(())
+            step += 1
+        return token, h2
+
+    return median_seconds(decode) * 1e3
+
+
 # name -> (function, runs under torch.no_grad)
 BENCHMARKS = {
     "op_overhead_add_1elem": (op_overhead_add_1elem, True),
@@ -155,6 +216,8 @@ BENCHMARKS = {
     "compiled_transformer_mlp_block": (compiled_transformer_mlp_block, True),
     "compiled_cnn_fmnist_fwd_b128": (compiled_cnn_fmnist_fwd_b128, True),
     "compiled_mlp_b1": (compiled_mlp_b1, True),
+    "compiled_moe_top1_routing": (compiled_moe_top1_routing, True),
+    "compiled_while_loop_decode": (compiled_while_loop_decode, True),
 }
 
 

@@ -114,8 +114,11 @@ std::map<std::string, int64_t> find_local_buffers(const lower::GraphLowering& lo
 // the step that writes it to the last step that reads it; after that step its slot is free for
 // a buffer first written by a later step. Graph outputs and buffers an extern call reads (the
 // eager op may return a view of them) are never freed. A slot's size is the largest of its
-// buffers (an expression when sizes are symbolic). The intermediate buffers are the computed
-// buffers that are neither stores into another buffer nor kernel-local.
+// buffers (an expression when sizes are symbolic), evaluated when the slot is allocated, before
+// its first buffer's step; so a buffer whose size uses a symbol that a step binds at run time (an
+// unbacked size, an item() value) takes a slot of its own rather than one allocated before that
+// step could have bound it. The intermediate buffers are the computed buffers that are neither
+// stores into another buffer nor kernel-local.
 MemoryPlan plan_memory(const lower::GraphLowering& lowering, const Schedule& schedule) {
   std::map<std::string, int> written_by_step, last_read;
   std::set<std::string> pinned;
@@ -155,12 +158,21 @@ MemoryPlan plan_memory(const lower::GraphLowering& lowering, const Schedule& sch
   }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::set<ExprPtr> input_symbols;
+  for (const lower::SymbolSource& source : lowering.symbol_sources())
+    input_symbols.insert(source.symbol);
+  const auto bound_by_inputs = [&](ExprPtr e) {
+    for (ExprPtr symbol : sym::free_symbols(e))
+      if (!input_symbols.count(symbol)) return false;
+    return true;
+  };
   MemoryPlan plan;
   for (auto [first, b] : order) {
     const ExprPtr bytes = sym::mul(product(b->layout().sizes),
                                    sym::integer(static_cast<int64_t>(element_size(b->dtype()))));
     int chosen = -1;
-    for (size_t s = 0; s < slots.size() && chosen < 0; ++s)
+    const bool may_share = bound_by_inputs(bytes);
+    for (size_t s = 0; s < slots.size() && chosen < 0 && may_share; ++s)
       if (!slots[s].pinned && slots[s].free_after >= 0 && slots[s].free_after < first)
         chosen = static_cast<int>(s);
     if (chosen < 0) {

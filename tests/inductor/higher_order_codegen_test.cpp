@@ -211,6 +211,41 @@ TEST(HigherOrderCodegen, AWarmStartReadsTheBodiesBackFromTheGraphCache) {
   EXPECT_EQ(o.cache_hits, 1);
 }
 
+// Top-1 routing as a mixture-of-experts layer does it (bench/control_flow.cpp): each expert's
+// rows have an unbacked count, and buffers sized by it are allocated after nonzero binds it
+// (Note [Buffer reuse] in src/sched/memory_plan.cpp), not in a slot allocated before.
+Tensor route(const Tensor& x, const Tensor& gate) {
+  const Tensor logits = x.matmul(gate);
+  const Tensor probs = softmax(logits, 1);
+  const Tensor expert = logits.argmax(1);
+  Tensor out = zeros_like(x);
+  for (int64_t e = 0; e < 3; ++e) {
+    const Tensor rows = (expert == e).nonzero().squeeze(1);
+    const Tensor y =
+        (x.index_select(0, rows) * (e + 2)).tanh() * probs.index_select(0, rows).narrow(1, e, 1);
+    index_put_(out, {rows}, y);
+  }
+  return out;
+}
+
+TEST(UnbackedCodegen, RoutingRowsToExpertsIsOneGraph) {
+  const Outcome o = watch_backend("kiln_routing_codegen", [] {
+    auto f = compile(route, inductor());
+    const Tensor gate = randn({4, 3});
+    for (const Tensor& x : {randn({16, 4}), randn({16, 4}) * 3, zeros({16, 4})}) {
+      expect_equal(f(x, gate), route(x, gate));
+    }
+    // Every row to one expert: the other two get none.
+    const Tensor one_expert =
+        tensor({1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f})
+            .reshape({4, 3});
+    expect_equal(f(ones({16, 4}), one_expert), route(ones({16, 4}), one_expert));
+    EXPECT_EQ(f.stats().compiles, 1);
+    EXPECT_EQ(f.stats().graphs, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
 CompileOptions capturing_scalars() {
   CompileOptions o = inductor();
   o.capture_scalar_outputs = true;
