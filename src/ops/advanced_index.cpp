@@ -121,7 +121,7 @@ IndexPlan plan_index(std::string_view op, const Tensor& self, const std::vector<
 
 // Element offsets into self for every result position (Note [Index checks before writes]:
 // every index value is range-checked here).
-std::vector<int64_t> plan_offsets(std::string_view op, const Tensor& self, const IndexPlan& plan) {
+cpu::AdvancedOffsets plan_offsets(std::string_view op, const Tensor& self, const IndexPlan& plan) {
   cpu::AdvancedOffsets off;
   auto table = [&](const DimVector& dims) {
     DimVector sizes, strides;
@@ -166,7 +166,7 @@ std::vector<int64_t> plan_offsets(std::string_view op, const Tensor& self, const
     for (int64_t p = 0; p < k; ++p)
       off.index[static_cast<size_t>(p)] += v[static_cast<size_t>(p)] * self.stride(d);
   }
-  return off.flatten();
+  return off;
 }
 
 void meta_index(OpCall& call) {
@@ -178,7 +178,11 @@ void meta_index(OpCall& call) {
 void cpu_index(OpCall& call) {
   const Tensor& self = call.tensor(0);
   IndexPlan plan = plan_index("index", self, call.tensors(1));
-  cpu::gather_offsets(call.output(0), self, plan_offsets("index", self, plan));
+  const cpu::AdvancedOffsets offsets = plan_offsets("index", self, plan);
+  if (offsets.rows_are_contiguous())
+    cpu::gather_rows(call.output(0), self, offsets);
+  else
+    cpu::gather_offsets(call.output(0), self, offsets.flatten());
 }
 
 void meta_index_put(OpCall& call) {
@@ -195,12 +199,16 @@ void meta_index_put(OpCall& call) {
 void cpu_index_put(OpCall& call) {
   const Tensor& self = call.tensor(0);
   IndexPlan plan = plan_index("index_put_", self, call.tensors(1));
-  std::vector<int64_t> offsets = plan_offsets("index_put_", self, plan);
+  const cpu::AdvancedOffsets offsets = plan_offsets("index_put_", self, plan);
   // Values in self's dtype, contiguous in result order (a temporary; not a view of self, so
   // writing self cannot change them midway).
   Tensor values = empty_tensor(plan.out_sizes, self.dtype());
   cpu::copy_into(values, call.tensor(2));
-  cpu::scatter_offsets(self, offsets, values, call.bool_arg(3));
+  const bool accumulate = call.bool_arg(3);
+  if (!accumulate && offsets.rows_are_contiguous())
+    cpu::scatter_rows(self, offsets, values);
+  else
+    cpu::scatter_offsets(self, offsets.flatten(), values, accumulate);
 }
 
 // The elements of self where the (broadcast) bool mask is true, as a 1-D tensor: self[mask] on

@@ -89,6 +89,21 @@ void cpu_index_select(OpCall& call) {
   const Tensor& out = call.output(0);
   const int64_t d = wrap_dim("index_select", call.int_arg(1), self.dim());
   std::vector<int64_t> idx = read_indices("index_select", index, d, self.size(d), false);
+  // Selected rows of a row-major block (x.index_select(0, rows) on a contiguous x): whole rows.
+  bool rows = d == 0 && self.dim() > 1;
+  int64_t row = 1;
+  for (int64_t k = self.dim() - 1; k > 0 && rows; --k) {
+    rows = self.size(k) == 1 || self.stride(k) == row;
+    row *= self.size(k);
+  }
+  if (rows && row > 1) {
+    cpu::AdvancedOffsets offsets;
+    offsets.before = {0};
+    for (int64_t i : idx) offsets.index.push_back(i * self.stride(0));
+    for (int64_t a = 0; a < row; ++a) offsets.after.push_back(a);
+    cpu::gather_rows(out, self, offsets);
+    return;
+  }
   std::vector<std::vector<int64_t>> tables;
   for (int64_t k = 0; k < self.dim(); ++k) {
     std::vector<int64_t> t;

@@ -87,6 +87,32 @@ TEST(Indexing, IndexPutAccumulateAddsDuplicates) {
   EXPECT_EQ(f.to_vector<float>(), (std::vector<float>{0, 0.75f, 0, 0}));
 }
 
+// Whole rows of a row-major tensor are copied row by row (cpu::gather_rows, scatter_rows); the
+// result equals the element-by-element path, which a transposed (not row-major) input takes.
+TEST(Indexing, RowCopiesMatchTheElementPath) {
+  const Tensor x = arange(24, kFloat32).reshape({6, 4});
+  const Tensor rows = tensor({4, 0, 4, 5, -1});
+  const Tensor through_columns = x.t().contiguous().t();  // same values, column-major
+  EXPECT_EQ(x.index_select(0, tensor({4, 0, 4, 5})).to_vector<float>(),
+            through_columns.index_select(0, tensor({4, 0, 4, 5})).to_vector<float>());
+  EXPECT_EQ(index(x, {rows}).to_vector<float>(), index(through_columns, {rows}).to_vector<float>());
+  EXPECT_EQ(index(x, {rows}).select(0, 4).to_vector<float>()[0], 20.0f);  // -1: the last row
+  // Duplicate rows without accumulate: the last write wins, on both paths.
+  const Tensor values = arange(20, kFloat32).reshape({5, 4}) * -1;
+  Tensor a = x.clone(), b = through_columns.clone();
+  index_put_(a, {rows}, values);
+  index_put_(b, {rows}, values);
+  EXPECT_EQ(a.to_vector<float>(), b.contiguous().to_vector<float>());
+  EXPECT_EQ(a.select(0, 4).to_vector<float>(), (std::vector<float>{-8, -9, -10, -11}));
+  EXPECT_EQ(a.select(0, 5).to_vector<float>(), (std::vector<float>{-16, -17, -18, -19}));
+  // Rows of a 3-D tensor indexed on a middle dim are rows too.
+  const Tensor y = arange(48, kInt64).reshape({2, 6, 4});
+  EXPECT_EQ(index(y, {Tensor(), tensor({5, 1})}).to_vector<int64_t>(),
+            index(y.contiguous(), {Tensor(), tensor({5, 1})}).to_vector<int64_t>());
+  EXPECT_EQ(index(y, {Tensor(), tensor({5, 1})}).select(0, 1).select(0, 0).to_vector<int64_t>(),
+            (std::vector<int64_t>{44, 45, 46, 47}));
+}
+
 TEST(Indexing, IndexPutThroughTensorIndexList) {
   Tensor t = zeros({3, 4}, kInt64);
   t.index_put_({Slice(), tensor({0, 2})}, Scalar(7));

@@ -70,6 +70,45 @@ void scatter_offsets(const Tensor& dst, const std::vector<int64_t>& dst_offsets,
   });
 }
 
+bool AdvancedOffsets::rows_are_contiguous() const {
+  if (after.size() < 2) return false;  // rows of one element: the element loops are as fast
+  for (size_t a = 0; a < after.size(); ++a)
+    if (after[a] != static_cast<int64_t>(a)) return false;
+  return true;
+}
+
+void gather_rows(const Tensor& out, const Tensor& src, const AdvancedOffsets& offsets) {
+  const int64_t rows = static_cast<int64_t>(offsets.before.size() * offsets.index.size());
+  const int64_t k = static_cast<int64_t>(offsets.index.size());
+  const int64_t row_bytes = static_cast<int64_t>(offsets.after.size()) * out.element_size();
+  if (rows == 0 || row_bytes == 0) return;
+  char* o = static_cast<char*>(out.data_ptr());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  const int64_t es = src.element_size();
+#pragma omp parallel for if (rows * row_bytes > kParallelGrain * 8)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t from =
+        offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)];
+    std::memcpy(o + r * row_bytes, s + from * es, static_cast<size_t>(row_bytes));
+  }
+}
+
+void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tensor& values) {
+  const int64_t rows = static_cast<int64_t>(offsets.before.size() * offsets.index.size());
+  const int64_t k = static_cast<int64_t>(offsets.index.size());
+  const int64_t row_bytes = static_cast<int64_t>(offsets.after.size()) * dst.element_size();
+  if (rows == 0 || row_bytes == 0) return;
+  char* d = static_cast<char*>(dst.data_ptr());
+  const char* v = static_cast<const char*>(values.data_ptr());
+  const int64_t es = dst.element_size();
+  // Serial, in order: with duplicate rows the last write wins (Note above).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t to =
+        offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)];
+    std::memmove(d + to * es, v + r * row_bytes, static_cast<size_t>(row_bytes));
+  }
+}
+
 std::vector<int64_t> AdvancedOffsets::flatten() const {
   std::vector<int64_t> out;
   out.reserve(before.size() * index.size() * after.size());

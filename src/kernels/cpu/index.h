@@ -22,6 +22,16 @@ void scatter_offsets(const Tensor& dst, const std::vector<int64_t>& dst_offsets,
 struct AdvancedOffsets {
   std::vector<int64_t> before, index, after;
   std::vector<int64_t> flatten() const;
+  // True when `after` is 0, 1, 2, ... (two or more): each (b, k) then names a contiguous row of
+  // after.size() elements (x[rows] and x[rows] = v on a row-major x), which gather_rows and
+  // scatter_rows copy whole.
+  bool rows_are_contiguous() const;
 };
+
+// gather_offsets and scatter_offsets (without accumulate) for offsets whose rows are contiguous:
+// the same result, one memcpy per row. Rows are written in (b, k) order, so where two rows
+// overlap the later one wins, as element by element.
+void gather_rows(const Tensor& out, const Tensor& src, const AdvancedOffsets& offsets);
+void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tensor& values);
 
 }  // namespace kiln::cpu
