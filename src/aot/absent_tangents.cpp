@@ -239,6 +239,7 @@ class Specializer {
     if (copy != nullptr) {
       copy->set_grad_mode(node.grad_mode());
       if (node.has_side_effects()) copy->set_has_side_effects(true);
+      copy->set_subgraphs(node.subgraphs());  // a higher-order op's bodies
     }
     for (size_t i = 0; i < outs.size(); ++i) env_[node.outputs()[i]] = outs[i];
   }

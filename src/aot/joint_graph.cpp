@@ -6,6 +6,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
+#include "kiln/ops/creation.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/autograd/derivatives.h"
 #include "src/core/shape.h"
@@ -68,6 +69,8 @@ class Recorder {
     return value_of(t, reader);
   }
 
+  graph::Graph& graph() { return graph_; }
+
   // Note [Recording an op into a graph]; the arguments are fakes already.
   void handle(const OpDef& op, Stack& args, Stack& outputs) {
     struct Client : graph::RecordingClient {
@@ -122,8 +125,16 @@ class RecordScope {
 
 }  // namespace
 
-JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad,
-                             int num_differentiable_outputs) {
+namespace {
+
+// What the trace returns: the joint graph (build_joint_graph), or only the gradients of a body
+// (build_vjp_graph).
+enum class JointForm : uint8_t { Joint, Vjp };
+
+std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& args);
+
+JointGraph trace_joint(const graph::Graph& forward, const std::vector<bool>& requires_grad,
+                       int num_differentiable_outputs, JointForm form) {
   const std::span<graph::Value* const> primals = forward.placeholders();
   KILN_CHECK(requires_grad.size() == primals.size(), ValueError,
              "build_joint_graph: {} requires_grad flags for {} inputs", requires_grad.size(),
@@ -164,29 +175,35 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
   {
     RecordScope record(recorder);
     EnableGradGuard grad_on;
-    outputs = graph::interpret_symbolic(forward, fakes);
+    outputs = graph::interpret_symbolic(forward, fakes, record_higher_order);
   }
   joint.num_forward_outputs = static_cast<int>(outputs.size());
 
   // Tangents: one per output that carries autograd history.
   std::vector<Tensor> differentiable, tangents;
+  int placed_tangents = 0;
   for (size_t j = 0; j < outputs.size(); ++j) {
     const Tensor& out = outputs[j];
     const bool may_differentiate =
         num_differentiable_outputs < 0 || static_cast<int>(j) < num_differentiable_outputs;
-    if (!may_differentiate || !autograd::requires_grad(out) || !is_floating(out.dtype())) {
+    // A vjp graph takes a gradient for every floating output, whether or not this body's output
+    // depends on an input (the other branch's may).
+    const bool differentiates = may_differentiate && autograd::requires_grad(out);
+    if (!is_floating(out.dtype()) || !(differentiates || form == JointForm::Vjp)) {
       joint.tangent_of_output.push_back(-1);
       continue;
     }
     graph::TensorMeta meta = graph::TensorMeta::contiguous(
         out.dtype(), SymDimVector(out.sym_sizes().begin(), out.sym_sizes().end()));
     Tensor tangent = graph::fake_tensor(meta);
-    recorder.bind(tangent, g.add_placeholder(fmt::format("tangent{}", tangents.size()), meta));
-    joint.tangent_of_output.push_back(static_cast<int>(tangents.size()));
+    recorder.bind(tangent, g.add_placeholder(fmt::format("tangent{}", placed_tangents), meta));
+    ++placed_tangents;
+    joint.tangent_of_output.push_back(static_cast<int>(placed_tangents - 1));
+    if (!differentiates) continue;
     differentiable.push_back(out);
     tangents.push_back(tangent);
   }
-  joint.num_tangents = static_cast<int>(tangents.size());
+  joint.num_tangents = placed_tangents;
 
   std::vector<Tensor> wrt;
   std::vector<int> wrt_index;
@@ -214,9 +231,16 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
     }
   }
   std::vector<graph::Value*> results;
-  for (const Tensor& out : outputs) results.push_back(recorder.value_of(out, "the graph's output"));
+  if (form == JointForm::Joint)
+    for (const Tensor& out : outputs)
+      results.push_back(recorder.value_of(out, "the graph's output"));
+  grads.resize(wrt.size());
   for (size_t k = 0; k < grads.size(); ++k) {
-    if (!grads[k].defined()) continue;  // the outputs do not depend on this input
+    if (!grads[k].defined()) {
+      if (form == JointForm::Joint) continue;  // the outputs do not depend on this input
+      RecordScope record(recorder);            // a vjp graph returns zeros for it
+      grads[k] = zeros_like(wrt[k]);
+    }
     results.push_back(recorder.value_of(grads[k], "a gradient"));
     joint.grad_primals.push_back(wrt_index[k]);
   }
@@ -231,6 +255,147 @@ JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool
                graph::to_string(*node));
   graph::eliminate_dead_code(g);
   return joint;
+}
+
+// Note [Higher-order ops in AOT autograd]
+// A `cond` in the traced graph is recorded as one node with the same subgraphs, its outputs fakes
+// of the node's metas. When an operand requires grad, its floating outputs get a CondBackward
+// node, whose backward is another cond on the same predicate: its branches are the vjp graphs of
+// the two bodies (build_vjp_graph: each recomputes its branch's forward from the operands, then
+// runs the backward formulas), taking the operands and one gradient per floating output and
+// returning one gradient per operand that requires grad (zeros where the branch does not read
+// it), as PyTorch's CondAutogradOp does. The partitioner splits the pair like any other nodes,
+// and both compile to generated code (Note [Higher-order ops in a program] in
+// src/runtime/program.h). `while_loop` has no ahead-of-time backward yet (it needs the carries of
+// every iteration saved): NotImplementedError, so the graph runs through the eager autograd
+// engine, which differentiates the iterations the interpreter runs.
+class CondBackward final : public autograd::Node {
+ public:
+  CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
+               std::vector<Tensor> floating_outputs, std::vector<int> grad_operands,
+               std::vector<graph::Subgraph> bodies)
+      : recorder_(recorder),
+        cond_(cond),
+        pred_(std::move(pred)),
+        operands_(std::move(operands)),
+        outputs_(std::move(floating_outputs)),
+        grad_operands_(std::move(grad_operands)),
+        bodies_(std::move(bodies)) {}
+
+  std::string name() const override { return "CondBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<graph::Value*> inputs;
+    for (const Tensor& t : operands_) inputs.push_back(recorder_.value_of(t, "cond's backward"));
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      Tensor g = k < grads.size() ? grads[k] : Tensor();
+      if (!g.defined()) {
+        RecordScope record(recorder_);
+        g = zeros_like(outputs_[k]);
+      }
+      inputs.push_back(recorder_.input_value(g, "cond's backward"));
+    }
+    std::vector<graph::TensorMeta> metas;
+    for (int i : grad_operands_) {
+      const Tensor& t = operands_[static_cast<size_t>(i)];
+      metas.push_back(graph::TensorMeta::contiguous(
+          t.dtype(), SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end())));
+    }
+    std::vector<graph::Value*> values =
+        recorder_.graph().add_call(cond_,
+                                   {graph::Arg::value(recorder_.value_of(pred_, "cond's backward")),
+                                    graph::Arg::list(std::move(inputs))},
+                                   metas);
+    recorder_.graph().calls().back()->set_subgraphs(bodies_);
+    autograd::TensorList out;
+    for (size_t j = 0; j < values.size(); ++j) {
+      out.push_back(graph::fake_tensor(metas[j]));
+      recorder_.bind(out.back(), values[j]);
+    }
+    return out;
+  }
+
+ private:
+  Recorder& recorder_;
+  OpId cond_;
+  Tensor pred_;
+  std::vector<Tensor> operands_, outputs_;
+  std::vector<int> grad_operands_;
+  std::vector<graph::Subgraph> bodies_;
+};
+
+std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& args) {
+  const std::string& op = node.op_def().name;
+  KILN_CHECK(op == "cond", NotImplementedError,
+             "AOT autograd: {} has no ahead-of-time backward yet (Note [Higher-order ops in AOT "
+             "autograd]); the graph runs through the eager autograd engine",
+             op);
+  KILN_CHECK(g_recorder != nullptr && args.size() == 2, ValueError,
+             "AOT autograd: cond recorded outside a joint trace, or with {} arguments",
+             args.size());
+  Recorder& recorder = *g_recorder;
+  const Tensor& pred = args[0].tensor();
+  const std::vector<Tensor> operands = args[1].tensor_list();
+  std::vector<graph::Value*> operand_values;
+  for (const Tensor& t : operands) operand_values.push_back(recorder.value_of(t, "cond"));
+  std::vector<graph::TensorMeta> metas;
+  for (const graph::Value* v : node.outputs()) {
+    graph::TensorMeta m = v->meta();
+    m.requires_grad = false;
+    metas.push_back(m);
+  }
+  std::vector<graph::Value*> values =
+      recorder.graph().add_call(node.op(),
+                                {graph::Arg::value(recorder.input_value(pred, "cond")),
+                                 graph::Arg::list(std::move(operand_values))},
+                                metas);
+  graph::Node* recorded = recorder.graph().calls().back();
+  recorded->set_subgraphs(node.subgraphs());
+  if (!GradMode::is_enabled()) recorded->set_grad_mode(graph::Node::GradMode::Disabled);
+  std::vector<Tensor> outputs;
+  for (size_t j = 0; j < values.size(); ++j) {
+    outputs.push_back(graph::fake_tensor(metas[j]));
+    recorder.bind(outputs.back(), values[j]);
+  }
+
+  std::vector<bool> requires_grad;
+  std::vector<int> grad_operands;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    requires_grad.push_back(autograd::requires_grad(operands[i]) &&
+                            is_floating(operands[i].dtype()));
+    if (requires_grad.back()) grad_operands.push_back(static_cast<int>(i));
+  }
+  std::vector<Tensor> floating;
+  for (const Tensor& t : outputs)
+    if (is_floating(t.dtype())) floating.push_back(t);
+  if (!GradMode::is_enabled() || grad_operands.empty() || floating.empty()) return outputs;
+
+  std::vector<graph::Subgraph> backward_bodies;
+  for (const graph::Subgraph& body : node.subgraphs()) {
+    auto vjp = std::make_shared<graph::Graph>(build_vjp_graph(*body.graph, requires_grad));
+    backward_bodies.push_back({body.name, std::move(vjp)});
+  }
+  auto backward = std::make_shared<CondBackward>(recorder, node.op(), pred, operands, floating,
+                                                 grad_operands, std::move(backward_bodies));
+  for (int i : grad_operands)
+    backward->mutable_next_edges().push_back(
+        autograd::gradient_edge(operands[static_cast<size_t>(i)]));
+  for (const Tensor& t : floating) {
+    const uint32_t index = backward->add_input_metadata(t);
+    autograd::set_history(t, backward, index);
+  }
+  return outputs;
+}
+
+}  // namespace
+
+JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad,
+                             int num_differentiable_outputs) {
+  return trace_joint(forward, requires_grad, num_differentiable_outputs, JointForm::Joint);
+}
+
+graph::Graph build_vjp_graph(const graph::Graph& body, const std::vector<bool>& requires_grad) {
+  return std::move(trace_joint(body, requires_grad, -1, JointForm::Vjp).graph);
 }
 
 }  // namespace kiln::aot

@@ -45,4 +45,10 @@ struct JointGraph {
 JointGraph build_joint_graph(const graph::Graph& forward, const std::vector<bool>& requires_grad,
                              int num_differentiable_outputs = -1);
 
+// The backward of a higher-order op's body (Note [Higher-order ops in AOT autograd] in
+// joint_graph.cpp): inputs are the body's inputs, then one gradient per floating output; outputs
+// are one gradient per input that `requires_grad` flags (zeros where the outputs do not depend
+// on it). The body's forward is recomputed inside.
+graph::Graph build_vjp_graph(const graph::Graph& body, const std::vector<bool>& requires_grad);
+
 }  // namespace kiln::aot

@@ -252,6 +252,7 @@ void copy_node(const Node& node, graph::Graph& dst, std::unordered_map<const Val
   if (!outs.empty()) {
     outs[0]->producer()->set_grad_mode(node.grad_mode());
     outs[0]->producer()->set_has_side_effects(node.has_side_effects());
+    outs[0]->producer()->set_subgraphs(node.subgraphs());  // a higher-order op's bodies
   }
   for (size_t i = 0; i < outs.size(); ++i) map[node.outputs()[i]] = outs[i];
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <span>
@@ -305,7 +306,12 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs);
 // the ShapeEnv that made them: symbolic constants (view sizes) stay symbolic instead of taking
 // values, so nothing is specialized (AOT autograd's joint trace, Note [AOT autograd with
 // symbolic sizes] in src/aot/aot_autograd.h).
-std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs);
+// A higher-order call has no kernel to run on fakes: `higher_order` runs it (AOT autograd records
+// it with its backward, Note [Higher-order ops in AOT autograd] in src/aot/joint_graph.cpp);
+// without one, such a graph raises NotImplementedError.
+using HigherOrderHandler = std::function<std::vector<Tensor>(const Node& node, const Stack& args)>;
+std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs,
+                                       const HigherOrderHandler& higher_order = nullptr);
 // A `_local_scalar_dense` node read `value` (Note [Scalar outputs in a graph] in
 // src/ops/scalar_output.cpp): raises the ValueError of the kiln::check it breaks (the node's
 // lower and upper bounds) and otherwise returns the symbol the node defines. The interpreter and

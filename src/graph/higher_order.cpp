@@ -1,5 +1,8 @@
 #include "src/graph/higher_order.h"
 
+#include <algorithm>
+
+#include "src/core/tensor_factory.h"
 #include "src/graph/graph.h"
 #include "src/graph/schema.h"
 
@@ -158,6 +161,48 @@ std::pair<const Node*, const Value*> first_write_to_an_input(const Graph& body) 
     }
   }
   return {nullptr, nullptr};
+}
+
+namespace {
+
+bool has_strides(const Tensor& t, const SymDimVector& strides) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.sizes()[d] > 1 && t.strides()[d] != strides[static_cast<size_t>(d)].raw()) return false;
+  return true;
+}
+
+// A tensor with `t`'s values laid out with `strides` (concrete, non-negative).
+Tensor with_strides(const Tensor& t, const SymDimVector& strides) {
+  int64_t extent = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.sizes()[d] == 0) return t.contiguous();
+    extent += (t.sizes()[d] - 1) * strides[static_cast<size_t>(d)].raw();
+  }
+  DimVector sizes(t.sizes().begin(), t.sizes().end()), raw;
+  for (SymInt s : strides) raw.push_back(s.raw());
+  Tensor out = empty_tensor(DimVector{extent}, t.dtype(), Device::CPU).as_strided(sizes, raw);
+  out.copy_(t);
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> inputs_in_traced_layout(const Graph& body, std::span<const Tensor> inputs) {
+  const std::span<Value* const> placeholders = body.placeholders();
+  std::vector<Tensor> out(inputs.begin(), inputs.end());
+  for (size_t i = 0; i < out.size() && i < placeholders.size(); ++i) {
+    Tensor& t = out[i];
+    const TensorMeta& meta = placeholders[i]->meta();
+    if (!t.defined() || static_cast<size_t>(t.dim()) != meta.strides.size()) continue;
+    if (meta.has_contiguous_strides()) {
+      if (!t.is_contiguous()) t = t.contiguous();
+      continue;
+    }
+    const bool concrete = std::all_of(meta.strides.begin(), meta.strides.end(),
+                                      [](SymInt s) { return !s.is_symbolic() && s.raw() >= 0; });
+    if (concrete && !has_strides(t, meta.strides)) t = with_strides(t, meta.strides);
+  }
+  return out;
 }
 
 bool is_higher_order(const Node& node) {

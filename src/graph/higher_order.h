@@ -39,6 +39,14 @@ using RunBody = std::function<std::vector<Tensor>(size_t index, std::span<const 
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args);
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args, const RunBody& run_body);
 
+// Note [Body inputs keep their traced layout]
+// Generated code indexes a body's inputs with the strides its placeholders were traced with. An
+// operand of another layout (a gradient expanded from a sum, a carry that the previous iteration
+// made contiguous) is copied into that layout before a compiled body runs; an input that already
+// has it is passed as is. Symbolic strides that are not contiguous ones are the body's own
+// symbols, read from the input at run time, so such an input is passed as is too.
+std::vector<Tensor> inputs_in_traced_layout(const Graph& body, std::span<const Tensor> inputs);
+
 // A body may neither write to nor return what it receives. The placeholder that `v` is (or is a
 // view of, through ops tagged kTagView), or nullptr.
 const Value* input_viewed_by(const Value* v);

@@ -153,8 +153,8 @@ std::vector<Tensor> run_symbol_definition(const Node& node, const Env& env, SymB
 }
 
 // Runs the calls; `symbols` as in box_arguments.
-std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
-                              SymBindings* symbols) {
+std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs, SymBindings* symbols,
+                              const HigherOrderHandler* higher_order) {
   Env env(g.next_value_id());
   for (size_t i = 0; i < inputs.size(); ++i) env.bind(g.placeholders()[i], inputs[i]);
   for (const Node* node : g.calls()) {
@@ -172,11 +172,14 @@ std::vector<Tensor> run_calls(const Graph& g, std::span<const Tensor> inputs,
       if (node->grad_mode() != Node::GradMode::Inherit)
         grad_mode.emplace(node->grad_mode() == Node::GradMode::Enabled);
       if (is_higher_order(*node)) {
-        KILN_CHECK(symbols != nullptr, NotImplementedError,
-                   "{}: tracing through a higher-order op symbolically (AOT autograd of its "
-                   "bodies) is not built yet",
-                   node->op_def().name);
-        results = run_higher_order(*node, args);
+        if (symbols != nullptr) {
+          results = run_higher_order(*node, args);
+        } else {
+          KILN_CHECK(higher_order != nullptr && *higher_order, NotImplementedError,
+                     "{}: tracing through a higher-order op symbolically needs a handler for it",
+                     node->op_def().name);
+          results = (*higher_order)(*node, args);
+        }
       } else {
         results = dispatch::call_for_tensors(node->op(), args);  // Note [Running a recorded op]
       }
@@ -244,10 +247,11 @@ std::vector<Tensor> interpret(const Graph& g, std::span<const Tensor> inputs) {
       if (inputs[i].sizes()[d] > 1) symbols.bind_if_unbound(strides[d], inputs[i].strides()[d]);
   }
   symbols.check_deferred();
-  return run_calls(g, inputs, &symbols);
+  return run_calls(g, inputs, &symbols, nullptr);
 }
 
-std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs) {
+std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> inputs,
+                                       const HigherOrderHandler& higher_order) {
   check_input_count(g, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorMeta& meta = g.placeholders()[i]->meta();
@@ -257,7 +261,7 @@ std::vector<Tensor> interpret_symbolic(const Graph& g, std::span<const Tensor> i
                "interpret_symbolic: input '{}' should be {} with the same (symbolic) sizes",
                g.placeholders()[i]->producer()->source(), to_string(meta));
   }
-  return run_calls(g, inputs, nullptr);
+  return run_calls(g, inputs, nullptr, &higher_order);
 }
 
 }  // namespace kiln::graph

@@ -533,10 +533,12 @@ std::vector<Tensor> call_directly(const ExternCall& call, const std::vector<ArgP
   Stack stack = box_arguments(plan, args, f);
   if (call.bodies.empty())
     return dispatch::call_for_tensors(call.op_id, stack);  // Note [Running a recorded op]
-  return graph::run_higher_order(*call.graph->calls()[0], stack,
-                                 [&](size_t body, std::span<const Tensor> inputs) {
-                                   return call.bodies.at(body)->run(inputs);
-                                 });
+  const graph::Node& node = *call.graph->calls()[0];
+  return graph::run_higher_order(node, stack, [&](size_t body, std::span<const Tensor> inputs) {
+    // Note [Body inputs keep their traced layout]
+    return call.bodies.at(body)->run(
+        graph::inputs_in_traced_layout(*node.subgraphs().at(body).graph, inputs));
+  });
 }
 
 using dispatch::rethrow_with_context;

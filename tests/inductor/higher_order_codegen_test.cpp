@@ -211,6 +211,116 @@ TEST(HigherOrderCodegen, AWarmStartReadsTheBodiesBackFromTheGraphCache) {
   EXPECT_EQ(o.cache_hits, 1);
 }
 
+// Layouts a body may meet (Note [Body inputs keep their traced layout]): the first carry is a
+// transposed view, later ones what the body returned (contiguous); a cond operand is an expanded
+// (stride 0) tensor.
+TEST(HigherOrderCodegen, NonContiguousCarriesAndExpandedOperands) {
+  const Outcome o = watch_backend("kiln_hop_codegen_layouts", [] {
+    auto fn = [](const Tensor& n, const Tensor& x, const Tensor& row) {
+      Tensor carried =
+          while_loop([&](const std::vector<Tensor>& c) { return c[0] < n; },
+                     [](const std::vector<Tensor>& c) {
+                       return std::vector<Tensor>{c[0] + 1, c[1] * 2 + c[1].sum({0}, true)};
+                     },
+                     {zeros({}, kInt64), x.t()})[1];
+      Tensor picked = cond(
+          row.sum() > 0,
+          [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * v[1] + 1}; },
+          [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] - v[1]}; },
+          {row.expand({3, 2}), carried})[0];
+      return picked;
+    };
+    auto f = compile(fn, inductor());
+    const Tensor x = arange(6, kFloat32).reshape({2, 3}) - 2, row = tensor({1.0f, -0.5f});
+    for (int64_t n : {0, 1, 3})
+      for (const Tensor& r : {row, -row}) {
+        const Tensor trips = scalar_tensor(n, kInt64);
+        expect_equal(f(trips, x, r), fn(trips, x, r));
+      }
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+// A gradient arriving expanded (from a sum) into the backward cond, whose vjp bodies were traced
+// with contiguous gradients: without the copy its kernels read past the one-element storage.
+TEST(HigherOrderCodegen, CondGradientsThroughASum) {
+  const Outcome o = watch_backend("kiln_hop_codegen_cond_grad_sum", [] {
+    auto fn = [](const Tensor& x, const Tensor& w) {
+      return (cond(
+                  x.sum() > 0,
+                  [&](const std::vector<Tensor>& v) {
+                    return std::vector<Tensor>{v[0].sin() * v[1]};
+                  },
+                  [&](const std::vector<Tensor>& v) {
+                    return std::vector<Tensor>{v[0] * 2 - v[1]};
+                  },
+                  {x, w})[0] +
+              1)
+          .sum();
+    };
+    auto f = compile(fn, inductor());
+    const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
+    for (const Tensor& data :
+         {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
+      const Tensor x = data.clone().requires_grad_();
+      std::vector<Tensor> g = grad({f(x, w)}, {x, w});
+      std::vector<Tensor> expected = grad({fn(x, w)}, {x, w});
+      expect_equal(g[0], expected[0]);
+      expect_equal(g[1], expected[1]);
+    }
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+// Note [Higher-order ops in AOT autograd]: the forward cond and its backward cond (the bodies'
+// vjp graphs) compile through AOT autograd into generated code; gradients equal eager's.
+TEST(HigherOrderCodegen, CondGradientsCompileThroughAotAutograd) {
+  const Outcome o = watch_backend("kiln_hop_codegen_cond_grad", [] {
+    // The true branch reads x and w, the false one only x (w's gradient is zero there), and an
+    // integer output has no gradient.
+    auto fn = [](const Tensor& x, const Tensor& w, const Tensor& k) {
+      std::vector<Tensor> out = cond(
+          x.sum() > 0,
+          [](const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{(v[0] * v[1]).sin() + v[0], v[2] + 1};
+          },
+          [](const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{(v[0] * v[0]).exp(), v[2] * 2};
+          },
+          {x, w, k});
+      return (out[0] * out[1].to(kFloat64)).sum();
+    };
+    auto f = compile(fn, inductor());
+    const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
+    const Tensor k = tensor({1, 2, 3}, kInt64);
+    for (const Tensor& data :
+         {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
+      SCOPED_TRACE(data.sum().item<double>());
+      const Tensor x = data.clone().requires_grad_();
+      const Tensor y = f(x, w, k);
+      expect_equal(y, fn(x, w, k));
+      std::vector<Tensor> g = grad({y}, {x, w}, {}, false, false, /*allow_unused=*/true);
+      std::vector<Tensor> expected =
+          grad({fn(x, w, k)}, {x, w}, {}, false, false, /*allow_unused=*/true);
+      expect_equal(g[0], expected[0]);
+      // The false branch does not read w: eagerly w is unused (no gradient); the compiled
+      // backward, one graph for both branches, gives zeros, as PyTorch's cond does.
+      if (expected[1].defined())
+        expect_equal(g[1], expected[1]);
+      else
+        expect_equal(g[1], zeros_like(w));
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  // Forward and backward each compiled one cond: four branch bodies in the generated code.
+  size_t branches = 0;
+  for (size_t at = o.output_code.find("true_fn_kernel0("); at != std::string::npos;
+       at = o.output_code.find("true_fn_kernel0(", at + 1))
+    ++branches;
+  EXPECT_EQ(branches, 2u) << o.output_code;
+}
+
 // Top-1 routing as a mixture-of-experts layer does it (bench/control_flow.cpp): each expert's
 // rows have an unbacked count, and buffers sized by it are allocated after nonzero binds it
 // (Note [Buffer reuse] in src/sched/memory_plan.cpp), not in a slot allocated before.
