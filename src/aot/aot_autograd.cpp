@@ -226,6 +226,15 @@ bool has_symbolic_inputs(const graph::Graph& g) {
   return false;
 }
 
+// Symbolic inputs, or a higher-order op, whose backward may make unbacked symbols (Note [A
+// while_loop's history] in joint_graph.cpp): the trace's ShapeEnv must be active.
+bool needs_shape_env(const graph::Graph& g) {
+  if (has_symbolic_inputs(g)) return true;
+  for (const graph::Node* node : g.calls())
+    if (node->op_def().has_tag(kTagHigherOrder)) return true;
+  return false;
+}
+
 // Note [AOT autograd with symbolic sizes]: the compiled backward learns each symbol's value from
 // an input whose size or stride is that symbol; one it cannot learn fails here, not at run time.
 void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
@@ -248,6 +257,14 @@ void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
     for (sym::ExprPtr free : sym::free_symbols(s.expr())) used.insert(free);
   };
   for (const graph::Node* node : g.nodes()) {
+    // A data-dependent size (nonzero's length, a while_loop's iteration count) first met as an
+    // output size is bound by the node that produces it, when it runs.
+    if (node->kind() == graph::NodeKind::Call &&
+        (node->op_def().has_tag(kTagHigherOrder) || node->op_def().has_tag(kTagDynamicOutput)))
+      for (const graph::Value* v : node->outputs())
+        for (SymInt s : v->meta().sizes)
+          if (s.is_symbolic() && s.expr()->is_symbol() && !used.contains(s.expr()))
+            bound.insert(s.expr());
     for (const graph::Value* v : node->outputs()) {
       for (SymInt s : v->meta().sizes) use(s);
       for (SymInt s : v->meta().strides) use(s);
@@ -336,7 +353,7 @@ FunctionalGraph functionalize_for_autograd(const graph::Graph& captured,
 JointGraph trace_joint_graph(const FunctionalGraph& functional,
                              const std::vector<bool>& requires_grad, sym::ShapeEnv* env) {
   // Note [AOT autograd with symbolic sizes]
-  const bool symbolic = has_symbolic_inputs(functional.graph);
+  const bool symbolic = needs_shape_env(functional.graph);
   KILN_CHECK(!symbolic || env != nullptr, NotImplementedError,
              "AOT autograd: the graph has symbolic sizes but was not compiled from a trace (no "
              "ShapeEnv to evaluate them); it runs through the eager autograd engine");
@@ -351,7 +368,7 @@ JointGraph trace_joint_graph(const FunctionalGraph& functional,
 
 Partition partition_joint_graph(const JointGraph& joint, Partitioner partitioner,
                                 sym::ShapeEnv* env, const trace::CompileId& id) {
-  const bool symbolic = has_symbolic_inputs(joint.graph);
+  const bool symbolic = needs_shape_env(joint.graph);
   Partition part = [&] {
     const sym::ShapeEnv::Scope scope(symbolic ? env : nullptr);
     return partition(joint, partitioner);

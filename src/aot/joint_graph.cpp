@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "kiln/autograd.h"
@@ -266,9 +268,8 @@ JointGraph trace_joint(const graph::Graph& forward, const std::vector<bool>& req
 // returning one gradient per operand that requires grad (zeros where the branch does not read
 // it), as PyTorch's CondAutogradOp does. The partitioner splits the pair like any other nodes,
 // and both compile to generated code (Note [Higher-order ops in a program] in
-// src/runtime/program.h). `while_loop` has no ahead-of-time backward yet (it needs the carries of
-// every iteration saved): NotImplementedError, so the graph runs through the eager autograd
-// engine, which differentiates the iterations the interpreter runs.
+// src/runtime/program.h). A while_loop's backward walks its iterations in reverse (Note [A
+// while_loop's history]).
 class CondBackward final : public autograd::Node {
  public:
   CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
@@ -324,39 +325,77 @@ class CondBackward final : public autograd::Node {
   std::vector<graph::Subgraph> bodies_;
 };
 
-std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& args) {
-  const std::string& op = node.op_def().name;
-  KILN_CHECK(op == "cond", NotImplementedError,
-             "AOT autograd: {} has no ahead-of-time backward yet (Note [Higher-order ops in AOT "
-             "autograd]); the graph runs through the eager autograd engine",
-             op);
-  KILN_CHECK(g_recorder != nullptr && args.size() == 2, ValueError,
-             "AOT autograd: cond recorded outside a joint trace, or with {} arguments",
-             args.size());
-  Recorder& recorder = *g_recorder;
-  const Tensor& pred = args[0].tensor();
-  const std::vector<Tensor> operands = args[1].tensor_list();
-  std::vector<graph::Value*> operand_values;
-  for (const Tensor& t : operands) operand_values.push_back(recorder.value_of(t, "cond"));
+// Records a call of `op` with `args` and `node`'s subgraphs (or `subgraphs`) into the
+// recorder's graph; returns fakes of `metas`, bound to its outputs.
+std::vector<Tensor> record_call_with_subgraphs(Recorder& recorder, OpId op,
+                                               std::vector<graph::Arg> args,
+                                               const std::vector<graph::TensorMeta>& metas,
+                                               std::vector<graph::Subgraph> subgraphs) {
+  std::vector<graph::Value*> values = recorder.graph().add_call(op, std::move(args), metas);
+  graph::Node* recorded = recorder.graph().calls().back();
+  recorded->set_subgraphs(std::move(subgraphs));
+  if (!GradMode::is_enabled()) recorded->set_grad_mode(graph::Node::GradMode::Disabled);
+  std::vector<Tensor> fakes;
+  for (size_t j = 0; j < values.size(); ++j) {
+    fakes.push_back(graph::fake_tensor(metas[j]));
+    recorder.bind(fakes.back(), values[j]);
+  }
+  return fakes;
+}
+
+graph::Arg list_of(Recorder& recorder, const std::vector<Tensor>& tensors, std::string_view op) {
+  std::vector<graph::Value*> values;
+  for (const Tensor& t : tensors) values.push_back(recorder.input_value(t, op));
+  return graph::Arg::list(std::move(values));
+}
+
+graph::TensorMeta contiguous_meta(const Tensor& t) {
+  return graph::TensorMeta::contiguous(t.dtype(),
+                                       SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end()));
+}
+
+std::vector<graph::TensorMeta> output_metas(const graph::Node& node) {
   std::vector<graph::TensorMeta> metas;
   for (const graph::Value* v : node.outputs()) {
     graph::TensorMeta m = v->meta();
     m.requires_grad = false;
     metas.push_back(m);
   }
-  std::vector<graph::Value*> values =
-      recorder.graph().add_call(node.op(),
-                                {graph::Arg::value(recorder.input_value(pred, "cond")),
-                                 graph::Arg::list(std::move(operand_values))},
-                                metas);
-  graph::Node* recorded = recorder.graph().calls().back();
-  recorded->set_subgraphs(node.subgraphs());
-  if (!GradMode::is_enabled()) recorded->set_grad_mode(graph::Node::GradMode::Disabled);
-  std::vector<Tensor> outputs;
-  for (size_t j = 0; j < values.size(); ++j) {
-    outputs.push_back(graph::fake_tensor(metas[j]));
-    recorder.bind(outputs.back(), values[j]);
+  return metas;
+}
+
+// A graph of the ops `fn` runs on fakes of `inputs` (recorded as the joint graph is), under no
+// grad: how the backward of a while_loop gets its bodies.
+graph::Graph trace_graph(const std::vector<graph::TensorMeta>& inputs,
+                         const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn) {
+  graph::Graph g;
+  Recorder recorder(g);
+  std::vector<Tensor> fakes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    fakes.push_back(graph::fake_tensor(inputs[i]));
+    recorder.bind(fakes.back(), g.add_placeholder(fmt::format("arg{}", i), inputs[i]));
   }
+  std::vector<Tensor> outputs;
+  {
+    RecordScope record(recorder);
+    NoGradGuard no_grad;
+    outputs = fn(fakes);
+  }
+  std::vector<graph::Value*> values;
+  for (const Tensor& t : outputs) values.push_back(recorder.value_of(t, "a body's output"));
+  g.set_outputs(std::move(values));
+  graph::eliminate_dead_code(g);
+  return g;
+}
+
+std::vector<Tensor> record_cond(const graph::Node& node, const Stack& args) {
+  Recorder& recorder = *g_recorder;
+  const Tensor& pred = args[0].tensor();
+  const std::vector<Tensor> operands = args[1].tensor_list();
+  std::vector<Tensor> outputs = record_call_with_subgraphs(
+      recorder, node.op(),
+      {graph::Arg::value(recorder.input_value(pred, "cond")), list_of(recorder, operands, "cond")},
+      output_metas(node), node.subgraphs());
 
   std::vector<bool> requires_grad;
   std::vector<int> grad_operands;
@@ -385,6 +424,180 @@ std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& ar
     autograd::set_history(t, backward, index);
   }
   return outputs;
+}
+
+// Note [A while_loop's history]
+// A while_loop whose carries or additional inputs need gradients is recorded as
+// while_loop_with_history: the same loop, also returning how many iterations ran (n) and each
+// carry's value before each iteration, stacked ([n, ...]; n is an unbacked symbol). Its backward
+// (WhileLoopBackward) is a while_loop that walks the iterations in reverse, i = n-1 .. 0: it
+// takes iteration i's carries out of the histories and runs the vjp graph of body_fn there,
+// carrying the carries' gradients backward and summing the additional inputs' gradients, as
+// PyTorch's WhileLoopAutogradOp does. Its memory is the history: n copies of the carries.
+class WhileLoopBackward final : public autograd::Node {
+ public:
+  struct Plan {
+    OpId while_loop = 0;
+    Tensor iterations;
+    std::vector<Tensor> histories, additional;
+    std::vector<Tensor> floating_finals;    // the finals of the floating carries
+    std::vector<int> floating_carries;      // their carry indices
+    std::vector<int> grad_additional;       // additional inputs that get a gradient
+    std::vector<int> carries_needing_grad;  // carry indices with a next edge (in order)
+    std::vector<graph::Subgraph> bodies;    // the backward loop's cond_fn and body_fn
+  };
+  WhileLoopBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {}
+
+  std::string name() const override { return "WhileLoopBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<Tensor> carried;
+    {
+      RecordScope record(recorder_);
+      carried.push_back(plan_.iterations - 1);
+      for (size_t k = 0; k < plan_.floating_finals.size(); ++k) {
+        Tensor g = k < grads.size() ? grads[k] : Tensor();
+        carried.push_back(g.defined() ? g : zeros_like(plan_.floating_finals[k]));
+      }
+      for (int j : plan_.grad_additional)
+        carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
+    }
+    std::vector<Tensor> read = plan_.histories;
+    read.insert(read.end(), plan_.additional.begin(), plan_.additional.end());
+    std::vector<graph::TensorMeta> metas;
+    for (const Tensor& t : carried) metas.push_back(contiguous_meta(t));
+    std::vector<Tensor> out =
+        record_call_with_subgraphs(recorder_, plan_.while_loop,
+                                   {list_of(recorder_, carried, "while_loop's backward"),
+                                    list_of(recorder_, read, "while_loop's backward")},
+                                   metas, plan_.bodies);
+    autograd::TensorList result;
+    for (int k : plan_.carries_needing_grad) {
+      const auto at = std::find(plan_.floating_carries.begin(), plan_.floating_carries.end(), k);
+      result.push_back(out[1 + static_cast<size_t>(at - plan_.floating_carries.begin())]);
+    }
+    for (size_t j = 0; j < plan_.grad_additional.size(); ++j)
+      result.push_back(out[1 + plan_.floating_finals.size() + j]);
+    return result;
+  }
+
+ private:
+  Recorder& recorder_;
+  Plan plan_;
+};
+
+// The backward loop's bodies (Note [A while_loop's history]). Its carries: i, one gradient per
+// floating carry, one per additional input that gets a gradient; what it reads besides: the
+// histories, then the additional inputs.
+std::vector<graph::Subgraph> while_loop_backward_bodies(const graph::Node& node,
+                                                        const WhileLoopBackward::Plan& plan,
+                                                        const std::vector<Tensor>& carries) {
+  const size_t n = carries.size(), f = plan.floating_carries.size();
+  std::vector<graph::TensorMeta> inputs{graph::TensorMeta::contiguous(kInt64, {})};
+  for (const Tensor& t : plan.floating_finals) inputs.push_back(contiguous_meta(t));
+  for (int j : plan.grad_additional) inputs.push_back(contiguous_meta(plan.additional[j]));
+  for (const Tensor& h : plan.histories) inputs.push_back(contiguous_meta(h));
+  for (const Tensor& a : plan.additional) inputs.push_back(graph::TensorMeta::of(a));
+  for (graph::TensorMeta& m : inputs) m.requires_grad = false;
+
+  graph::Graph keep_going =
+      trace_graph(inputs, [](const std::vector<Tensor>& in) { return std::vector{in[0] >= 0}; });
+
+  std::vector<bool> flags;  // body_fn's inputs: the carries, then the additional inputs
+  for (size_t k = 0; k < n; ++k) flags.push_back(is_floating(carries[k].dtype()));
+  for (size_t j = 0; j < plan.additional.size(); ++j)
+    flags.push_back(std::find(plan.grad_additional.begin(), plan.grad_additional.end(),
+                              static_cast<int>(j)) != plan.grad_additional.end());
+  const graph::Graph vjp = build_vjp_graph(*node.subgraphs().at(1).graph, flags);
+  const size_t g = plan.grad_additional.size();
+  graph::Graph step = trace_graph(inputs, [&](const std::vector<Tensor>& in) {
+    const Tensor& i = in[0];
+    std::vector<Tensor> vjp_inputs;
+    for (size_t k = 0; k < n; ++k)
+      vjp_inputs.push_back(in[1 + f + g + k].index_select(0, i.view({1})).squeeze(0));
+    for (size_t j = 0; j < plan.additional.size(); ++j) vjp_inputs.push_back(in[1 + f + g + n + j]);
+    for (size_t k = 0; k < f; ++k) vjp_inputs.push_back(in[1 + k]);
+    std::vector<Tensor> grads = graph::interpret_symbolic(vjp, vjp_inputs, record_higher_order);
+    std::vector<Tensor> next{i - 1};
+    for (size_t k = 0; k < f; ++k) next.push_back(grads[k]);
+    for (size_t j = 0; j < g; ++j) next.push_back(in[1 + f + j] + grads[f + j]);
+    return next;
+  });
+  return {{"cond_fn", std::make_shared<graph::Graph>(std::move(keep_going))},
+          {"body_fn", std::make_shared<graph::Graph>(std::move(step))}};
+}
+
+std::vector<Tensor> record_while_loop(const graph::Node& node, const Stack& args) {
+  Recorder& recorder = *g_recorder;
+  const std::vector<Tensor> carries = args[0].tensor_list();
+  const std::vector<Tensor> additional = args[1].tensor_list();
+  WhileLoopBackward::Plan plan;
+  plan.additional = additional;
+  for (size_t k = 0; k < carries.size(); ++k) {
+    if (!is_floating(carries[k].dtype())) continue;
+    plan.floating_carries.push_back(static_cast<int>(k));
+    if (autograd::requires_grad(carries[k]))
+      plan.carries_needing_grad.push_back(static_cast<int>(k));
+  }
+  for (size_t j = 0; j < additional.size(); ++j)
+    if (is_floating(additional[j].dtype()) && autograd::requires_grad(additional[j]))
+      plan.grad_additional.push_back(static_cast<int>(j));
+  const bool differentiate = GradMode::is_enabled() && !plan.floating_carries.empty() &&
+                             (!plan.carries_needing_grad.empty() || !plan.grad_additional.empty());
+  const std::vector<graph::Arg> arg_values = {list_of(recorder, carries, "while_loop"),
+                                              list_of(recorder, additional, "while_loop")};
+  if (!differentiate)
+    return record_call_with_subgraphs(recorder, node.op(), arg_values, output_metas(node),
+                                      node.subgraphs());
+
+  sym::ShapeEnv* env = sym::ShapeEnv::current();
+  KILN_CHECK(env != nullptr, NotImplementedError,
+             "AOT autograd: a differentiated while_loop needs the trace's ShapeEnv for its "
+             "iteration count; the graph runs through the eager autograd engine");
+  const SymInt iterations =
+      env->create_unbacked_symbol("iterations of a while_loop", sym::ValueRange::at_least(0));
+  std::vector<graph::TensorMeta> metas = output_metas(node);
+  metas.push_back(graph::TensorMeta::contiguous(kInt64, {}));
+  for (const Tensor& c : carries) {
+    SymDimVector sizes{iterations};
+    for (SymInt s : c.sym_sizes()) sizes.push_back(s);
+    metas.push_back(graph::TensorMeta::contiguous(c.dtype(), sizes));
+  }
+  static const OpId with_history = OpRegistry::instance().id("while_loop_with_history");
+  std::vector<Tensor> out =
+      record_call_with_subgraphs(recorder, with_history, arg_values, metas, node.subgraphs());
+  const size_t n = carries.size();
+  std::vector<Tensor> finals(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
+  plan.iterations = out[n];
+  plan.histories.assign(out.begin() + static_cast<std::ptrdiff_t>(n + 1), out.end());
+  for (int k : plan.floating_carries) plan.floating_finals.push_back(finals[k]);
+  static const OpId while_loop = OpRegistry::instance().id("while_loop");
+  plan.while_loop = while_loop;
+  plan.bodies = while_loop_backward_bodies(node, plan, carries);
+
+  auto backward = std::make_shared<WhileLoopBackward>(recorder, plan);
+  for (int k : plan.carries_needing_grad)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(carries[k]));
+  for (int j : plan.grad_additional)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(additional[j]));
+  for (const Tensor& t : plan.floating_finals) {
+    const uint32_t index = backward->add_input_metadata(t);
+    autograd::set_history(t, backward, index);
+  }
+  return finals;
+}
+
+std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& args) {
+  const std::string& op = node.op_def().name;
+  KILN_CHECK(g_recorder != nullptr && args.size() == 2, ValueError,
+             "AOT autograd: {} recorded outside a joint trace, or with {} arguments", op,
+             args.size());
+  if (op == "cond") return record_cond(node, args);
+  if (op == "while_loop") return record_while_loop(node, args);
+  throw NotImplementedError(fmt::format(
+      "AOT autograd: {} has no ahead-of-time backward yet (Note [Higher-order ops in AOT "
+      "autograd]); the graph runs through the eager autograd engine",
+      op));
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "kiln/error.h"
 #include "src/aot/max_flow.h"
 #include "src/dispatch/dispatcher.h"
+#include "src/sym/shape_env.h"
 
 namespace kiln::aot {
 
@@ -25,19 +27,32 @@ Partitioner parse_partitioner(const std::string& name) {
 
 // Symbolic sizes count at their hints, the sizes of the call being compiled (Note [AOT autograd
 // with symbolic sizes] in aot_autograd.h).
-int64_t value_bytes(const graph::TensorMeta& meta) {
-  int64_t n = 1;
-  for (const SymInt& s : meta.sizes) n *= s.hint();
-  return n * static_cast<int64_t>(element_size(meta.dtype));
-}
-
 namespace {
+
+// What the cost model takes a data-dependent size (an unbacked symbol: a while_loop's iteration
+// count, nonzero's length) to be, having no hint; PyTorch's partitioner uses a fallback too.
+constexpr int64_t kUnbackedSizeEstimate = 64;
+
+int64_t size_estimate(SymInt s) {
+  if (!s.is_symbolic()) return s.raw();
+  const sym::ShapeEnv* env = sym::ShapeEnv::current();
+  const std::optional<int64_t> hint = env != nullptr ? env->hint(s.expr()) : std::nullopt;
+  return hint ? *hint : (env != nullptr ? kUnbackedSizeEstimate : s.hint());
+}
 
 int64_t numel(const graph::TensorMeta& meta) {
   int64_t n = 1;
-  for (const SymInt& s : meta.sizes) n *= s.hint();
+  for (const SymInt& s : meta.sizes) n *= size_estimate(s);
   return n;
 }
+
+}  // namespace
+
+int64_t value_bytes(const graph::TensorMeta& meta) {
+  return numel(meta) * static_cast<int64_t>(element_size(meta.dtype));
+}
+
+namespace {
 
 // Note [Min-cut partitioner]
 // Which forward ops the backward may compute again instead of loading their result: cheap ones
@@ -98,6 +113,10 @@ Classes classify(const JointGraph& joint) {
     work.pop_back();
     if (!c.forward.insert(v).second) continue;
     if (v->producer()->kind() != graph::NodeKind::Call) continue;
+    // A call runs once, so all its outputs are forward values when one is: the histories of a
+    // while_loop_with_history (Note [A while_loop's history]) are computed by the forward loop
+    // and saved, not made by running the loop again in the backward.
+    for (const Value* out : v->producer()->outputs()) work.push_back(out);
     for (const Value* in : v->producer()->inputs()) work.push_back(in);
   }
   return c;

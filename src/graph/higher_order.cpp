@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kiln/ops/creation.h"
+#include "kiln/ops/shape.h"
 #include "src/core/tensor_factory.h"
 #include "src/graph/graph.h"
 #include "src/graph/schema.h"
@@ -115,7 +117,32 @@ void verify_while_loop(const Node& node) {
                            keep_going.size() == 1 ? " (" + meta_text(keep_going[0]->meta()) + ")"
                                                   : std::string()));
   check_returns(node, 1, carries, "a carry keeps its dtype and sizes");
-  check_returns(node, 1, metas_of(node.outputs()), "the node's outputs are the final carries");
+  if (node.op_def().name == "while_loop") {
+    check_returns(node, 1, metas_of(node.outputs()), "the node's outputs are the final carries");
+    return;
+  }
+  // while_loop_with_history: the final carries, the iteration count, each carry's history.
+  const std::span<Value* const> outs = node.outputs();
+  const size_t n = carries.size();
+  if (outs.size() != 2 * n + 1)
+    fail(node, fmt::format("while_loop_with_history returns {} values; with {} carries it returns "
+                           "{} (the final carries, the iteration count, one history per carry)",
+                           outs.size(), n, 2 * n + 1));
+  check_returns(node, 1, metas_of(outs.subspan(0, n)), "the final carries");
+  const TensorMeta& count = outs[n]->meta();
+  if (count.dtype != ScalarType::Int64 || !count.sizes.empty())
+    fail(node, fmt::format("output {} (the iteration count) is {}; it must be i64[]", n,
+                           meta_text(count)));
+  for (size_t k = 0; k < n; ++k) {
+    const TensorMeta& h = outs[n + 1 + k]->meta();
+    bool ok = h.dtype == carries[k]->dtype && h.sizes.size() == carries[k]->sizes.size() + 1;
+    for (size_t d = 0; ok && d < carries[k]->sizes.size(); ++d)
+      ok = same(h.sizes[d + 1], carries[k]->sizes[d]);
+    if (!ok)
+      fail(node, fmt::format("output {} (the history of carry {}) is {}; it must be carry {} ({}) "
+                             "stacked along a new leading dim",
+                             n + 1 + k, k, meta_text(h), k, meta_text(*carries[k])));
+  }
 }
 
 // The node's output metas give strides (contiguous ones, from the tracer), which the ops after
@@ -211,7 +238,8 @@ bool is_higher_order(const Node& node) {
 
 std::vector<std::string> subgraph_roles(const OpDef& op) {
   if (op.name == "cond") return {"true_fn", "false_fn"};
-  if (op.name == "while_loop") return {"cond_fn", "body_fn"};
+  if (op.name == "while_loop" || op.name == "while_loop_with_history")
+    return {"cond_fn", "body_fn"};
   return {};
 }
 
@@ -236,7 +264,8 @@ void verify_higher_order(const Node& node) {
     }
   }
   if (node.op_def().name == "cond") verify_cond(node);
-  if (node.op_def().name == "while_loop") verify_while_loop(node);
+  if (node.op_def().name == "while_loop" || node.op_def().name == "while_loop_with_history")
+    verify_while_loop(node);
 }
 
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
@@ -269,6 +298,35 @@ std::vector<Tensor> run_higher_order(const Node& node, const Stack& args, const 
     while (read_predicate(run_body(0, inputs()).at(0), op))
       carries = as_node_outputs(node, run_body(1, inputs()));
     return carries;
+  }
+  if (op == "while_loop_with_history") {
+    // Note [A while_loop's history] (src/aot/joint_graph.cpp).
+    std::vector<Tensor> carries = args[0].tensor_list();
+    const std::vector<Tensor>& additional = args[1].tensor_list();
+    std::vector<std::vector<Tensor>> history(carries.size());
+    auto inputs = [&] {
+      std::vector<Tensor> in = carries;
+      in.insert(in.end(), additional.begin(), additional.end());
+      return in;
+    };
+    int64_t iterations = 0;
+    while (read_predicate(run_body(0, inputs()).at(0), op)) {
+      for (size_t k = 0; k < carries.size(); ++k) history[k].push_back(carries[k]);
+      carries = run_body(1, inputs());
+      ++iterations;
+    }
+    std::vector<Tensor> results = carries;
+    results.push_back(scalar_tensor(iterations, ScalarType::Int64));
+    for (size_t k = 0; k < carries.size(); ++k) {
+      if (history[k].empty()) {
+        DimVector sizes{0};
+        for (int64_t s : carries[k].sizes()) sizes.push_back(s);
+        results.push_back(empty_tensor(sizes, carries[k].dtype(), Device::CPU));
+      } else {
+        results.push_back(stack(history[k], 0));
+      }
+    }
+    return as_node_outputs(node, std::move(results));
   }
   throw NotImplementedError(
       fmt::format("interpret: no interpreter rule for higher-order op {}", op));

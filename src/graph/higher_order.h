@@ -11,6 +11,12 @@
 //                               element, body_fn the next carries, each with the dtype and sizes
 //                               of the one it replaces. The node's outputs are the final
 //                               carries.
+//   while_loop_with_history([carried...], [additional_inputs...])
+//                               as while_loop, returning the final carries, then the number of
+//                               iterations (i64[]), then each carry's value before every
+//                               iteration, stacked ([iterations, *carry sizes]): the forward of
+//                               a differentiated while_loop (Note [A while_loop's history] in
+//                               src/aot/joint_graph.cpp).
 #pragma once
 
 #include <functional>

@@ -29,6 +29,9 @@ void register_higher_order_ops(OpRegistry& r) {
   r.add(higher_order_op("cond", "cond(Tensor pred, Tensor[] operands) -> Tensor[]"));
   r.add(higher_order_op("while_loop",
                         "while_loop(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
+  r.add(higher_order_op(
+      "while_loop_with_history",
+      "while_loop_with_history(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
 }
 
 }  // namespace kiln

@@ -88,6 +88,50 @@ TEST(HigherOrderGraph, WhileLoopRunsTheBodyWhileTheConditionHolds) {
   EXPECT_TRUE(out[1].is_same(x));
 }
 
+// Note [A while_loop's history] (src/aot/joint_graph.cpp): the same loop, also returning the
+// iteration count and each carry before every iteration.
+TEST(HigherOrderGraph, WhileLoopWithHistoryStacksTheCarriesOfEveryIteration) {
+  const std::string text =
+      "%0 : i64[] = placeholder(\"i\")\n"
+      "%1 : f32[2] = placeholder(\"x\")\n"
+      "%2 : i64[], %3 : f32[2], %4 : i64[], %5 : i64[u0], %6 : f32[u0, 2] = "
+      "while_loop_with_history([%0, %1], [])\n"
+      "  cond_fn {\n"
+      "    %0 : i64[] = placeholder(\"carry0\")\n"
+      "    %1 : f32[2] = placeholder(\"carry1\")\n"
+      "    %2 : b8[] = lt.Scalar(%0, 10)\n"
+      "    return (%2)\n"
+      "  }\n"
+      "  body_fn {\n"
+      "    %0 : i64[] = placeholder(\"carry0\")\n"
+      "    %1 : f32[2] = placeholder(\"carry1\")\n"
+      "    %2 : i64[] = add.Scalar(%0, 1, alpha=1)\n"
+      "    %3 : f32[2] = mul.Scalar(%1, 2)\n"
+      "    return (%2, %3)\n"
+      "  }\n"
+      "return (%2, %3, %4, %5, %6)\n";
+  Graph g = parse_graph(text);
+  verify(g);
+  std::vector<Tensor> out =
+      interpret(g, std::vector<Tensor>{scalar_tensor(int64_t{7}, kInt64), tensor({1.0f, -2.0f})});
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0].item<int64_t>(), 10);
+  testing::expect_identical(out[1], tensor({8.0f, -16.0f}));
+  EXPECT_EQ(out[2].item<int64_t>(), 3);
+  EXPECT_EQ(out[3].to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 9}));
+  testing::expect_identical(out[4],
+                            tensor({1.0f, -2.0f, 2.0f, -4.0f, 4.0f, -8.0f}).reshape({3, 2}));
+  // No iteration: empty histories of the carries' shapes.
+  out = interpret(g, std::vector<Tensor>{scalar_tensor(int64_t{10}, kInt64), tensor({1.0f, 1.0f})});
+  EXPECT_EQ(out[2].item<int64_t>(), 0);
+  EXPECT_EQ(out[4].sizes().vec(), (std::vector<int64_t>{0, 2}));
+  // A history that is not its carry stacked is rejected, naming the output.
+  std::string bad = text;
+  bad.replace(bad.find("%6 : f32[u0, 2]"), 15, "%6 : f32[u0, 3]");
+  const std::string wrong = error_of([&] { verify(parse_graph(bad)); });
+  EXPECT_NE(wrong.find("the history of carry 1"), std::string::npos) << wrong;
+}
+
 TEST(HigherOrderGraph, GradientsFlowThroughTheInterpretedBody) {
   Graph g = parse_graph(kCond);
   const Tensor x = tensor({1.0f, 2.0f, 3.0f, 4.0f}).requires_grad_();

@@ -321,6 +321,43 @@ TEST(HigherOrderCodegen, CondGradientsCompileThroughAotAutograd) {
   EXPECT_EQ(branches, 2u) << o.output_code;
 }
 
+// Note [A while_loop's history]: the forward saves each iteration's carries, the backward walks
+// them in reverse; gradients of the initial carry and of a closed-over weight equal eager's, for
+// trip counts 0, 1 and more.
+TEST(HigherOrderCodegen, WhileLoopGradientsCompileThroughAotAutograd) {
+  const Outcome o = watch_backend("kiln_hop_codegen_while_grad", [] {
+    auto fn = [](const Tensor& n, const Tensor& x, const Tensor& w) {
+      std::vector<Tensor> out =
+          while_loop([&](const std::vector<Tensor>& c) { return c[0] < n; },
+                     [&](const std::vector<Tensor>& c) {
+                       return std::vector<Tensor>{c[0] + 1, (c[1] * w).tanh() + c[1] * 0.5};
+                     },
+                     {zeros({}, kInt64), x});
+      return (out[1] * out[1]).sum();
+    };
+    auto f = compile(fn, inductor());
+    const Tensor w = tensor({0.5, -1.5, 2.0}, kFloat64).requires_grad_();
+    for (int64_t n : {0, 1, 4, 2}) {
+      SCOPED_TRACE(n);
+      const Tensor trips = scalar_tensor(n, kInt64);
+      const Tensor x = tensor({0.25, -1.0, 0.75}, kFloat64).requires_grad_();
+      const Tensor y = f(trips, x, w);
+      expect_equal(y, fn(trips, x, w));
+      std::vector<Tensor> g = grad({y}, {x, w}, {}, false, false, /*allow_unused=*/true);
+      std::vector<Tensor> expected =
+          grad({fn(trips, x, w)}, {x, w}, {}, false, false, /*allow_unused=*/true);
+      expect_equal(g[0], expected[0]);
+      // With no iteration w is unused eagerly; the compiled backward gives zeros.
+      if (expected[1].defined())
+        expect_equal(g[1], expected[1]);
+      else
+        expect_equal(g[1], zeros_like(w));
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
 // Top-1 routing as a mixture-of-experts layer does it (bench/control_flow.cpp): each expert's
 // rows have an unbacked count, and buffers sized by it are allocated after nonzero binds it
 // (Note [Buffer reuse] in src/sched/memory_plan.cpp), not in a slot allocated before.

@@ -98,6 +98,13 @@ TEST(Inductor, ReductionsMatchEager) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       SCOPED_TRACE(i);
+      if (i == 6) {
+        // The sum of all 64000 elements is near 0 (random signs): its float32 rounding error,
+        // in any order of additions, is bounded by the size of the terms, not of the result.
+        const double bound = 1e-6 * x.abs().sum().item<double>();
+        EXPECT_NEAR(got[i].item<double>(), want[i].item<double>(), bound);
+        continue;
+      }
       expect_equal(got[i], want[i]);
     }
   }

@@ -12,6 +12,10 @@ const std::vector<std::pair<std::string, std::string>>& harness_exemptions() {
       {"while_loop",
        "a higher-order op: its bodies are subgraphs, so it runs only from a graph; tested in "
        "tests/graph/higher_order_test.cpp (kiln::while_loop in tests/ops/control_flow_test.cpp)"},
+      {"while_loop_with_history",
+       "the forward of a differentiated while_loop, made only by AOT autograd (Note [A "
+       "while_loop's history]); tested through compiled gradients in "
+       "tests/inductor/higher_order_codegen_test.cpp"},
       {"_local_scalar_dense",
        "defines an unbacked symbol in a graph (Note [Scalar outputs in a graph]); tested through "
        "item<SymInt>() in tests/capture/unbacked_test.cpp"},
@@ -34,6 +38,9 @@ const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions() {
       {"while_loop",
        "a higher-order op: the gradient is that of the ops its interpreted body runs "
        "(tests/graph/higher_order_test.cpp, tests/ops/control_flow_test.cpp)"},
+      {"while_loop_with_history",
+       "made only by AOT autograd, which differentiates it with its own backward loop "
+       "(tests/inductor/higher_order_codegen_test.cpp)"},
       {"where.Scalar",
        "its only tensor is the bool condition: nothing to differentiate (where and its other "
        "Scalar forms are checked)"},
