@@ -13,6 +13,7 @@
 #include "src/autograd/derivatives.h"
 #include "src/core/shape.h"
 #include "src/dispatch/dispatcher.h"
+#include "src/graph/higher_order.h"
 #include "src/graph/meta_inference.h"
 #include "src/graph/recorder.h"
 #include "src/sym/shape_env.h"
@@ -129,6 +130,15 @@ class RecordScope {
 
 namespace {
 
+// A body may not return what it receives (Note [Subgraphs of a higher-order op]): a gradient
+// that is a tangent passed through (the backward of an add) is returned as a copy.
+Tensor not_an_input(Recorder& recorder, const Tensor& t) {
+  if (graph::input_viewed_by(recorder.value_of(t, "a body's output")) == nullptr) return t;
+  RecordScope record(recorder);
+  NoGradGuard no_grad;
+  return t.clone();
+}
+
 // What the trace returns: the joint graph (build_joint_graph), or only the gradients of a body
 // (build_vjp_graph).
 enum class JointForm : uint8_t { Joint, Vjp };
@@ -243,6 +253,7 @@ JointGraph trace_joint(const graph::Graph& forward, const std::vector<bool>& req
       RecordScope record(recorder);            // a vjp graph returns zeros for it
       grads[k] = zeros_like(wrt[k]);
     }
+    if (form == JointForm::Vjp) grads[k] = not_an_input(recorder, grads[k]);
     results.push_back(recorder.value_of(grads[k], "a gradient"));
     joint.grad_primals.push_back(wrt_index[k]);
   }
@@ -382,7 +393,8 @@ graph::Graph trace_graph(const std::vector<graph::TensorMeta>& inputs,
     outputs = fn(fakes);
   }
   std::vector<graph::Value*> values;
-  for (const Tensor& t : outputs) values.push_back(recorder.value_of(t, "a body's output"));
+  for (const Tensor& t : outputs)
+    values.push_back(recorder.value_of(not_an_input(recorder, t), "a body's output"));
   g.set_outputs(std::move(values));
   graph::eliminate_dead_code(g);
   return g;

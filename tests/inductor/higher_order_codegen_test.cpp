@@ -358,6 +358,54 @@ TEST(HigherOrderCodegen, WhileLoopGradientsCompileThroughAotAutograd) {
   EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
 }
 
+// A cond inside a loop body, two floating carries, module parameters closed over, symbolic
+// sizes: the backward loop differentiates the body's cond through its own vjp bodies.
+TEST(HigherOrderCodegen, GradientsThroughACondInsideALoopOverSymbolicSizes) {
+  const Outcome o = watch_backend("kiln_hop_codegen_nested_grad", [] {
+    nn::Linear fc(3, 3);
+    auto fn = [](nn::Module& m, const Tensor& n, const Tensor& x) {
+      std::vector<Tensor> out = while_loop(
+          [&](const std::vector<Tensor>& c) { return c[0] < n; },
+          [&](const std::vector<Tensor>& c) {
+            Tensor next = cond(
+                c[1].sum() > 0,
+                [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{m(v[0]).tanh()}; },
+                [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * -0.5}; },
+                {c[1]})[0];
+            return std::vector<Tensor>{c[0] + 1, next, c[2] + next.sum({1}, true)};
+          },
+          {zeros({}, kInt64), x, zeros({x.size(0), 1})});
+      return out[1].sum() + (out[2] * out[2]).sum();
+    };
+    CompileOptions options = inductor(/*dynamic=*/true);
+    auto f = compile(fn, options);
+    for (int64_t rows : {2, 5}) {
+      for (int64_t n : {0, 1, 3}) {
+        SCOPED_TRACE(fmt::format("rows {} n {}", rows, n));
+        const Tensor trips = scalar_tensor(n, kInt64);
+        const Tensor data = randn({rows, 3});
+        const Tensor x = data.clone().requires_grad_();
+        const Tensor y = f(fc, trips, x);
+        expect_equal(y, fn(fc, trips, x));
+        std::vector<Tensor> params{x, fc.weight, fc.bias};
+        std::vector<Tensor> g = grad({y}, params, {}, false, false, /*allow_unused=*/true);
+        const Tensor x_eager = data.clone().requires_grad_();
+        std::vector<Tensor> e = grad({fn(fc, trips, x_eager)}, {x_eager, fc.weight, fc.bias}, {},
+                                     false, false, /*allow_unused=*/true);
+        for (size_t i = 0; i < g.size(); ++i) {
+          SCOPED_TRACE(i);
+          // Parameters a run never reached have no gradient eagerly and zeros compiled.
+          if (e[i].defined())
+            expect_equal(g[i], e[i]);
+          else
+            expect_equal(g[i], zeros_like(params[i]));
+        }
+      }
+    }
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
 // Top-1 routing as a mixture-of-experts layer does it (bench/control_flow.cpp): each expert's
 // rows have an unbacked count, and buffers sized by it are allocated after nonzero binds it
 // (Note [Buffer reuse] in src/sched/memory_plan.cpp), not in a slot allocated before.

@@ -164,5 +164,22 @@ TEST(HigherOrderHostile, AValueReadWithItemSizesABranch) {
   }
 }
 
+TEST(HigherOrderHostile, ABranchWhoseGradientIsTheIncomingOnePassedThrough) {
+  // d(x + 1)/dx passes the incoming gradient through: the backward branch must still return a
+  // tensor of its own (a body may not return its input).
+  auto fn = [](const Tensor& x) {
+    return (cond(
+                x.sum() > 0, [](const Bodies& v) { return Bodies{v[0] + 1}; },
+                [](const Bodies& v) { return Bodies{v[0] * v[0]}; }, {x})[0] *
+            3)
+        .sum();
+  };
+  auto f = compile(fn, inductor());
+  for (const Tensor& data : {tensor({1.0, 2.0}, kFloat64), tensor({-1.0, -2.0}, kFloat64)}) {
+    const Tensor x = data.clone().requires_grad_(), xe = data.clone().requires_grad_();
+    expect_equal(grad({f(x)}, {x})[0], grad({fn(xe)}, {xe})[0]);
+  }
+}
+
 }  // namespace
 }  // namespace kiln
