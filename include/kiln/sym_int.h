@@ -203,6 +203,15 @@ void check(SymBool cond, std::source_location loc = std::source_location::curren
 // at 0, so conditions such as `size == -1` or `size < 0` are decided (false) without a guard.
 void check_is_size(SymInt size, std::source_location loc = std::source_location::current());
 
+// Note [Size-oblivious reasoning]
+// Whether `cond` holds, deciding a condition on data-dependent sizes as if each size-like unbacked
+// symbol (an unbacked symbol whose range starts at 0 or more: nonzero's length, a value after
+// check_is_size) were at least 2, with no guard and no data-dependent error, as PyTorch's
+// guard_size_oblivious does. Only for questions whose answer for sizes 0 and 1 gives the same
+// result as for 2 and more (is this dim 1, so that it broadcasts? then the other side wins either
+// way); anything else falls back to the usual guard.
+bool guard_size_oblivious(SymBool cond, std::source_location loc = std::source_location::current());
+
 using IntArrayRef = ArrayRef<int64_t>;
 using SymIntArrayRef = ArrayRef<SymInt>;
 

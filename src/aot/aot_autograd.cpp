@@ -226,12 +226,17 @@ bool has_symbolic_inputs(const graph::Graph& g) {
   return false;
 }
 
-// Symbolic inputs, or a higher-order op, whose backward may make unbacked symbols (Note [A
-// while_loop's history] in joint_graph.cpp): the trace's ShapeEnv must be active.
+// Symbolic inputs, data-dependent sizes or values (unbacked symbols: nonzero, item<SymInt>()),
+// or a higher-order op, whose backward may make unbacked symbols (Note [A while_loop's history]
+// in joint_graph.cpp): the trace's ShapeEnv must be active to reason about them.
 bool needs_shape_env(const graph::Graph& g) {
   if (has_symbolic_inputs(g)) return true;
-  for (const graph::Node* node : g.calls())
-    if (node->op_def().has_tag(kTagHigherOrder)) return true;
+  for (const graph::Node* node : g.calls()) {
+    const OpDef& op = node->op_def();
+    if (op.has_tag(kTagHigherOrder) || op.has_tag(kTagDefinesSymbol) ||
+        op.has_tag(kTagDynamicOutput))
+      return true;
+  }
   return false;
 }
 
@@ -265,6 +270,12 @@ void check_symbols_are_bound(const graph::Graph& g, std::string_view what) {
         for (SymInt s : v->meta().sizes)
           if (s.is_symbolic() && s.expr()->is_symbol() && !used.contains(s.expr()))
             bound.insert(s.expr());
+    // _local_scalar_dense binds the symbol it defines (Note [Scalar outputs in a graph]).
+    if (node->kind() == graph::NodeKind::Call && node->op_def().has_tag(kTagDefinesSymbol) &&
+        node->args().size() > 1 && node->args()[1].is_constant()) {
+      const SymInt defined = node->args()[1].as_constant().to_sym_int();
+      if (defined.is_symbolic()) bound.insert(defined.expr());
+    }
     for (const graph::Value* v : node->outputs()) {
       for (SymInt s : v->meta().sizes) use(s);
       for (SymInt s : v->meta().strides) use(s);

@@ -313,6 +313,16 @@ Partition partition(const JointGraph& joint, Partitioner partitioner) {
   std::vector<const Value*> saved = partitioner == Partitioner::MinCut
                                         ? min_cut_saved(joint, classes)
                                         : default_saved(joint, classes);
+  // Note [Values read with item() in a partitioned graph]
+  // A `_local_scalar_dense` node defines a symbol (Note [Scalar outputs in a graph]) that later
+  // nodes use as a constant, not through a value edge, so following values would drop it from
+  // the forward and leave the backward without the symbol. So each one's 0-dim output is saved
+  // (8 bytes), which keeps the node in the forward, and the backward reads the symbol back from
+  // it with a `_local_scalar_dense` of its own.
+  for (const Node* node : g.calls())
+    if (node->op_def().has_tag(kTagDefinesSymbol) &&
+        std::find(saved.begin(), saved.end(), node->output(0)) == saved.end())
+      saved.push_back(node->output(0));
   // Saved in program order, so the forward's outputs read like the joint graph.
   std::unordered_map<const Value*, size_t> order;
   for (const Value* p : g.placeholders()) order[p] = order.size();
@@ -355,6 +365,16 @@ Partition partition(const JointGraph& joint, Partitioner partitioner) {
       const Value* t = placeholders[joint.num_primals + i];
       map[t] = result.backward.add_placeholder(t->producer()->source(), without_grad(t->meta()));
       available.insert(t);
+    }
+    // Note [Values read with item() in a partitioned graph]
+    for (const Value* v : saved) {
+      const Node* definer = v->producer();
+      if (definer->kind() != graph::NodeKind::Call || !definer->op_def().has_tag(kTagDefinesSymbol))
+        continue;
+      std::vector<graph::Arg> args{graph::Arg::value(map.at(v))};
+      args.insert(args.end(), definer->args().begin() + 1, definer->args().end());
+      result.backward.add_call(definer->op(), std::move(args), {without_grad(v->meta())});
+      result.backward.calls().back()->set_has_side_effects(true);
     }
     std::vector<const Value*> targets(outputs.begin() + joint.num_forward_outputs, outputs.end());
     for (const Node* node : needed_calls(g, targets, available)) {

@@ -76,7 +76,9 @@ SymDimVector sym_broadcast_shapes(std::string_view op, SymIntArrayRef a, SymIntA
     const SymInt db = i < n - b.size() ? SymInt(1) : b[i - (n - b.size())];
     // The ShapeEnv decides a bare symbol's `== 1` from its range without a guard under 0/1
     // specialization; without it (specialize_zero_one = false) the symbol may be 1 and is guarded.
-    auto is_one = [](SymInt s) { return static_cast<bool>(s == 1); };
+    // A data-dependent size is not 1 here (Note [Size-oblivious reasoning]): if it is 1 when the
+    // graph runs, the other side's size is the result all the same, or the check below fails.
+    auto is_one = [](SymInt s) { return guard_size_oblivious(s == 1); };
     if (same(da, db) || is_one(db)) {
       out[i] = da;
     } else if (is_one(da)) {

@@ -94,6 +94,19 @@ std::optional<bool> ShapeEnv::decide_by_ranges(ExprPtr condition) const {
   return r.lower != 0;
 }
 
+std::optional<bool> ShapeEnv::decide_size_oblivious(ExprPtr condition) const {
+  const ValueRange r = bound(simplify(condition), [&](ExprPtr s) {
+    const SymbolInfo* i = info(s);
+    if (i == nullptr) return ValueRange::unbounded();
+    ValueRange range = i->range;
+    if (i->unbacked && range.lower >= 0 && range.upper >= 2)
+      range.lower = std::max<int64_t>(range.lower, 2);
+    return range;
+  });
+  if (!r.is_singleton()) return std::nullopt;
+  return r.lower != 0;
+}
+
 ValueRange ShapeEnv::range_of(ExprPtr e) const {
   return bound(e, [&](ExprPtr s) {
     const SymbolInfo* i = info(s);

@@ -86,6 +86,9 @@ class ShapeEnv {
   std::optional<int64_t> hint(ExprPtr e) const;
   // True/false if the condition follows from value ranges and replacements alone (no guard).
   std::optional<bool> statically_known(ExprPtr condition) const;
+  // The same, with every size-like unbacked symbol taken to be at least 2 (Note [Size-oblivious
+  // reasoning] in include/kiln/sym_int.h); nullopt when even that does not decide it.
+  std::optional<bool> decide_size_oblivious(ExprPtr condition) const;
   // Records a fact checked when the graph runs (kiln::check). A condition `u0 >= 1`, `u0 < 10`,
   // `u0 == 3` (or an And of them) narrows u0's value range. Throws ValueError when the condition
   // is statically false, or false under the hints.

@@ -136,4 +136,11 @@ void check(SymBool cond, std::source_location loc) {
 
 void check_is_size(SymInt size, std::source_location loc) { check(size >= 0, loc); }
 
+bool guard_size_oblivious(SymBool cond, std::source_location loc) {
+  if (!cond.is_symbolic()) return cond.raw() == 1;
+  sym::ShapeEnv& env = env_for("guard_size_oblivious", cond.expr());
+  if (std::optional<bool> known = env.decide_size_oblivious(cond.expr())) return *known;
+  return env.guard_bool(cond.expr(), loc);
+}
+
 }  // namespace kiln

@@ -495,5 +495,31 @@ TEST(ScalarOutputCodegen, TwoValuesReadFromOneTensor) {
   EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
 }
 
+TEST(ScalarOutputCodegen, GradientsThroughAGraphThatReadsAValue) {
+  const Outcome o = watch_backend("kiln_item_grad_codegen", [] {
+    auto fn = [](const Tensor& x, const Tensor& w, const Tensor& n) {
+      SymInt k = n.item<SymInt>();
+      check_is_size(k);
+      check(k <= 4);
+      return ((x.narrow(0, 0, k) * w).tanh() * x.narrow(0, 0, k)).sum();
+    };
+    auto f = compile(fn, capturing_scalars());
+    const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
+    for (int64_t k : {2, 4, 0, 1}) {
+      SCOPED_TRACE(k);
+      const Tensor n = scalar_tensor(k, kInt64);
+      const Tensor x = arange(12, kFloat64).reshape({4, 3}).div(7).requires_grad_();
+      const Tensor y = f(x, w, n);
+      expect_equal(y, fn(x, w, n));
+      std::vector<Tensor> g = grad({y}, {x, w});
+      std::vector<Tensor> e = grad({fn(x, w, n)}, {x, w});
+      expect_equal(g[0], e[0]);
+      expect_equal(g[1], e[1]);
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
 }  // namespace
 }  // namespace kiln

@@ -89,6 +89,29 @@ void select_backward(GradContext& ctx) {
 // slice(self, dim, start, end, step)
 void slice_backward(GradContext& ctx) {
   const int64_t dim = ctx.int_arg(1);
+  const bool symbolic_bounds = (!ctx.arg(2).is_none() && ctx.arg(2).to_sym_int().is_symbolic()) ||
+                               (!ctx.arg(3).is_none() && ctx.arg(3).to_sym_int().is_symbolic());
+  if (functional_formulas() && ctx.int_arg(4) == 1 && symbolic_bounds) {
+    // The same cat with symbolic bounds (x.narrow(0, 0, u0) with u0 read by item<SymInt>()):
+    // both zero pieces are kept (either may be empty when the graph runs), so nothing needs the
+    // bounds' values while tracing.
+    const SymIntArrayRef in = ctx.sizes(0);
+    const int64_t d = dim < 0 ? dim + static_cast<int64_t>(in.size()) : dim;
+    const SymInt size = in[static_cast<size_t>(d)];
+    auto clamp = [&](const IValue& v, SymInt fallback) {
+      SymInt x = v.is_none() ? fallback : v.to_sym_int();
+      if (x < 0) x = x + size;
+      return sym_min(sym_max(x, 0), size);
+    };
+    const SymInt lo = clamp(ctx.arg(2), 0), hi = sym_max(lo, clamp(ctx.arg(3), size));
+    auto zeros_of = [&](SymInt n) {
+      SymDimVector sizes(in.begin(), in.end());
+      sizes[static_cast<size_t>(d)] = n;
+      return zeros(sizes, ctx.grad().dtype());
+    };
+    ctx.set_grad(0, cat({zeros_of(lo), ctx.grad(), zeros_of(size - hi)}, d));
+    return;
+  }
   const std::optional<int64_t> start =
       ctx.arg(2).is_none() ? std::nullopt : std::optional(ctx.int_arg(2));
   const std::optional<int64_t> end =
