@@ -230,6 +230,30 @@ TEST_P(CompiledUnbacked, MaskedSelectBroadcastsTheMaskInOneGraph) {
   EXPECT_THROW(fn(x, tensor({1, 0, 1})), DTypeError);
 }
 
+// Note [Size-oblivious reasoning]: broadcasting a data-dependent size against a 1 needs no guard
+// (the data-dependent side wins whether or not it is 1), so these are one graph, even though the
+// first row count asked `u0 == 1` of the broadcast.
+TEST_P(CompiledUnbacked, BroadcastingAnUnbackedSizeAgainstOneNeedsNoGuard) {
+  auto fn = [](const Tensor& x, const Tensor& bias) {
+    const Tensor rows = x.index({x.sum(1) > 0});  // [u0, 3]
+    return std::make_tuple(bias + rows, (ones({1}) * rows.sum(1)).sum());
+  };
+  CompileOptions o;
+  o.backend = GetParam();
+  o.fullgraph = true;
+  auto f = compile(fn, o);
+  const Tensor bias = tensor({1.0f, 2.0f, 3.0f}).reshape({1, 3});
+  for (const Tensor& x : {arange(12, kFloat32).reshape({4, 3}) - 4,
+                          arange(12, kFloat32).reshape({4, 3}) - 100, ones({4, 3})}) {
+    auto [a, b] = f(x, bias);
+    auto [ea, eb] = fn(x, bias);
+    expect_equal(a, ea);
+    expect_equal(b, eb);
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
 TEST_P(CompiledUnbacked, WithoutCaptureDynamicOutputShapeOpsTheyRunEagerly) {
   auto fn = [](const Tensor& x) { return x.index({x > 0}).sum() + x.nonzero().sum(); };
   CompileOptions o;
