@@ -68,6 +68,20 @@ Outcome watch_backend(const std::string& name, F&& body) {
   return o;
 }
 
+// d(compiled)/d(inputs) against d(eager)/d(eager_inputs) (the same values, separate leaves).
+// An input the eager run did not reach (a branch not taken, a loop run zero times) has no
+// gradient eagerly; the compiled backward, one graph for every path, gives zeros for it, as
+// PyTorch's cond and while_loop do.
+void expect_same_gradients(const Tensor& compiled, const std::vector<Tensor>& inputs,
+                           const Tensor& eager, const std::vector<Tensor>& eager_inputs) {
+  const std::vector<Tensor> got = grad({compiled}, inputs, {}, false, false, true);
+  const std::vector<Tensor> want = grad({eager}, eager_inputs, {}, false, false, true);
+  for (size_t i = 0; i < got.size(); ++i) {
+    SCOPED_TRACE(fmt::format("gradient of input {}", i));
+    expect_equal(got[i], want[i].defined() ? want[i] : zeros_like(inputs[i]));
+  }
+}
+
 // The predicate is data: each call picks a branch from x's values.
 Tensor branchy(const Tensor& x, const Tensor& w) {
   return cond(
@@ -299,16 +313,7 @@ TEST(HigherOrderCodegen, CondGradientsCompileThroughAotAutograd) {
       const Tensor x = data.clone().requires_grad_();
       const Tensor y = f(x, w, k);
       expect_equal(y, fn(x, w, k));
-      std::vector<Tensor> g = grad({y}, {x, w}, {}, false, false, /*allow_unused=*/true);
-      std::vector<Tensor> expected =
-          grad({fn(x, w, k)}, {x, w}, {}, false, false, /*allow_unused=*/true);
-      expect_equal(g[0], expected[0]);
-      // The false branch does not read w: eagerly w is unused (no gradient); the compiled
-      // backward, one graph for both branches, gives zeros, as PyTorch's cond does.
-      if (expected[1].defined())
-        expect_equal(g[1], expected[1]);
-      else
-        expect_equal(g[1], zeros_like(w));
+      expect_same_gradients(y, {x, w}, fn(x, w, k), {x, w});  // false_fn does not read w
     }
     EXPECT_EQ(f.stats().compiles, 1);
   });
@@ -343,15 +348,7 @@ TEST(HigherOrderCodegen, WhileLoopGradientsCompileThroughAotAutograd) {
       const Tensor x = tensor({0.25, -1.0, 0.75}, kFloat64).requires_grad_();
       const Tensor y = f(trips, x, w);
       expect_equal(y, fn(trips, x, w));
-      std::vector<Tensor> g = grad({y}, {x, w}, {}, false, false, /*allow_unused=*/true);
-      std::vector<Tensor> expected =
-          grad({fn(trips, x, w)}, {x, w}, {}, false, false, /*allow_unused=*/true);
-      expect_equal(g[0], expected[0]);
-      // With no iteration w is unused eagerly; the compiled backward gives zeros.
-      if (expected[1].defined())
-        expect_equal(g[1], expected[1]);
-      else
-        expect_equal(g[1], zeros_like(w));
+      expect_same_gradients(y, {x, w}, fn(trips, x, w), {x, w});  // no iteration: w unread
     }
     EXPECT_EQ(f.stats().compiles, 1);
   });
@@ -387,19 +384,9 @@ TEST(HigherOrderCodegen, GradientsThroughACondInsideALoopOverSymbolicSizes) {
         const Tensor x = data.clone().requires_grad_();
         const Tensor y = f(fc, trips, x);
         expect_equal(y, fn(fc, trips, x));
-        std::vector<Tensor> params{x, fc.weight, fc.bias};
-        std::vector<Tensor> g = grad({y}, params, {}, false, false, /*allow_unused=*/true);
         const Tensor x_eager = data.clone().requires_grad_();
-        std::vector<Tensor> e = grad({fn(fc, trips, x_eager)}, {x_eager, fc.weight, fc.bias}, {},
-                                     false, false, /*allow_unused=*/true);
-        for (size_t i = 0; i < g.size(); ++i) {
-          SCOPED_TRACE(i);
-          // Parameters a run never reached have no gradient eagerly and zeros compiled.
-          if (e[i].defined())
-            expect_equal(g[i], e[i]);
-          else
-            expect_equal(g[i], zeros_like(params[i]));
-        }
+        expect_same_gradients(y, {x, fc.weight, fc.bias}, fn(fc, trips, x_eager),
+                              {x_eager, fc.weight, fc.bias});
       }
     }
   });
