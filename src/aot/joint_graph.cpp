@@ -281,16 +281,21 @@ JointGraph trace_joint(const graph::Graph& forward, const std::vector<bool>& req
 // and both compile to generated code (Note [Higher-order ops in a program] in
 // src/runtime/program.h). A while_loop's backward walks its iterations in reverse (Note [A
 // while_loop's history]).
+// Zeros for a gradient that did not arrive, from the node's own metadata of it: a backward node
+// must not hold its forward outputs (their grad_fn is the node: a reference cycle).
+Tensor zeros_for(Recorder& recorder, const autograd::GradMeta& meta) {
+  RecordScope record(recorder);
+  return zeros(meta.sizes, meta.dtype);
+}
+
 class CondBackward final : public autograd::Node {
  public:
   CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
-               std::vector<Tensor> floating_outputs, std::vector<int> grad_operands,
-               std::vector<graph::Subgraph> bodies)
+               std::vector<int> grad_operands, std::vector<graph::Subgraph> bodies)
       : recorder_(recorder),
         cond_(cond),
         pred_(std::move(pred)),
         operands_(std::move(operands)),
-        outputs_(std::move(floating_outputs)),
         grad_operands_(std::move(grad_operands)),
         bodies_(std::move(bodies)) {}
 
@@ -299,12 +304,9 @@ class CondBackward final : public autograd::Node {
   autograd::TensorList apply(autograd::TensorList&& grads) override {
     std::vector<graph::Value*> inputs;
     for (const Tensor& t : operands_) inputs.push_back(recorder_.value_of(t, "cond's backward"));
-    for (size_t k = 0; k < outputs_.size(); ++k) {
+    for (size_t k = 0; k < input_metadata().size(); ++k) {
       Tensor g = k < grads.size() ? grads[k] : Tensor();
-      if (!g.defined()) {
-        RecordScope record(recorder_);
-        g = zeros_like(outputs_[k]);
-      }
+      if (!g.defined()) g = zeros_for(recorder_, input_metadata()[k]);
       inputs.push_back(recorder_.input_value(g, "cond's backward"));
     }
     std::vector<graph::TensorMeta> metas;
@@ -331,7 +333,7 @@ class CondBackward final : public autograd::Node {
   Recorder& recorder_;
   OpId cond_;
   Tensor pred_;
-  std::vector<Tensor> operands_, outputs_;
+  std::vector<Tensor> operands_;
   std::vector<int> grad_operands_;
   std::vector<graph::Subgraph> bodies_;
 };
@@ -426,8 +428,8 @@ std::vector<Tensor> record_cond(const graph::Node& node, const Stack& args) {
     auto vjp = std::make_shared<graph::Graph>(build_vjp_graph(*body.graph, requires_grad));
     backward_bodies.push_back({body.name, std::move(vjp)});
   }
-  auto backward = std::make_shared<CondBackward>(recorder, node.op(), pred, operands, floating,
-                                                 grad_operands, std::move(backward_bodies));
+  auto backward = std::make_shared<CondBackward>(recorder, node.op(), pred, operands, grad_operands,
+                                                 std::move(backward_bodies));
   for (int i : grad_operands)
     backward->mutable_next_edges().push_back(
         autograd::gradient_edge(operands[static_cast<size_t>(i)]));
@@ -452,13 +454,15 @@ class WhileLoopBackward final : public autograd::Node {
     OpId while_loop = 0;
     Tensor iterations;
     std::vector<Tensor> histories, additional;
-    std::vector<Tensor> floating_finals;    // the finals of the floating carries
+    std::vector<Tensor> floating_finals;    // the finals of the floating carries (not kept)
     std::vector<int> floating_carries;      // their carry indices
     std::vector<int> grad_additional;       // additional inputs that get a gradient
     std::vector<int> carries_needing_grad;  // carry indices with a next edge (in order)
     std::vector<graph::Subgraph> bodies;    // the backward loop's cond_fn and body_fn
   };
-  WhileLoopBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {}
+  WhileLoopBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {
+    plan_.floating_finals.clear();  // see zeros_for
+  }
 
   std::string name() const override { return "WhileLoopBackward"; }
 
@@ -467,9 +471,9 @@ class WhileLoopBackward final : public autograd::Node {
     {
       RecordScope record(recorder_);
       carried.push_back(plan_.iterations - 1);
-      for (size_t k = 0; k < plan_.floating_finals.size(); ++k) {
+      for (size_t k = 0; k < input_metadata().size(); ++k) {
         Tensor g = k < grads.size() ? grads[k] : Tensor();
-        carried.push_back(g.defined() ? g : zeros_like(plan_.floating_finals[k]));
+        carried.push_back(g.defined() ? g : zeros_for(recorder_, input_metadata()[k]));
       }
       for (int j : plan_.grad_additional)
         carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
@@ -489,7 +493,7 @@ class WhileLoopBackward final : public autograd::Node {
       result.push_back(out[1 + static_cast<size_t>(at - plan_.floating_carries.begin())]);
     }
     for (size_t j = 0; j < plan_.grad_additional.size(); ++j)
-      result.push_back(out[1 + plan_.floating_finals.size() + j]);
+      result.push_back(out[1 + input_metadata().size() + j]);
     return result;
   }
 
