@@ -281,65 +281,8 @@ JointGraph trace_joint(const graph::Graph& forward, const std::vector<bool>& req
 // and both compile to generated code (Note [Higher-order ops in a program] in
 // src/runtime/program.h). A while_loop's backward walks its iterations in reverse (Note [A
 // while_loop's history]).
-// Zeros for a gradient that did not arrive, from the node's own metadata of it: a backward node
-// must not hold its forward outputs (their grad_fn is the node: a reference cycle).
-Tensor zeros_for(Recorder& recorder, const autograd::GradMeta& meta) {
-  RecordScope record(recorder);
-  return zeros(meta.sizes, meta.dtype);
-}
-
-class CondBackward final : public autograd::Node {
- public:
-  CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
-               std::vector<int> grad_operands, std::vector<graph::Subgraph> bodies)
-      : recorder_(recorder),
-        cond_(cond),
-        pred_(std::move(pred)),
-        operands_(std::move(operands)),
-        grad_operands_(std::move(grad_operands)),
-        bodies_(std::move(bodies)) {}
-
-  std::string name() const override { return "CondBackward"; }
-
-  autograd::TensorList apply(autograd::TensorList&& grads) override {
-    std::vector<graph::Value*> inputs;
-    for (const Tensor& t : operands_) inputs.push_back(recorder_.value_of(t, "cond's backward"));
-    for (size_t k = 0; k < input_metadata().size(); ++k) {
-      Tensor g = k < grads.size() ? grads[k] : Tensor();
-      if (!g.defined()) g = zeros_for(recorder_, input_metadata()[k]);
-      inputs.push_back(recorder_.input_value(g, "cond's backward"));
-    }
-    std::vector<graph::TensorMeta> metas;
-    for (int i : grad_operands_) {
-      const Tensor& t = operands_[static_cast<size_t>(i)];
-      metas.push_back(graph::TensorMeta::contiguous(
-          t.dtype(), SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end())));
-    }
-    std::vector<graph::Value*> values =
-        recorder_.graph().add_call(cond_,
-                                   {graph::Arg::value(recorder_.value_of(pred_, "cond's backward")),
-                                    graph::Arg::list(std::move(inputs))},
-                                   metas);
-    recorder_.graph().calls().back()->set_subgraphs(bodies_);
-    autograd::TensorList out;
-    for (size_t j = 0; j < values.size(); ++j) {
-      out.push_back(graph::fake_tensor(metas[j]));
-      recorder_.bind(out.back(), values[j]);
-    }
-    return out;
-  }
-
- private:
-  Recorder& recorder_;
-  OpId cond_;
-  Tensor pred_;
-  std::vector<Tensor> operands_;
-  std::vector<int> grad_operands_;
-  std::vector<graph::Subgraph> bodies_;
-};
-
-// Records a call of `op` with `args` and `node`'s subgraphs (or `subgraphs`) into the
-// recorder's graph; returns fakes of `metas`, bound to its outputs.
+// Records a call of `op` with `args` and `subgraphs` into the recorder's graph; returns fakes
+// of `metas`, bound to its outputs.
 std::vector<Tensor> record_call_with_subgraphs(Recorder& recorder, OpId op,
                                                std::vector<graph::Arg> args,
                                                const std::vector<graph::TensorMeta>& metas,
@@ -366,6 +309,52 @@ graph::TensorMeta contiguous_meta(const Tensor& t) {
   return graph::TensorMeta::contiguous(t.dtype(),
                                        SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end()));
 }
+
+// Zeros for a gradient that did not arrive, from the node's own metadata of it: a backward node
+// must not hold its forward outputs (their grad_fn is the node: a reference cycle).
+Tensor zeros_for(Recorder& recorder, const autograd::GradMeta& meta) {
+  RecordScope record(recorder);
+  return zeros(meta.sizes, meta.dtype);
+}
+
+class CondBackward final : public autograd::Node {
+ public:
+  CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
+               std::vector<int> grad_operands, std::vector<graph::Subgraph> bodies)
+      : recorder_(recorder),
+        cond_(cond),
+        pred_(std::move(pred)),
+        operands_(std::move(operands)),
+        grad_operands_(std::move(grad_operands)),
+        bodies_(std::move(bodies)) {}
+
+  std::string name() const override { return "CondBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<Tensor> inputs = operands_;
+    for (size_t k = 0; k < input_metadata().size(); ++k) {
+      Tensor g = k < grads.size() ? grads[k] : Tensor();
+      inputs.push_back(g.defined() ? g : zeros_for(recorder_, input_metadata()[k]));
+    }
+    std::vector<graph::TensorMeta> metas;
+    for (int i : grad_operands_)
+      metas.push_back(contiguous_meta(operands_[static_cast<size_t>(i)]));
+    autograd::TensorList out = record_call_with_subgraphs(
+        recorder_, cond_,
+        {graph::Arg::value(recorder_.input_value(pred_, "cond's backward")),
+         list_of(recorder_, inputs, "cond's backward")},
+        metas, bodies_);
+    return out;
+  }
+
+ private:
+  Recorder& recorder_;
+  OpId cond_;
+  Tensor pred_;
+  std::vector<Tensor> operands_;
+  std::vector<int> grad_operands_;
+  std::vector<graph::Subgraph> bodies_;
+};
 
 std::vector<graph::TensorMeta> output_metas(const graph::Node& node) {
   std::vector<graph::TensorMeta> metas;

@@ -22,8 +22,7 @@ using testing::error_message;
 using testing::expect_equal;
 
 CompileOptions inductor(bool dynamic = false) {
-  CompileOptions o;
-  o.backend = "inductor";
+  CompileOptions o = testing::inductor();
   o.fullgraph = true;  // a graph break would raise
   o.dynamic = dynamic;
   return o;

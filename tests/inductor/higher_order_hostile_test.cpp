@@ -16,8 +16,7 @@ namespace {
 using testing::expect_equal;
 
 CompileOptions inductor(bool dynamic = false) {
-  CompileOptions o;
-  o.backend = "inductor";
+  CompileOptions o = testing::inductor();
   o.dynamic = dynamic;
   return o;
 }

@@ -77,36 +77,41 @@ bool AdvancedOffsets::rows_are_contiguous() const {
   return true;
 }
 
-void gather_rows(const Tensor& out, const Tensor& src, const AdvancedOffsets& offsets) {
-  const int64_t rows = static_cast<int64_t>(offsets.before.size() * offsets.index.size());
+namespace {
+
+// Calls copy(r, element offset of row r) for every (b, k) row: in order, or across threads when
+// `parallel` (rows that do not overlap) and there are enough bytes.
+template <typename Copy>
+void for_each_row(const AdvancedOffsets& offsets, size_t row_bytes, bool parallel, Copy&& copy) {
   const int64_t k = static_cast<int64_t>(offsets.index.size());
-  const int64_t row_bytes = static_cast<int64_t>(offsets.after.size()) * out.element_size();
-  if (rows == 0 || row_bytes == 0) return;
+  const int64_t rows = static_cast<int64_t>(offsets.before.size()) * k;
+  const bool threads = parallel && rows * static_cast<int64_t>(row_bytes) > kParallelGrain * 8;
+#pragma omp parallel for if (threads)
+  for (int64_t r = 0; r < rows; ++r)
+    copy(r, offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)]);
+}
+
+}  // namespace
+
+void gather_rows(const Tensor& out, const Tensor& src, const AdvancedOffsets& offsets) {
+  const int64_t es = src.element_size();
+  const size_t row_bytes = offsets.after.size() * static_cast<size_t>(es);
   char* o = static_cast<char*>(out.data_ptr());
   const char* s = static_cast<const char*>(src.data_ptr());
-  const int64_t es = src.element_size();
-#pragma omp parallel for if (rows * row_bytes > kParallelGrain * 8)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t from =
-        offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)];
-    std::memcpy(o + r * row_bytes, s + from * es, static_cast<size_t>(row_bytes));
-  }
+  for_each_row(offsets, row_bytes, /*parallel=*/true, [&](int64_t r, int64_t from) {
+    std::memcpy(o + r * static_cast<int64_t>(row_bytes), s + from * es, row_bytes);
+  });
 }
 
 void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tensor& values) {
-  const int64_t rows = static_cast<int64_t>(offsets.before.size() * offsets.index.size());
-  const int64_t k = static_cast<int64_t>(offsets.index.size());
-  const int64_t row_bytes = static_cast<int64_t>(offsets.after.size()) * dst.element_size();
-  if (rows == 0 || row_bytes == 0) return;
+  const int64_t es = dst.element_size();
+  const size_t row_bytes = offsets.after.size() * static_cast<size_t>(es);
   char* d = static_cast<char*>(dst.data_ptr());
   const char* v = static_cast<const char*>(values.data_ptr());
-  const int64_t es = dst.element_size();
   // Serial, in order: with duplicate rows the last write wins (Note above).
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t to =
-        offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)];
-    std::memmove(d + to * es, v + r * row_bytes, static_cast<size_t>(row_bytes));
-  }
+  for_each_row(offsets, row_bytes, /*parallel=*/false, [&](int64_t r, int64_t to) {
+    std::memmove(d + to * es, v + r * static_cast<int64_t>(row_bytes), row_bytes);
+  });
 }
 
 std::vector<int64_t> AdvancedOffsets::flatten() const {
