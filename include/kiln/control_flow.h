@@ -9,14 +9,16 @@
 // per-step outputs, the same sizes) every time, does not mutate its inputs, and returns no alias
 // of them. A violation raises a kiln::Error naming the op, the body and the value.
 //
-// Under kiln::compile, cond with a tensor predicate and while_loop trace each body once into a
-// subgraph of one graph node, so a predicate or trip count that depends on data is decided when
-// the graph runs: no graph break, no recompile when the data changes. A body there may not do
+// Under kiln::compile, cond with a tensor predicate, while_loop, scan and map trace each body once
+// into a subgraph of one graph node, so a predicate or trip count that depends on data is decided
+// when the graph runs (no graph break, no recompile when the data changes), and a scan is one
+// node whatever its length. A body there may not do
 // what would split a graph (item(), a random op, an op that runs only eagerly), and may not write
 // to or return (a view of) anything it receives or closes over; both branches of a cond return
-// the same dtypes and sizes. Such a body raises a kiln::Error naming the op and the body. map,
-// scan and associative_scan run their bodies inline under kiln::compile (they unroll).
-// Gradients through a compiled cond or while_loop are those of the interpreted bodies.
+// the same dtypes and sizes. Such a body raises a kiln::Error naming the op and the body.
+// associative_scan runs its combine inline under kiln::compile: its O(log n) calls on whole
+// slices are a graph of O(log n) ops, which fuse like any others. Compiled cond, while_loop, scan
+// and map are differentiable through AOT autograd (their backward is a node of the same kind).
 #pragma once
 
 #include <functional>

@@ -62,6 +62,8 @@ class Tracer final : public TracingHooks {
                                  const std::vector<Tensor>& operands) override;
   std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,
                                        const std::vector<Tensor>& carried) override;
+  ScanResult trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
+                        const std::vector<Tensor>& xs, bool reverse) override;
 
  private:
   // A body being traced into a subgraph (Note [Higher-order ops under a trace]).
@@ -109,7 +111,19 @@ class Tracer final : public TracingHooks {
                         const std::vector<Tensor>& inputs, bool contiguous_inputs,
                         const std::vector<Tensor>& captured, const BodyFn& fn,
                         bool clone_inputs_returned);
+  // What a body receives: a placeholder named `name` ("carry0"), `what` in messages ("carry 0"),
+  // with `meta`, over a fake storage of `storage_bytes`.
+  struct BodyInput {
+    std::string name, what;
+    graph::TensorMeta meta;
+    size_t storage_bytes = 0;
+  };
+  TracedBody trace_body(std::string_view op, std::string_view name,
+                        const std::vector<BodyInput>& inputs, const std::vector<Tensor>& captured,
+                        const BodyFn& fn, bool clone_inputs_returned);
   graph::Value* body_value_of(const Tensor& t);
+  // The sizes of cond output `output` from both branches' (Note [Branches of different sizes]).
+  SymDimVector cond_output_sizes(const Tensor& a, const Tensor& b, size_t output);
   graph::Graph& current_graph() { return bodies_.empty() ? seg_->graph : bodies_.back()->graph; }
   // Inside a body, what would be a graph break raises instead (a body is one subgraph).
   void no_break_in_body(std::string_view what) const;
@@ -937,18 +951,19 @@ void Tracer::define_scalar_symbols_used_by(const Stack& args) {
 }
 
 // Note [Higher-order ops under a trace]
-// kiln::cond with a fake predicate and kiln::while_loop with fake carries do not run their bodies
-// inline, which would need the predicate's value (a graph break). Each body runs once on fresh
-// fakes of what it receives, in a BodyScope: the ops it calls are recorded into the scope's own
-// graph, which becomes a subgraph of one cond / while_loop node in the enclosing graph (Note
-// [Subgraphs of a higher-order op] in src/graph/graph.h). A tensor of an enclosing scope that a
-// body reads (a closure, a parameter) is lifted: a placeholder of the body, and an operand (cond)
-// or additional input (while_loop) of the node, valued in the enclosing scope (lifted there in
-// turn when that is a body too: nesting works scope by scope). Bodies of one node take the same
-// inputs: the second body starts with the first's captures, and the first gets the second's
-// extra ones as unused inputs. What would split a graph (item(), an op that runs only eagerly,
-// an effect, backward()) raises inside a body, naming the op and the body; so do a write to what
-// a body receives and a result that is (a view of) it, which the eager ops refuse too.
+// kiln::cond with a fake predicate, kiln::while_loop, kiln::scan and kiln::map do not run their
+// bodies inline: a cond or while_loop would need the predicate's value (a graph break), and an
+// unrolled scan would be a graph that grows with its length and recompiles for every length. Each
+// body runs once on fresh fakes of what it receives, in a BodyScope: the ops it calls are recorded
+// into the scope's own graph, which becomes a subgraph of one cond / while_loop / scan node in the
+// enclosing graph (Note [Subgraphs of a higher-order op] in src/graph/graph.h). A tensor of an
+// enclosing scope that a body reads (a closure, a parameter) is lifted: a placeholder of the body,
+// and an operand (cond) or additional input (while_loop) of the node, valued in the enclosing scope
+// (lifted there in turn when that is a body too: nesting works scope by scope). Bodies of one node
+// take the same inputs: the second body starts with the first's captures, and the first gets the
+// second's extra ones as unused inputs. What would split a graph (item(), an op that runs only
+// eagerly, an effect, backward()) raises inside a body, naming the op and the body; so do a write
+// to what a body receives and a result that is (a view of) it, which the eager ops refuse too.
 graph::Value* Tracer::body_value_of(const Tensor& t) {
   BodyScope& body = *bodies_.back();
   if (auto it = values_.find(fake_of(t).impl()); it != values_.end()) return it->second;
@@ -989,18 +1004,32 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
                                       const std::vector<Tensor>& inputs, bool contiguous_inputs,
                                       const std::vector<Tensor>& captured, const BodyFn& fn,
                                       bool clone_inputs_returned) {
-  BodyScope body{.op = std::string(op), .name = std::string(name)};
-  std::vector<Tensor> fakes;
+  std::vector<BodyInput> body_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor outer = fake_of(inputs[i]);
     graph::TensorMeta meta = meta_of(outer);
     if (contiguous_inputs) meta = graph::TensorMeta::contiguous(meta.dtype, meta.sizes);
-    auto storage = make_intrusive<StorageImpl>(outer.impl()->storage()->nbytes(), Device::Meta);
+    body_inputs.push_back({.name = fmt::format("{}{}", input_kind, i),
+                           .what = fmt::format("{} {}", input_kind, i),
+                           .meta = std::move(meta),
+                           .storage_bytes = outer.impl()->storage()->nbytes()});
+  }
+  return trace_body(op, name, body_inputs, captured, fn, clone_inputs_returned);
+}
+
+Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name,
+                                      const std::vector<BodyInput>& inputs,
+                                      const std::vector<Tensor>& captured, const BodyFn& fn,
+                                      bool clone_inputs_returned) {
+  BodyScope body{.op = std::string(op), .name = std::string(name)};
+  std::vector<Tensor> fakes;
+  for (const BodyInput& input : inputs) {
+    const graph::TensorMeta& meta = input.meta;
+    auto storage = make_intrusive<StorageImpl>(input.storage_bytes, Device::Meta);
     Tensor fake(make_intrusive<TensorImpl>(std::move(storage), meta.dtype, SymDimVector(meta.sizes),
                                            SymDimVector(meta.strides), meta.offset));
     keep_.push_back(fake);
-    body.values[fake.impl()] =
-        body.graph.add_placeholder(fmt::format("{}{}", input_kind, i), std::move(meta));
+    body.values[fake.impl()] = body.graph.add_placeholder(input.name, meta);
     fakes.push_back(std::move(fake));
   }
   for (const Tensor& c : captured) {
@@ -1034,7 +1063,7 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
     const auto placeholders = body.graph.placeholders();
     const size_t k = static_cast<size_t>(
         std::find(placeholders.begin(), placeholders.end(), placeholder) - placeholders.begin());
-    if (k < inputs.size()) return fmt::format("{} {}", input_kind, k);
+    if (k < inputs.size()) return inputs[k].what;
     return fmt::format("closed-over tensor {}", k - inputs.size());
   };
   const auto [writer, written] = graph::first_write_to_an_input(body.graph);
@@ -1087,6 +1116,35 @@ void add_unused_captures(graph::Graph& body, size_t own, const std::vector<Tenso
 
 }  // namespace
 
+// Note [Branches of different sizes]
+// The two branches of a cond may return an output with different sizes (as PyTorch allows since
+// 2.6): where a size is not the same in both (nor known equal without a guard), the node's output
+// gets a fresh unbacked symbol, bounded by the two sizes when both are integers. The node binds it
+// when it runs, from the output of the branch taken (the interpreter, and the executor through
+// SymbolSource::From::ExternOutputSize), and later ops compute with it like any data-dependent
+// size. A body placeholder or output that meets an unbacked size of the node's takes whatever
+// size the run gives it (graph::verify_higher_order).
+SymDimVector Tracer::cond_output_sizes(const Tensor& a, const Tensor& b, size_t output) {
+  SymDimVector sizes;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    const SymInt x = a.sym_sizes()[static_cast<size_t>(d)];
+    const SymInt y = b.sym_sizes()[static_cast<size_t>(d)];
+    const bool equal = same(x, y) || ((x.is_symbolic() || y.is_symbolic()) &&
+                                      env_.statically_known(sym::eq(x.expr(), y.expr())) == true);
+    if (equal) {
+      sizes.push_back(x);
+      continue;
+    }
+    const sym::ValueRange range =
+        x.is_concrete() && y.is_concrete()
+            ? sym::ValueRange::between(std::min(x.raw(), y.raw()), std::max(x.raw(), y.raw()))
+            : sym::ValueRange::at_least(0);
+    sizes.push_back(env_.create_unbacked_symbol(
+        fmt::format("size {} of cond output {} ({} or {})", d, output, x, y), range));
+  }
+  return sizes;
+}
+
 std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn,
                                        const BodyFn& false_fn,
                                        const std::vector<Tensor>& operands) {
@@ -1101,10 +1159,9 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn
              "number of tensors",
              a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
-    KILN_CHECK(same_dtype_and_sizes(a[i], b[i]), ShapeError,
-               "cond: true_fn returned output {} as {} but false_fn as {}; under kiln::compile "
-               "both branches return the same dtypes and sizes (a data-dependent size needs "
-               "unbacked symbols, not supported yet)",
+    KILN_CHECK(a[i].dtype() == b[i].dtype() && a[i].dim() == b[i].dim(), ShapeError,
+               "cond: true_fn returned output {} as {} but false_fn as {}; both branches return "
+               "the same dtypes and numbers of dims (their sizes may differ)",
                i, metas_text(a, i), metas_text(b, i));
   std::vector<graph::Value*> args;
   for (const Tensor& t : operands) args.push_back(value_of(t));
@@ -1115,9 +1172,8 @@ std::vector<Tensor> Tracer::trace_cond(const Tensor& pred, const BodyFn& true_fn
   }
   add_unused_captures(*on_true.graph, on_true.captured.size(), on_false.captured, capture_metas);
   std::vector<graph::TensorMeta> metas;
-  for (const Tensor& r : a)
-    metas.push_back(graph::TensorMeta::contiguous(
-        r.dtype(), SymDimVector(r.sym_sizes().begin(), r.sym_sizes().end())));
+  for (size_t i = 0; i < a.size(); ++i)
+    metas.push_back(graph::TensorMeta::contiguous(a[i].dtype(), cond_output_sizes(a[i], b[i], i)));
   graph::Value* pred_value = value_of(pred);
   std::vector<graph::Value*> values = current_graph().add_call(
       op_id("cond"), {graph::Arg::value(pred_value), graph::Arg::list(std::move(args))},
@@ -1176,6 +1232,72 @@ std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn, con
   values[0]->producer()->set_subgraphs(
       {{"cond_fn", std::move(check.graph)}, {"body_fn", std::move(body.graph)}});
   return node_outputs(values);
+}
+
+// One scan node over the leading dim of `xs` (kiln::scan moved the scanned dim there): its
+// subgraph combine_fn takes the carries, one slice of each xs, then what it closes over, and
+// returns the next carries, then the step's outputs; the node returns the final carries, then the
+// step outputs stacked along a new dim 0. Carries and slices are contiguous in the body: the
+// body's results are the next carries, and a slice of a contiguous tensor along dim 0 is.
+ScanResult Tracer::trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
+                              const std::vector<Tensor>& xs, bool reverse) {
+  std::vector<BodyInput> inputs;
+  auto add_input = [&](const Tensor& t, std::string name, std::string what, bool slice) {
+    const Tensor outer = fake_of(t);
+    const graph::TensorMeta meta = meta_of(outer);
+    const SymIntArrayRef all(meta.sizes);
+    const SymDimVector sizes(all.begin() + (slice ? 1 : 0), all.end());
+    inputs.push_back({.name = std::move(name),
+                      .what = std::move(what),
+                      .meta = graph::TensorMeta::contiguous(meta.dtype, sizes),
+                      .storage_bytes = outer.impl()->storage()->nbytes()});
+  };
+  for (size_t k = 0; k < init.size(); ++k)
+    add_input(init[k], fmt::format("carry{}", k), fmt::format("carry {}", k), false);
+  for (size_t k = 0; k < xs.size(); ++k)
+    add_input(xs[k], fmt::format("x{}", k), fmt::format("slice of xs {}", k), true);
+  const size_t num_carries = init.size();
+  const BodyFn step = [&](const std::vector<Tensor>& in) {
+    const std::vector<Tensor> carry(in.begin(), in.begin() + static_cast<ptrdiff_t>(num_carries));
+    const std::vector<Tensor> x(in.begin() + static_cast<ptrdiff_t>(num_carries), in.end());
+    auto [next, y] = combine_fn(carry, x);
+    KILN_CHECK(next.size() == num_carries, ValueError,
+               "scan: combine_fn returned {} carries for {} it received; return one tensor per "
+               "carry",
+               next.size(), num_carries);
+    next.insert(next.end(), y.begin(), y.end());
+    return next;
+  };
+  TracedBody body = trace_body("scan", "combine_fn", inputs, {}, step, false);
+  const std::vector<Tensor>& results = body.results;
+  for (size_t k = 0; k < num_carries; ++k)
+    KILN_CHECK(same_dtype_and_sizes(results[k], fake_of(init[k])), ShapeError,
+               "scan: combine_fn returned carry {} as {} but received it as {}; a carry keeps "
+               "its dtype and sizes (cast or reshape it back before returning it)",
+               k, metas_text(results, k), metas_text(init, k));
+  if (results.empty()) return {};  // nothing to compute: a body has no effects
+  std::vector<graph::Value*> carries, slices, additional;
+  std::vector<graph::TensorMeta> metas;
+  for (const Tensor& t : init) carries.push_back(value_of(t));
+  for (const Tensor& t : xs) slices.push_back(value_of(t));
+  for (const Tensor& t : body.captured) additional.push_back(value_of(t));
+  const SymInt length = slices[0]->meta().sizes[0];
+  for (size_t k = 0; k < results.size(); ++k) {
+    SymDimVector sizes(results[k].sym_sizes().begin(), results[k].sym_sizes().end());
+    if (k >= num_carries) sizes.insert(0, length);
+    metas.push_back(graph::TensorMeta::contiguous(results[k].dtype(), sizes));
+  }
+  std::vector<graph::Value*> values = current_graph().add_call(
+      op_id("scan"),
+      {graph::Arg::list(std::move(carries)), graph::Arg::list(std::move(slices)),
+       graph::Arg::list(std::move(additional)), graph::Arg::constant(IValue(reverse))},
+      std::move(metas));
+  values[0]->producer()->set_subgraphs({{"combine_fn", std::move(body.graph)}});
+  std::vector<Tensor> outs = node_outputs(values);
+  ScanResult result;
+  result.carry.assign(outs.begin(), outs.begin() + static_cast<ptrdiff_t>(num_carries));
+  result.ys.assign(outs.begin() + static_cast<ptrdiff_t>(num_carries), outs.end());
+  return result;
 }
 
 // Installs the tracer on this thread for the duration of a trace (Note [Fake tensors]).

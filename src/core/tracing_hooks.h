@@ -49,7 +49,7 @@ struct TracingHooks {
   // trace]): created anew by every trace, and its value when traced means nothing, so verify
   // mode does not compare it between traces (Note [Verify mode] in src/capture/verify.h).
   virtual void filled_by_effect(const Tensor& state) = 0;
-  // kiln::cond with a fake predicate and kiln::while_loop with fake carries: each body is traced
+  // kiln::cond with a fake predicate and kiln::while_loop: each body is traced
   // into a subgraph of one higher-order node, so the branch or the trip count is decided when
   // the graph runs (Note [Higher-order ops under a trace] in src/capture/tracer.cpp). Returns
   // the node's outputs as fakes.
@@ -59,6 +59,11 @@ struct TracingHooks {
   virtual std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn,
                                                const BodyFn& body_fn,
                                                const std::vector<Tensor>& carried) = 0;
+  // kiln::scan and kiln::map under a trace: combine_fn is traced once into the subgraph of one
+  // scan node over the leading dim of `xs` (the caller moves the scanned dim there); returns
+  // the final carries and the per-step outputs stacked along dim 0, as fakes.
+  virtual ScanResult trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
+                                const std::vector<Tensor>& xs, bool reverse) = 0;
   // Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp): whether item<SymInt>() on a
   // fake tensor gives an unbacked symbol (CompileOptions::capture_scalar_outputs) rather than a
   // graph break, and that symbol for fake tensor `t` (one integer or bool element).

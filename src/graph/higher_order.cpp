@@ -4,9 +4,11 @@
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/shape.h"
+#include "src/core/shape.h"
 #include "src/core/tensor_factory.h"
 #include "src/graph/graph.h"
 #include "src/graph/schema.h"
+#include "src/sym/expr.h"
 
 namespace kiln::graph {
 namespace {
@@ -21,10 +23,19 @@ std::string meta_text(const TensorMeta& m) {
   return to_string(shown);
 }
 
-bool same_dtype_and_sizes(const TensorMeta& a, const TensorMeta& b) {
-  if (a.dtype != b.dtype || a.sizes.size() != b.sizes.size()) return false;
-  for (size_t d = 0; d < a.sizes.size(); ++d)
-    if (!same(a.sizes[d], b.sizes[d])) return false;
+bool is_unbacked_symbol(SymInt s) {
+  return s.is_symbolic() && s.expr()->is_symbol() && s.expr()->name().starts_with('u');
+}
+
+// Whether a body's value `body` fits the op's value `op_side`: the same dtype and sizes, where an
+// unbacked size of the op's fits any size (Note [Branches of different sizes] in
+// src/capture/tracer.cpp: a cond's output, and the gradient of one, has the size of the branch
+// that ran).
+bool same_dtype_and_sizes(const TensorMeta& body, const TensorMeta& op_side) {
+  if (body.dtype != op_side.dtype || body.sizes.size() != op_side.sizes.size()) return false;
+  for (size_t d = 0; d < body.sizes.size(); ++d)
+    if (!same(body.sizes[d], op_side.sizes[d]) && !is_unbacked_symbol(op_side.sizes[d]))
+      return false;
   return true;
 }
 
@@ -145,6 +156,58 @@ void verify_while_loop(const Node& node) {
   }
 }
 
+// A scan's xs each [n, ...] with one n; combine_fn takes (carries, slices, additional) and
+// returns (next carries, step outputs); the node returns (final carries, stacked step outputs).
+void verify_scan(const Node& node) {
+  const std::vector<const TensorMeta*> carries = metas_of(node.args()[0].as_list());
+  const std::vector<Value*>& xs = node.args()[1].as_list();
+  if (xs.empty()) fail(node, "scan needs at least one tensor in xs to scan over");
+  const SymInt length = xs[0]->meta().sizes.empty() ? SymInt(0) : xs[0]->meta().sizes[0];
+  std::vector<TensorMeta> slices;
+  for (const Value* x : xs) {
+    const TensorMeta& m = x->meta();
+    if (m.sizes.empty() || !same(m.sizes[0], length))
+      fail(node, fmt::format("xs {} is {}; every xs needs a leading dim of the length of xs 0 "
+                             "({})",
+                             x->name(), meta_text(m), meta_text(xs[0]->meta())));
+    const SymIntArrayRef sizes(m.sizes);
+    slices.push_back(TensorMeta::contiguous(m.dtype, SymDimVector(sizes.begin() + 1, sizes.end())));
+  }
+  std::vector<const TensorMeta*> inputs = carries;
+  for (const TensorMeta& m : slices) inputs.push_back(&m);
+  for (const TensorMeta* m : metas_of(node.args()[2].as_list())) inputs.push_back(m);
+  check_takes(node, 0, inputs, "carry, slice or additional input");
+  const std::span<Value* const> returned = subgraph(node, 0).outputs();
+  const std::span<Value* const> outs = node.outputs();
+  if (returned.size() < carries.size() || outs.size() != returned.size())
+    fail(node, fmt::format("combine_fn returns {} values and the node has {} outputs; with {} "
+                           "carries both need the carries, then the same step outputs",
+                           returned.size(), outs.size(), carries.size()));
+  check_returns(
+      node, 0,
+      [&] {
+        std::vector<const TensorMeta*> expected = carries;
+        for (size_t k = carries.size(); k < returned.size(); ++k)
+          expected.push_back(&returned[k]->meta());
+        return expected;
+      }(),
+      "a carry keeps its dtype and sizes");
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const TensorMeta& step = returned[k]->meta();
+    const TensorMeta& out = outs[k]->meta();
+    SymDimVector sizes = step.sizes;
+    if (k >= carries.size()) sizes.insert(0, length);
+    bool ok = out.dtype == step.dtype && out.sizes.size() == sizes.size();
+    for (size_t d = 0; ok && d < sizes.size(); ++d) ok = same(out.sizes[d], sizes[d]);
+    if (!ok)
+      fail(node, fmt::format("output {} is {} but combine_fn returns {} there{}", k, meta_text(out),
+                             meta_text(step),
+                             k < carries.size() ? " (a final carry)"
+                                                : " (stacked along a new leading dim of the "
+                                                  "length of xs)"));
+  }
+}
+
 // The node's output metas give strides (contiguous ones, from the tracer), which the ops after
 // it were traced with; a body's result has whatever strides its ops gave. A result whose layout
 // differs is made contiguous (contiguous() of a contiguous tensor is the tensor itself).
@@ -159,6 +222,64 @@ bool read_predicate(const Tensor& pred, std::string_view op) {
   KILN_CHECK(pred.defined() && pred.dtype() == ScalarType::Bool && pred.numel() == 1, ValueError,
              "{}: the predicate must be a bool tensor with one element", op);
   return pred.item<bool>();
+}
+
+// The steps of a scan in order. A step output goes into row i of its stacked result, allocated
+// when the first step shows its sizes (they are the same every step: the body's outputs have the
+// sizes it was traced with). Outputs that autograd records (the eager backend runs bodies with
+// grad enabled) are stacked at the end instead, so the stack is recorded, not writes into a
+// buffer that has no history.
+std::vector<Tensor> run_scan(const Node& node, const Stack& args, const RunBody& run_body) {
+  KILN_CHECK(args.size() == 4, ValueError, "interpret: scan takes 4 arguments, got {}",
+             args.size());
+  std::vector<Tensor> carries = as_node_outputs(node, args[0].tensor_list());
+  const std::vector<Tensor>& xs = args[1].tensor_list();
+  const std::vector<Tensor>& additional = args[2].tensor_list();
+  const bool reverse = args[3].to_bool();
+  KILN_CHECK(!xs.empty() && xs[0].dim() > 0, ValueError,
+             "interpret: scan needs xs with a leading dim to scan over");
+  const int64_t n = xs[0].size(0);
+  for (const Tensor& x : xs)
+    KILN_CHECK(x.dim() > 0 && x.size(0) == n, ShapeError,
+               "scan: every xs needs the leading size {}, got {}", n, shape_str(x.sizes()));
+  KILN_CHECK(n > 0, ShapeError,
+             "scan: xs have length 0; scan needs at least one step (the shapes of its outputs are "
+             "those of combine_fn's results)");
+  const size_t num_carries = carries.size();
+  std::vector<Tensor> stacked;
+  std::vector<std::vector<Tensor>> recorded;  // [output][i], when a step output requires grad
+  for (int64_t step = 0; step < n; ++step) {
+    const int64_t i = reverse ? n - 1 - step : step;
+    std::vector<Tensor> inputs = carries;
+    for (const Tensor& x : xs) inputs.push_back(x.select(0, i));
+    inputs.insert(inputs.end(), additional.begin(), additional.end());
+    std::vector<Tensor> out = run_body(0, inputs);
+    KILN_CHECK(out.size() == node.outputs().size(), ValueError,
+               "scan: combine_fn returned {} values, expected {}", out.size(),
+               node.outputs().size());
+    for (size_t k = 0; k < num_carries; ++k) carries[k] = std::move(out[k]);
+    carries = as_node_outputs(node, std::move(carries));
+    if (step == 0 && std::any_of(out.begin() + static_cast<ptrdiff_t>(num_carries), out.end(),
+                                 [](const Tensor& y) { return y.requires_grad(); }))
+      recorded.resize(out.size() - num_carries, std::vector<Tensor>(static_cast<size_t>(n)));
+    if (!recorded.empty()) {
+      for (size_t k = num_carries; k < out.size(); ++k)
+        recorded[k - num_carries][static_cast<size_t>(i)] = std::move(out[k]);
+      continue;
+    }
+    if (stacked.empty())
+      for (size_t k = num_carries; k < out.size(); ++k) {
+        DimVector sizes{n};
+        for (int64_t s : out[k].sizes()) sizes.push_back(s);
+        stacked.push_back(empty_tensor(sizes, out[k].dtype(), Device::CPU));
+      }
+    for (size_t k = num_carries; k < out.size(); ++k)
+      stacked[k - num_carries].select(0, i).copy_(out[k]);
+  }
+  for (const std::vector<Tensor>& rows : recorded) stacked.push_back(stack(rows, 0));
+  std::vector<Tensor> results = std::move(carries);
+  results.insert(results.end(), stacked.begin(), stacked.end());
+  return results;
 }
 
 }  // namespace
@@ -240,6 +361,7 @@ std::vector<std::string> subgraph_roles(const OpDef& op) {
   if (op.name == "cond") return {"true_fn", "false_fn"};
   if (op.name == "while_loop" || op.name == "while_loop_with_history")
     return {"cond_fn", "body_fn"};
+  if (op.name == "scan") return {"combine_fn"};
   return {};
 }
 
@@ -266,6 +388,7 @@ void verify_higher_order(const Node& node) {
   if (node.op_def().name == "cond") verify_cond(node);
   if (node.op_def().name == "while_loop" || node.op_def().name == "while_loop_with_history")
     verify_while_loop(node);
+  if (node.op_def().name == "scan") verify_scan(node);
 }
 
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
@@ -279,6 +402,7 @@ std::vector<Tensor> run_higher_order(const Node& node, const Stack& args) {
 
 std::vector<Tensor> run_higher_order(const Node& node, const Stack& args, const RunBody& run_body) {
   const std::string& op = node.op_def().name;
+  if (op == "scan") return run_scan(node, args, run_body);
   KILN_CHECK(args.size() == 2, ValueError, "interpret: {} takes 2 arguments, got {}", op,
              args.size());
   if (op == "cond") {

@@ -17,6 +17,15 @@
 //                               iteration, stacked ([iterations, *carry sizes]): the forward of
 //                               a differentiated while_loop (Note [A while_loop's history] in
 //                               src/aot/joint_graph.cpp).
+//   scan([init...], [xs...], [additional_inputs...], reverse)
+//                               subgraph combine_fn: takes the carries, one slice of each xs
+//                               along dim 0 (all xs have the same nonzero length n), then the
+//                               additional inputs; returns the next carries (each with the
+//                               dtype and sizes of the one it replaces), then the step's
+//                               outputs. Steps run i = 0 .. n-1, or n-1 .. 0 when `reverse`.
+//                               The node's outputs are the final carries, then each step
+//                               output stacked along a new dim 0 in the order of xs ([n, ...]).
+//                               kiln::map and kiln::scan over any dim are traced as one.
 #pragma once
 
 #include <functional>

@@ -140,6 +140,15 @@ void check_defined(std::string_view op, std::string_view what, const std::vector
   }
 }
 
+// `t` with its dim `from` moved to position `to`, the others in order (a view).
+Tensor move_dim(const Tensor& t, int64_t from, int64_t to) {
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (d != from) order.push_back(d);
+  order.insert(order.begin() + to, from);
+  return t.permute(order);
+}
+
 }  // namespace
 
 std::vector<Tensor> cond(bool pred, const BodyFn& true_fn, const BodyFn& false_fn,
@@ -201,15 +210,22 @@ std::vector<Tensor> map(const MapFn& fn, const std::vector<Tensor>& xs,
     KILN_CHECK(xs[i].dim() > 0, ShapeError,
                "map: xs {} is a 0-dim tensor ({}); map runs over the leading dim", i,
                metadata_str(xs[i]));
-    KILN_CHECK(sizes_equal(xs[i].size(0), xs[0].size(0)), ShapeError,
+    KILN_CHECK(sizes_equal(xs[i].sym_sizes()[0], xs[0].sym_sizes()[0]), ShapeError,
                "map: every tensor of xs needs the same leading size; xs 0 is {} and xs {} is {}",
                metadata_str(xs[0]), i, metadata_str(xs[i]));
   }
-  const int64_t n = xs[0].size(0);
-  KILN_CHECK(n > 0, ShapeError,
+  KILN_CHECK(static_cast<bool>(xs[0].sym_sizes()[0] > 0), ShapeError,
              "map: the leading dim of xs has size 0 ({}); map needs at least one slice (its output "
              "shapes are those of fn's results)",
              metadata_str(xs[0]));
+  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr) {
+    // A map is a scan with no carry (as in PyTorch): one subgraph, whatever the length.
+    const ScanFn combine = [&](const std::vector<Tensor>&, const std::vector<Tensor>& x) {
+      return std::pair{std::vector<Tensor>{}, fn(x, args)};
+    };
+    return hooks->trace_scan(combine, {}, xs, /*reverse=*/false).ys;
+  }
+  const int64_t n = xs[0].size(0);
   std::vector<Tensor> inputs = args;
   inputs.insert(inputs.end(), xs.begin(), xs.end());
   std::vector<std::vector<Tensor>> per_slice;
@@ -236,16 +252,33 @@ ScanResult scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
              metadata_str(xs[0]));
   dim = wrap_dim("scan", dim, ndim);
   for (size_t i = 0; i < xs.size(); ++i) {
-    KILN_CHECK(xs[i].dim() == ndim && sizes_equal(xs[i].size(dim), xs[0].size(dim)), ShapeError,
+    KILN_CHECK(xs[i].dim() == ndim && sizes_equal(xs[i].sym_sizes()[static_cast<size_t>(dim)],
+                                                  xs[0].sym_sizes()[static_cast<size_t>(dim)]),
+               ShapeError,
                "scan: every tensor of xs needs {} dims and the same size along dim {}; xs 0 is {} "
                "and xs {} is {}",
                ndim, dim, metadata_str(xs[0]), i, metadata_str(xs[i]));
   }
-  const int64_t n = xs[0].size(dim);
-  KILN_CHECK(n > 0, ShapeError,
+  KILN_CHECK(static_cast<bool>(xs[0].sym_sizes()[static_cast<size_t>(dim)] > 0), ShapeError,
              "scan: xs have size 0 along dim {} ({}); scan needs at least one step (the shapes of "
              "its outputs are those of combine_fn's results)",
              dim, metadata_str(xs[0]));
+  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr) {
+    // The scan node runs over the leading dim, as PyTorch's does: the scanned dim is moved
+    // there and the stacked outputs moved back (views, no copies).
+    std::vector<Tensor> leading;
+    for (const Tensor& x : xs) leading.push_back(dim == 0 ? x : move_dim(x, dim, 0));
+    ScanResult result = hooks->trace_scan(combine_fn, init, leading, reverse);
+    for (Tensor& y : result.ys) {
+      KILN_CHECK(y.dim() > dim, ShapeError,
+                 "scan: combine_fn's per-step output is {}, which has no dim {} to stack along; "
+                 "return per-step outputs with at least {} dims",
+                 metadata_str(y), dim, dim);
+      if (dim != 0) y = move_dim(y, 0, dim);
+    }
+    return result;
+  }
+  const int64_t n = xs[0].size(dim);
   std::vector<Tensor> carry = init;
   std::vector<std::vector<Tensor>> per_step(static_cast<size_t>(n));
   for (int64_t step = 0; step < n; ++step) {

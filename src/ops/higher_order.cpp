@@ -32,6 +32,10 @@ void register_higher_order_ops(OpRegistry& r) {
   r.add(higher_order_op(
       "while_loop_with_history",
       "while_loop_with_history(Tensor[] carried, Tensor[] additional_inputs) -> Tensor[]"));
+  r.add(higher_order_op(
+      "scan",
+      "scan(Tensor[] init, Tensor[] xs, Tensor[] additional_inputs, bool reverse) -> "
+      "Tensor[]"));
 }
 
 }  // namespace kiln

@@ -304,6 +304,7 @@ SymInt data_dependent_size(std::string_view op, std::string source, SymInt upper
 }
 
 void register_advanced_index_ops(OpRegistry& r);  // src/ops/advanced_index.cpp
+void register_unique_ops(OpRegistry& r);          // src/ops/unique.cpp
 
 void register_index_ops(OpRegistry& r) {
   r.add({.name = "index_select",
@@ -345,6 +346,7 @@ void register_index_ops(OpRegistry& r) {
          .dtypes = dtypes::kIntegral,
          .tags = kTagNondifferentiable});
   register_advanced_index_ops(r);
+  register_unique_ops(r);
 }
 
 // ---- wrappers ----

@@ -125,8 +125,8 @@ graph::Graph functionalized_for_inference(const graph::Graph& captured) {
 // var and std stay whole: their lowering is one Welford pass (lowerings/reduction.cpp).
 constexpr std::string_view kKeepWhole[] = {"var", "std"};
 
-// Note [Higher-order ops in a program] (src/runtime/program.h): a body of a cond or while_loop
-// goes through the stages of the graph around it, decompose .. codegen, into the same
+// Note [Higher-order ops in a program] (src/runtime/program.h): a body of a cond, while_loop or
+// scan goes through the stages of the graph around it, decompose .. codegen, into the same
 // translation unit (its own bodies too, recursively). They are not separate passes: the
 // trace shows a body's loop IR inside its graph's.
 codegen::GeneratedCode generate_body(const graph::Graph& body,

@@ -87,10 +87,11 @@ struct Program;
 // `outputs` (buffer indices, of kind Extern).
 //
 // Note [Higher-order ops in a program]
-// A call of a higher-order op (`cond`, `while_loop`) is an extern step whose `bodies` are its
-// subgraphs compiled, in the node's subgraph order (cond: true_fn, false_fn; while_loop: cond_fn,
-// body_fn). Each body is a whole Program of its own, taking the step's tensors as its inputs
-// (cond: the operands, after the predicate; while_loop: the carries, then the additional inputs)
+// A call of a higher-order op (`cond`, `while_loop`, `scan`) is an extern step whose `bodies` are
+// its subgraphs compiled, in the node's subgraph order (cond: true_fn, false_fn; while_loop:
+// cond_fn, body_fn; scan: combine_fn). Each body is a whole Program of its own, taking the step's
+// tensors as its inputs (cond: the operands, after the predicate; while_loop: the carries, then
+// the additional inputs; scan: the carries, a row of each xs, the additional inputs)
 // and binding its own symbols from them; its kernels live in the same library as the
 // program's (their names carry a prefix, so they do not clash). The executor runs the step as
 // the graph interpreter runs the node (src/graph/higher_order.cpp) with the bodies' Executors in

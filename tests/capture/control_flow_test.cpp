@@ -198,15 +198,15 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
   EXPECT_NE(msg.find("aliases its operand 0"), std::string::npos) << msg;
   auto shapes = compile(
       [&](const Tensor& a) {
-        return cond(a.sum() > 0, ok,
-                    [](const std::vector<Tensor>& v) {
-                      return std::vector<Tensor>{cat({v[0], v[0]})};
-                    },
-                    {a})[0];
+        return cond(
+            a.sum() > 0, ok,
+            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].unsqueeze(0) * 2}; },
+            {a})[0];
       },
       with_backend(GetParam()));
   msg = error_message([&] { shapes(x); });
-  EXPECT_NE(msg.find("cond: true_fn returned output 0 as float32 [2] but false_fn as float32 [4]"),
+  EXPECT_NE(msg.find("cond: true_fn returned output 0 as float32 [2] but false_fn as float32 "
+                     "[1, 2]; both branches return the same dtypes and numbers of dims"),
             std::string::npos)
       << msg;
   auto reads = compile(
@@ -234,6 +234,35 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
   EXPECT_NE(msg.find("body_fn returned carry 1 as float64 [2] but received it as float32 [2]"),
             std::string::npos)
       << msg;
+}
+
+// Note [Branches of different sizes]: the output's length is u0, bound by the branch that runs.
+TEST_P(CompiledControlFlow, BranchesMayReturnDifferentSizes) {
+  bool unbacked = false;
+  auto fn = [&](const Tensor& x) {
+    const Tensor picked = cond(
+        x.sum() > 0,
+        [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].narrow(0, 0, 2) * 2}; },
+        [](const std::vector<Tensor>& v) {
+          return std::vector<Tensor>{cat({v[0], v[0] + 1})};
+        },
+        {x})[0];
+    unbacked |= picked.size(0).is_symbolic();  // while traced
+    return std::make_tuple(picked + 1, picked.sum(), picked.unsqueeze(1) * x.view({1, 3}));
+  };
+  auto f = compile(fn, with_backend(GetParam()));
+  for (const Tensor& x :
+       {tensor({1.0f, 2.0f, 3.0f}), tensor({-1.0f, -2.0f, 0.5f}), tensor({3.0f, -1.0f, 0.0f})}) {
+    auto got = f(x);
+    auto want = fn(x);
+    expect_equal(std::get<0>(got), std::get<0>(want));
+    expect_equal(std::get<1>(got), std::get<1>(want));
+    expect_equal(std::get<2>(got), std::get<2>(want));
+  }
+  EXPECT_TRUE(unbacked);
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  EXPECT_NE(f.describe().find("f32[u0] = cond("), std::string::npos) << f.describe();
 }
 
 TEST_P(CompiledControlFlow, AnUnusedCondStillRaisesForADivisionByZeroInItsBody) {

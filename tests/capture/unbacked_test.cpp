@@ -230,6 +230,37 @@ TEST_P(CompiledUnbacked, MaskedSelectBroadcastsTheMaskInOneGraph) {
   EXPECT_THROW(fn(x, tensor({1, 0, 1})), DTypeError);
 }
 
+TEST_P(CompiledUnbacked, UniqueAndRepeatInterleaveGiveUnbackedLengthsInOneGraph) {
+  auto fn = [](const Tensor& labels, const Tensor& x, const Tensor& repeats) {
+    const UniqueResult u = unique(labels);
+    // Rows of x repeated as the data says, then each label's count scaled by its value.
+    const Tensor rows = repeat_interleave(x, repeats, 0) * 2;
+    return std::make_tuple(u.values * u.counts, u.inverse + 1, rows, rows.sum(0));
+  };
+  CompileOptions o;
+  o.backend = GetParam();
+  o.fullgraph = true;
+  auto f = compile(fn, o);
+  const Tensor x = arange(6, kFloat32).reshape({3, 2});
+  for (const auto& [labels, repeats] : {std::pair{tensor({3, 1, 3, 3, 7}), tensor({2, 0, 1})},
+                                        std::pair{tensor({4, 4, 4, 4, 4}), tensor({0, 0, 0})},
+                                        std::pair{tensor({9, 8, 7, 6, 5}), tensor({1, 3, 2})}}) {
+    auto got = f(labels, x, repeats);
+    auto want = fn(labels, x, repeats);
+    expect_equal(std::get<0>(got), std::get<0>(want));
+    expect_equal(std::get<1>(got), std::get<1>(want));
+    expect_equal(std::get<2>(got), std::get<2>(want));
+    expect_equal(std::get<3>(got), std::get<3>(want));
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  EXPECT_EQ(f.stats().graphs, 1);
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_TRUE(contains(f.describe(), "unique(")) << f.describe();
+  EXPECT_TRUE(contains(f.describe(), "repeat_interleave")) << f.describe();
+  // A negative repeat raises when the graph runs, as eagerly.
+  EXPECT_THROW(f(tensor({1, 2, 3, 4, 5}), x, tensor({1, -1, 1})), ValueError);
+}
+
 // Note [Size-oblivious reasoning]: broadcasting a data-dependent size against a 1 needs no guard
 // (the data-dependent side wins whether or not it is 1), so these are one graph, even though the
 // first row count asked `u0 == 1` of the broadcast.

@@ -325,6 +325,37 @@ TEST(HigherOrderCodegen, CondGradientsCompileThroughAotAutograd) {
   EXPECT_EQ(branches, 2u) << o.output_code;
 }
 
+// Note [Branches of different sizes]: the output is [u0]; the backward cond's tangent is too, and
+// each branch's vjp takes the tangent of the size it returned.
+TEST(HigherOrderCodegen, GradientsThroughBranchesOfDifferentSizes) {
+  const Outcome o = watch_backend("kiln_hop_codegen_cond_sizes", [] {
+    auto fn = [](const Tensor& x, const Tensor& w) {
+      const Tensor picked = cond(
+          x.sum() > 0,
+          [](const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{(v[0] * v[1]).narrow(0, 1, 2).sin()};
+          },
+          [](const std::vector<Tensor>& v) {
+            return std::vector<Tensor>{cat({v[0] * v[1], v[0].exp(), v[1]})};
+          },
+          {x, w})[0];
+      return (picked * picked).sum() + picked.amax();
+    };
+    auto f = compile(fn, inductor());
+    const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
+    for (const Tensor& data :
+         {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
+      SCOPED_TRACE(data.sum().item<double>());
+      const Tensor x = data.clone().requires_grad_();
+      const Tensor y = f(x, w);
+      expect_equal(y, fn(x, w));
+      expect_same_gradients(y, {x, w}, fn(x, w), {x, w});
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
 // Note [A while_loop's history]: the forward saves each iteration's carries, the backward walks
 // them in reverse; gradients of the initial carry and of a closed-over weight equal eager's, for
 // trip counts 0, 1 and more.
@@ -352,6 +383,42 @@ TEST(HigherOrderCodegen, WhileLoopGradientsCompileThroughAotAutograd) {
     EXPECT_EQ(f.stats().compiles, 1);
   });
   EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+}
+
+// A scan is one extern step whose combine_fn is kernels of the generated code, over symbolic
+// lengths; its backward (Note [A scan's backward]) is another scan, compiled too, and gradients
+// of the initial carry, the xs and a closed-over weight equal the unrolled eager program's.
+TEST(HigherOrderCodegen, ScanAndItsBackwardAreKernelsOfTheGeneratedCode) {
+  const Outcome o = watch_backend("kiln_hop_codegen_scan", [] {
+    auto fn = [](const Tensor& h0, const Tensor& xs, const Tensor& w) {
+      ScanResult r = scan(
+          [&](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+            Tensor h = (c[0] * w + x[0]).tanh();
+            return std::pair{std::vector<Tensor>{h}, std::vector<Tensor>{h.exp(), h.sum()}};
+          },
+          {h0}, {xs}, 0, /*reverse=*/true);
+      return (r.carry[0] * 2).sum() + r.ys[0].sum() + (r.ys[1] * r.ys[1]).sum();
+    };
+    auto f = compile(fn, inductor(/*dynamic=*/true));
+    const Tensor w = tensor({0.5, -1.5, 2.0}, kFloat64).requires_grad_();
+    for (int64_t n : {4, 7, 2}) {
+      SCOPED_TRACE(n);
+      const Tensor h0 = tensor({0.25, -1.0, 0.75}, kFloat64).requires_grad_();
+      const Tensor xs =
+          (arange(static_cast<double>(3 * n), kFloat64).reshape({n, 3}) / 9).cos().requires_grad_();
+      const Tensor y = f(h0, xs, w);
+      expect_equal(y, fn(h0, xs, w));
+      expect_same_gradients(y, {h0, xs, w}, fn(h0, xs, w), {h0, xs, w});
+    }
+    EXPECT_EQ(f.stats().compiles, 1);
+  });
+  EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
+  // The forward's combine_fn and the backward's, each in the generated code.
+  size_t bodies = 0;
+  for (size_t at = o.output_code.find("combine_fn_kernel0("); at != std::string::npos;
+       at = o.output_code.find("combine_fn_kernel0(", at + 1))
+    ++bodies;
+  EXPECT_GE(bodies, 2u) << o.output_code;
 }
 
 // A cond inside a loop body, two floating carries, module parameters closed over, symbolic

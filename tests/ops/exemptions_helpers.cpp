@@ -16,6 +16,9 @@ const std::vector<std::pair<std::string, std::string>>& harness_exemptions() {
        "the forward of a differentiated while_loop, made only by AOT autograd (Note [A "
        "while_loop's history]); tested through compiled gradients in "
        "tests/inductor/higher_order_codegen_test.cpp"},
+      {"scan",
+       "a higher-order op: its body is a subgraph, so it runs only from a graph; tested in "
+       "tests/capture/scan_test.cpp (kiln::scan and kiln::map in tests/ops/control_flow_test.cpp)"},
       {"_local_scalar_dense",
        "defines an unbacked symbol in a graph (Note [Scalar outputs in a graph]); tested through "
        "item<SymInt>() in tests/capture/unbacked_test.cpp"},
@@ -41,6 +44,9 @@ const std::vector<std::pair<std::string, std::string>>& gradcheck_exemptions() {
       {"while_loop_with_history",
        "made only by AOT autograd, which differentiates it with its own backward loop "
        "(tests/inductor/higher_order_codegen_test.cpp)"},
+      {"scan",
+       "a higher-order op: eagerly its gradient is that of the unrolled body; compiled, AOT "
+       "autograd gives it a backward scan (Note [A scan's backward], tests/capture/scan_test.cpp)"},
       {"where.Scalar",
        "its only tensor is the bool condition: nothing to differentiate (where and its other "
        "Scalar forms are checked)"},

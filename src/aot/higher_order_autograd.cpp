@@ -1,0 +1,544 @@
+// AOT autograd through higher-order ops: cond, while_loop and scan recorded into the joint graph
+// as one node each, with a backward node of the same kind (Note [Higher-order ops in AOT
+// autograd]).
+#include "src/aot/higher_order_autograd.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "kiln/ops/creation.h"
+#include "src/aot/joint_graph.h"
+#include "src/aot/recorder.h"
+#include "src/autograd/autograd_meta.h"
+#include "src/autograd/derivatives.h"
+#include "src/graph/higher_order.h"
+#include "src/graph/meta_inference.h"
+#include "src/sym/shape_env.h"
+
+namespace kiln::aot {
+namespace {
+
+// Note [Higher-order ops in AOT autograd]
+// A `cond` in the traced graph is recorded as one node with the same subgraphs, its outputs fakes
+// of the node's metas. When an operand requires grad, its floating outputs get a CondBackward
+// node, whose backward is another cond on the same predicate: its branches are the vjp graphs of
+// the two bodies (build_vjp_graph: each recomputes its branch's forward from the operands, then
+// runs the backward formulas), taking the operands and one gradient per floating output and
+// returning one gradient per operand that requires grad (zeros where the branch does not read
+// it), as PyTorch's CondAutogradOp does. The partitioner splits the pair like any other nodes,
+// and both compile to generated code (Note [Higher-order ops in a program] in
+// src/runtime/program.h). A while_loop's backward walks its iterations in reverse (Note [A
+// while_loop's history]).
+// Records a call of `op` with `args` and `subgraphs` into the recorder's graph; returns fakes
+// of `metas`, bound to its outputs.
+std::vector<Tensor> record_call_with_subgraphs(Recorder& recorder, OpId op,
+                                               std::vector<graph::Arg> args,
+                                               const std::vector<graph::TensorMeta>& metas,
+                                               std::vector<graph::Subgraph> subgraphs) {
+  std::vector<graph::Value*> values = recorder.graph().add_call(op, std::move(args), metas);
+  graph::Node* recorded = recorder.graph().calls().back();
+  recorded->set_subgraphs(std::move(subgraphs));
+  if (!GradMode::is_enabled()) recorded->set_grad_mode(graph::Node::GradMode::Disabled);
+  std::vector<Tensor> fakes;
+  for (size_t j = 0; j < values.size(); ++j) {
+    fakes.push_back(graph::fake_tensor(metas[j]));
+    recorder.bind(fakes.back(), values[j]);
+  }
+  return fakes;
+}
+
+graph::Arg list_of(Recorder& recorder, const std::vector<Tensor>& tensors, std::string_view op) {
+  std::vector<graph::Value*> values;
+  for (const Tensor& t : tensors) values.push_back(recorder.input_value(t, op));
+  return graph::Arg::list(std::move(values));
+}
+
+graph::TensorMeta contiguous_meta(const Tensor& t) {
+  return graph::TensorMeta::contiguous(t.dtype(),
+                                       SymDimVector(t.sym_sizes().begin(), t.sym_sizes().end()));
+}
+
+// Zeros for a gradient that did not arrive, from the node's own metadata of it: a backward node
+// must not hold its forward outputs (their grad_fn is the node: a reference cycle).
+Tensor zeros_for(Recorder& recorder, const autograd::GradMeta& meta) {
+  RecordScope record(recorder);
+  return zeros(meta.sizes, meta.dtype);
+}
+
+class CondBackward final : public autograd::Node {
+ public:
+  CondBackward(Recorder& recorder, OpId cond, Tensor pred, std::vector<Tensor> operands,
+               std::vector<int> grad_operands, std::vector<graph::Subgraph> bodies)
+      : recorder_(recorder),
+        cond_(cond),
+        pred_(std::move(pred)),
+        operands_(std::move(operands)),
+        grad_operands_(std::move(grad_operands)),
+        bodies_(std::move(bodies)) {}
+
+  std::string name() const override { return "CondBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<Tensor> inputs = operands_;
+    for (size_t k = 0; k < input_metadata().size(); ++k) {
+      Tensor g = k < grads.size() ? grads[k] : Tensor();
+      inputs.push_back(g.defined() ? g : zeros_for(recorder_, input_metadata()[k]));
+    }
+    std::vector<graph::TensorMeta> metas;
+    for (int i : grad_operands_)
+      metas.push_back(contiguous_meta(operands_[static_cast<size_t>(i)]));
+    autograd::TensorList out = record_call_with_subgraphs(
+        recorder_, cond_,
+        {graph::Arg::value(recorder_.input_value(pred_, "cond's backward")),
+         list_of(recorder_, inputs, "cond's backward")},
+        metas, bodies_);
+    return out;
+  }
+
+ private:
+  Recorder& recorder_;
+  OpId cond_;
+  Tensor pred_;
+  std::vector<Tensor> operands_;
+  std::vector<int> grad_operands_;
+  std::vector<graph::Subgraph> bodies_;
+};
+
+std::vector<graph::TensorMeta> output_metas(const graph::Node& node) {
+  std::vector<graph::TensorMeta> metas;
+  for (const graph::Value* v : node.outputs()) {
+    graph::TensorMeta m = v->meta();
+    m.requires_grad = false;
+    metas.push_back(m);
+  }
+  return metas;
+}
+
+// A graph of the ops `fn` runs on fakes of `inputs` (recorded as the joint graph is), under no
+// grad: how the backward of a while_loop gets its bodies.
+graph::Graph trace_graph(const std::vector<graph::TensorMeta>& inputs,
+                         const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn) {
+  graph::Graph g;
+  Recorder recorder(g);
+  std::vector<Tensor> fakes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    fakes.push_back(graph::fake_tensor(inputs[i]));
+    recorder.bind(fakes.back(), g.add_placeholder(fmt::format("arg{}", i), inputs[i]));
+  }
+  std::vector<Tensor> outputs;
+  {
+    RecordScope record(recorder);
+    NoGradGuard no_grad;
+    outputs = fn(fakes);
+  }
+  std::vector<graph::Value*> values;
+  for (const Tensor& t : outputs)
+    values.push_back(recorder.value_of(not_an_input(recorder, t), "a body's output"));
+  g.set_outputs(std::move(values));
+  graph::eliminate_dead_code(g);
+  return g;
+}
+
+std::vector<Tensor> record_cond(const graph::Node& node, const Stack& args) {
+  Recorder& recorder = *current_recorder();
+  const Tensor& pred = args[0].tensor();
+  const std::vector<Tensor> operands = args[1].tensor_list();
+  std::vector<Tensor> outputs = record_call_with_subgraphs(
+      recorder, node.op(),
+      {graph::Arg::value(recorder.input_value(pred, "cond")), list_of(recorder, operands, "cond")},
+      output_metas(node), node.subgraphs());
+
+  std::vector<bool> requires_grad;
+  std::vector<int> grad_operands;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    requires_grad.push_back(autograd::requires_grad(operands[i]) &&
+                            is_floating(operands[i].dtype()));
+    if (requires_grad.back()) grad_operands.push_back(static_cast<int>(i));
+  }
+  std::vector<Tensor> floating;
+  for (const Tensor& t : outputs)
+    if (is_floating(t.dtype())) floating.push_back(t);
+  if (!GradMode::is_enabled() || grad_operands.empty() || floating.empty()) return outputs;
+
+  std::vector<graph::Subgraph> backward_bodies;
+  for (const graph::Subgraph& body : node.subgraphs()) {
+    auto vjp = std::make_shared<graph::Graph>(build_vjp_graph(*body.graph, requires_grad));
+    backward_bodies.push_back({body.name, std::move(vjp)});
+  }
+  auto backward = std::make_shared<CondBackward>(recorder, node.op(), pred, operands, grad_operands,
+                                                 std::move(backward_bodies));
+  for (int i : grad_operands)
+    backward->mutable_next_edges().push_back(
+        autograd::gradient_edge(operands[static_cast<size_t>(i)]));
+  for (const Tensor& t : floating) {
+    const uint32_t index = backward->add_input_metadata(t);
+    autograd::set_history(t, backward, index);
+  }
+  return outputs;
+}
+
+// Note [A while_loop's history]
+// A while_loop whose carries or additional inputs need gradients is recorded as
+// while_loop_with_history: the same loop, also returning how many iterations ran (n) and each
+// carry's value before each iteration, stacked ([n, ...]; n is an unbacked symbol). Its backward
+// (WhileLoopBackward) is a while_loop that walks the iterations in reverse, i = n-1 .. 0: it
+// takes iteration i's carries out of the histories and runs the vjp graph of body_fn there,
+// carrying the carries' gradients backward and summing the additional inputs' gradients, as
+// PyTorch's WhileLoopAutogradOp does. Its memory is the history: n copies of the carries.
+class WhileLoopBackward final : public autograd::Node {
+ public:
+  struct Plan {
+    OpId while_loop = 0;
+    Tensor iterations;
+    std::vector<Tensor> histories, additional;
+    std::vector<Tensor> floating_finals;    // the finals of the floating carries (not kept)
+    std::vector<int> floating_carries;      // their carry indices
+    std::vector<int> grad_additional;       // additional inputs that get a gradient
+    std::vector<int> carries_needing_grad;  // carry indices with a next edge (in order)
+    std::vector<graph::Subgraph> bodies;    // the backward loop's cond_fn and body_fn
+  };
+  WhileLoopBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {
+    plan_.floating_finals.clear();  // see zeros_for
+  }
+
+  std::string name() const override { return "WhileLoopBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<Tensor> carried;
+    {
+      RecordScope record(recorder_);
+      carried.push_back(plan_.iterations - 1);
+      for (size_t k = 0; k < input_metadata().size(); ++k) {
+        Tensor g = k < grads.size() ? grads[k] : Tensor();
+        carried.push_back(g.defined() ? g : zeros_for(recorder_, input_metadata()[k]));
+      }
+      for (int j : plan_.grad_additional)
+        carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
+    }
+    std::vector<Tensor> read = plan_.histories;
+    read.insert(read.end(), plan_.additional.begin(), plan_.additional.end());
+    std::vector<graph::TensorMeta> metas;
+    for (const Tensor& t : carried) metas.push_back(contiguous_meta(t));
+    std::vector<Tensor> out =
+        record_call_with_subgraphs(recorder_, plan_.while_loop,
+                                   {list_of(recorder_, carried, "while_loop's backward"),
+                                    list_of(recorder_, read, "while_loop's backward")},
+                                   metas, plan_.bodies);
+    autograd::TensorList result;
+    for (int k : plan_.carries_needing_grad) {
+      const auto at = std::find(plan_.floating_carries.begin(), plan_.floating_carries.end(), k);
+      result.push_back(out[1 + static_cast<size_t>(at - plan_.floating_carries.begin())]);
+    }
+    for (size_t j = 0; j < plan_.grad_additional.size(); ++j)
+      result.push_back(out[1 + input_metadata().size() + j]);
+    return result;
+  }
+
+ private:
+  Recorder& recorder_;
+  Plan plan_;
+};
+
+// The backward loop's bodies (Note [A while_loop's history]). Its carries: i, one gradient per
+// floating carry, one per additional input that gets a gradient; what it reads besides: the
+// histories, then the additional inputs.
+std::vector<graph::Subgraph> while_loop_backward_bodies(const graph::Node& node,
+                                                        const WhileLoopBackward::Plan& plan,
+                                                        const std::vector<Tensor>& carries) {
+  const size_t n = carries.size(), f = plan.floating_carries.size();
+  std::vector<graph::TensorMeta> inputs{graph::TensorMeta::contiguous(kInt64, {})};
+  for (const Tensor& t : plan.floating_finals) inputs.push_back(contiguous_meta(t));
+  for (int j : plan.grad_additional) inputs.push_back(contiguous_meta(plan.additional[j]));
+  for (const Tensor& h : plan.histories) inputs.push_back(contiguous_meta(h));
+  for (const Tensor& a : plan.additional) inputs.push_back(graph::TensorMeta::of(a));
+  for (graph::TensorMeta& m : inputs) m.requires_grad = false;
+
+  graph::Graph keep_going =
+      trace_graph(inputs, [](const std::vector<Tensor>& in) { return std::vector{in[0] >= 0}; });
+
+  std::vector<bool> flags;  // body_fn's inputs: the carries, then the additional inputs
+  for (size_t k = 0; k < n; ++k) flags.push_back(is_floating(carries[k].dtype()));
+  for (size_t j = 0; j < plan.additional.size(); ++j)
+    flags.push_back(std::find(plan.grad_additional.begin(), plan.grad_additional.end(),
+                              static_cast<int>(j)) != plan.grad_additional.end());
+  const graph::Graph vjp = build_vjp_graph(*node.subgraphs().at(1).graph, flags);
+  const size_t g = plan.grad_additional.size();
+  graph::Graph step = trace_graph(inputs, [&](const std::vector<Tensor>& in) {
+    const Tensor& i = in[0];
+    std::vector<Tensor> vjp_inputs;
+    for (size_t k = 0; k < n; ++k)
+      vjp_inputs.push_back(in[1 + f + g + k].index_select(0, i.view({1})).squeeze(0));
+    for (size_t j = 0; j < plan.additional.size(); ++j) vjp_inputs.push_back(in[1 + f + g + n + j]);
+    for (size_t k = 0; k < f; ++k) vjp_inputs.push_back(in[1 + k]);
+    std::vector<Tensor> grads = graph::interpret_symbolic(vjp, vjp_inputs, record_higher_order);
+    std::vector<Tensor> next{i - 1};
+    for (size_t k = 0; k < f; ++k) next.push_back(grads[k]);
+    for (size_t j = 0; j < g; ++j) next.push_back(in[1 + f + j] + grads[f + j]);
+    return next;
+  });
+  return {{"cond_fn", std::make_shared<graph::Graph>(std::move(keep_going))},
+          {"body_fn", std::make_shared<graph::Graph>(std::move(step))}};
+}
+
+std::vector<Tensor> record_while_loop(const graph::Node& node, const Stack& args) {
+  Recorder& recorder = *current_recorder();
+  const std::vector<Tensor> carries = args[0].tensor_list();
+  const std::vector<Tensor> additional = args[1].tensor_list();
+  WhileLoopBackward::Plan plan;
+  plan.additional = additional;
+  for (size_t k = 0; k < carries.size(); ++k) {
+    if (!is_floating(carries[k].dtype())) continue;
+    plan.floating_carries.push_back(static_cast<int>(k));
+    if (autograd::requires_grad(carries[k]))
+      plan.carries_needing_grad.push_back(static_cast<int>(k));
+  }
+  for (size_t j = 0; j < additional.size(); ++j)
+    if (is_floating(additional[j].dtype()) && autograd::requires_grad(additional[j]))
+      plan.grad_additional.push_back(static_cast<int>(j));
+  const bool differentiate = GradMode::is_enabled() && !plan.floating_carries.empty() &&
+                             (!plan.carries_needing_grad.empty() || !plan.grad_additional.empty());
+  const std::vector<graph::Arg> arg_values = {list_of(recorder, carries, "while_loop"),
+                                              list_of(recorder, additional, "while_loop")};
+  if (!differentiate)
+    return record_call_with_subgraphs(recorder, node.op(), arg_values, output_metas(node),
+                                      node.subgraphs());
+
+  sym::ShapeEnv* env = sym::ShapeEnv::current();
+  KILN_CHECK(env != nullptr, NotImplementedError,
+             "AOT autograd: a differentiated while_loop needs the trace's ShapeEnv for its "
+             "iteration count; the graph runs through the eager autograd engine");
+  const SymInt iterations =
+      env->create_unbacked_symbol("iterations of a while_loop", sym::ValueRange::at_least(0));
+  std::vector<graph::TensorMeta> metas = output_metas(node);
+  metas.push_back(graph::TensorMeta::contiguous(kInt64, {}));
+  for (const Tensor& c : carries) {
+    SymDimVector sizes{iterations};
+    for (SymInt s : c.sym_sizes()) sizes.push_back(s);
+    metas.push_back(graph::TensorMeta::contiguous(c.dtype(), sizes));
+  }
+  static const OpId with_history = OpRegistry::instance().id("while_loop_with_history");
+  std::vector<Tensor> out =
+      record_call_with_subgraphs(recorder, with_history, arg_values, metas, node.subgraphs());
+  const size_t n = carries.size();
+  std::vector<Tensor> finals(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n));
+  plan.iterations = out[n];
+  plan.histories.assign(out.begin() + static_cast<std::ptrdiff_t>(n + 1), out.end());
+  for (int k : plan.floating_carries) plan.floating_finals.push_back(finals[k]);
+  static const OpId while_loop = OpRegistry::instance().id("while_loop");
+  plan.while_loop = while_loop;
+  plan.bodies = while_loop_backward_bodies(node, plan, carries);
+
+  auto backward = std::make_shared<WhileLoopBackward>(recorder, plan);
+  for (int k : plan.carries_needing_grad)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(carries[k]));
+  for (int j : plan.grad_additional)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(additional[j]));
+  for (const Tensor& t : plan.floating_finals) {
+    const uint32_t index = backward->add_input_metadata(t);
+    autograd::set_history(t, backward, index);
+  }
+  return finals;
+}
+
+// Note [A scan's backward]
+// A scan whose carries, xs or additional inputs need gradients is recorded with a combine_fn that
+// also returns the carries it received as step outputs, so the forward returns each carry's value
+// before every step, stacked ([n, ...]) like the other step outputs: its history. The backward
+// (ScanBackward) is a scan in the other direction. Its carries: the gradients of the floating
+// carries, then running sums of the additional inputs' gradients; its xs: the histories, the xs,
+// then the gradients of the floating step outputs; its combine_fn runs the vjp graph of
+// combine_fn at step i and returns the gradients of that step's slices as step outputs, which
+// stack into the xs' gradients. As PyTorch's ScanAutogradOp: the memory is the history.
+class ScanBackward final : public autograd::Node {
+ public:
+  struct Plan {
+    OpId scan = 0;
+    bool reverse = false;
+    std::vector<Tensor> histories, xs, additional;
+    size_t floating_carries = 0;      // inputs 0 .. floating_carries-1 are their finals' grads
+    std::vector<int> floating_carry;  // the carry index of each
+    std::vector<int> carries_needing_grad, xs_needing_grad, additional_needing_grad;
+    std::vector<graph::Subgraph> bodies;  // the backward scan's combine_fn
+  };
+  ScanBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {}
+
+  std::string name() const override { return "ScanBackward"; }
+
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    const size_t f = plan_.floating_carries;
+    auto grad_or_zeros = [&](size_t k) {
+      const Tensor g = k < grads.size() ? grads[k] : Tensor();
+      return g.defined() ? g : zeros_for(recorder_, input_metadata()[k]);
+    };
+    std::vector<Tensor> carried, read = plan_.histories;
+    {
+      RecordScope record(recorder_);
+      for (size_t k = 0; k < f; ++k) carried.push_back(grad_or_zeros(k));
+      for (int j : plan_.additional_needing_grad)
+        carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
+      read.insert(read.end(), plan_.xs.begin(), plan_.xs.end());
+      for (size_t k = f; k < input_metadata().size(); ++k) read.push_back(grad_or_zeros(k));
+    }
+    std::vector<graph::TensorMeta> metas;
+    for (const Tensor& t : carried) metas.push_back(contiguous_meta(t));
+    for (int j : plan_.xs_needing_grad)
+      metas.push_back(contiguous_meta(plan_.xs[static_cast<size_t>(j)]));
+    const std::vector<Tensor> out =
+        record_call_with_subgraphs(recorder_, plan_.scan,
+                                   {list_of(recorder_, carried, "scan's backward"),
+                                    list_of(recorder_, read, "scan's backward"),
+                                    list_of(recorder_, plan_.additional, "scan's backward"),
+                                    graph::Arg::constant(IValue(!plan_.reverse))},
+                                   metas, plan_.bodies);
+    const size_t g = plan_.additional_needing_grad.size();
+    autograd::TensorList result;
+    for (int k : plan_.carries_needing_grad) {
+      const auto at = std::find(plan_.floating_carry.begin(), plan_.floating_carry.end(), k);
+      result.push_back(out[static_cast<size_t>(at - plan_.floating_carry.begin())]);
+    }
+    for (size_t j = 0; j < plan_.xs_needing_grad.size(); ++j) result.push_back(out[f + g + j]);
+    for (size_t j = 0; j < g; ++j) result.push_back(out[f + j]);
+    return result;
+  }
+
+ private:
+  Recorder& recorder_;
+  Plan plan_;
+};
+
+bool contains(const std::vector<int>& v, size_t i) {
+  return std::find(v.begin(), v.end(), static_cast<int>(i)) != v.end();
+}
+
+// The backward scan's combine_fn (Note [A scan's backward]).
+graph::Graph scan_backward_body(const graph::Graph& combine, const ScanBackward::Plan& plan) {
+  const std::span<graph::Value* const> in = combine.placeholders();
+  const std::span<graph::Value* const> returned = combine.outputs();
+  const size_t nc = plan.histories.size(), nx = plan.xs.size(), na = plan.additional.size();
+  const size_t f = plan.floating_carries, g = plan.additional_needing_grad.size();
+  std::vector<bool> flags;  // combine_fn's inputs: carries, slices, additional inputs
+  for (size_t k = 0; k < nc; ++k) flags.push_back(contains(plan.floating_carry, k));
+  for (size_t j = 0; j < nx; ++j) flags.push_back(contains(plan.xs_needing_grad, j));
+  for (size_t j = 0; j < na; ++j) flags.push_back(contains(plan.additional_needing_grad, j));
+  const graph::Graph vjp = build_vjp_graph(combine, flags);
+  auto contiguous = [](const graph::Value* v) {
+    return graph::TensorMeta::contiguous(v->meta().dtype, v->meta().sizes);
+  };
+  std::vector<graph::TensorMeta> inputs;
+  for (int k : plan.floating_carry) inputs.push_back(contiguous(in[static_cast<size_t>(k)]));
+  for (int j : plan.additional_needing_grad)
+    inputs.push_back(contiguous(in[nc + nx + static_cast<size_t>(j)]));
+  for (size_t k = 0; k < nc + nx; ++k) inputs.push_back(contiguous(in[k]));  // history, slices
+  std::vector<size_t> floating_steps;
+  for (size_t k = nc; k < returned.size(); ++k)
+    if (is_floating(returned[k]->meta().dtype)) floating_steps.push_back(k);
+  for (size_t k : floating_steps) inputs.push_back(contiguous(returned[k]));
+  for (size_t j = 0; j < na; ++j) inputs.push_back(in[nc + nx + j]->meta());
+  for (graph::TensorMeta& m : inputs) m.requires_grad = false;
+  const size_t fy = floating_steps.size();
+  return trace_graph(inputs, [&](const std::vector<Tensor>& at) {
+    const size_t slices = f + g, steps = slices + nc + nx, additional = steps + fy;
+    std::vector<Tensor> vjp_inputs(at.begin() + static_cast<ptrdiff_t>(slices),
+                                   at.begin() + static_cast<ptrdiff_t>(steps));
+    vjp_inputs.insert(vjp_inputs.end(), at.begin() + static_cast<ptrdiff_t>(additional), at.end());
+    for (size_t k = 0; k < f; ++k) vjp_inputs.push_back(at[k]);
+    for (size_t k = 0; k < fy; ++k) vjp_inputs.push_back(at[steps + k]);
+    const std::vector<Tensor> grads =
+        graph::interpret_symbolic(vjp, vjp_inputs, record_higher_order);
+    const size_t gx = plan.xs_needing_grad.size();
+    std::vector<Tensor> next(grads.begin(), grads.begin() + static_cast<ptrdiff_t>(f));
+    for (size_t j = 0; j < g; ++j) next.push_back(at[f + j] + grads[f + gx + j]);
+    for (size_t j = 0; j < gx; ++j) next.push_back(grads[f + j]);
+    return next;
+  });
+}
+
+std::vector<Tensor> record_scan(const graph::Node& node, const Stack& args) {
+  Recorder& recorder = *current_recorder();
+  const std::vector<Tensor> init = args[0].tensor_list();
+  const std::vector<Tensor> xs = args[1].tensor_list();
+  const std::vector<Tensor> additional = args[2].tensor_list();
+  const bool reverse = args[3].to_bool();
+  const graph::Graph& combine = *node.subgraphs().at(0).graph;
+  const size_t nc = init.size();
+  ScanBackward::Plan plan{.reverse = reverse, .xs = xs, .additional = additional};
+  auto needs_grad = [](const Tensor& t) {
+    return is_floating(t.dtype()) && autograd::requires_grad(t);
+  };
+  for (size_t k = 0; k < nc; ++k) {
+    if (!is_floating(init[k].dtype())) continue;
+    plan.floating_carry.push_back(static_cast<int>(k));
+    if (autograd::requires_grad(init[k])) plan.carries_needing_grad.push_back(static_cast<int>(k));
+  }
+  plan.floating_carries = plan.floating_carry.size();
+  for (size_t j = 0; j < xs.size(); ++j)
+    if (needs_grad(xs[j])) plan.xs_needing_grad.push_back(static_cast<int>(j));
+  for (size_t j = 0; j < additional.size(); ++j)
+    if (needs_grad(additional[j])) plan.additional_needing_grad.push_back(static_cast<int>(j));
+  std::vector<graph::TensorMeta> metas = output_metas(node);
+  const bool any_floating_output =
+      std::any_of(metas.begin(), metas.end(), [](const auto& m) { return is_floating(m.dtype); });
+  const bool differentiate = GradMode::is_enabled() && any_floating_output &&
+                             (!plan.carries_needing_grad.empty() || !plan.xs_needing_grad.empty() ||
+                              !plan.additional_needing_grad.empty());
+  const std::vector<graph::Arg> arg_values = {
+      list_of(recorder, init, "scan"), list_of(recorder, xs, "scan"),
+      list_of(recorder, additional, "scan"), graph::Arg::constant(IValue(reverse))};
+  if (!differentiate)
+    return record_call_with_subgraphs(recorder, node.op(), arg_values, metas, node.subgraphs());
+
+  std::vector<graph::TensorMeta> combine_inputs;
+  for (const graph::Value* p : combine.placeholders()) combine_inputs.push_back(p->meta());
+  auto with_history = std::make_shared<graph::Graph>(
+      trace_graph(combine_inputs, [&](const std::vector<Tensor>& in) {
+        std::vector<Tensor> out = graph::interpret_symbolic(combine, in, record_higher_order);
+        out.insert(out.end(), in.begin(), in.begin() + static_cast<ptrdiff_t>(nc));
+        return out;
+      }));
+  const SymInt length = xs[0].sym_sizes()[0];
+  for (const Tensor& c : init) {
+    SymDimVector sizes{length};
+    for (SymInt s : c.sym_sizes()) sizes.push_back(s);
+    metas.push_back(graph::TensorMeta::contiguous(c.dtype(), sizes));
+  }
+  std::vector<Tensor> out = record_call_with_subgraphs(recorder, node.op(), arg_values, metas,
+                                                       {{"combine_fn", std::move(with_history)}});
+  std::vector<Tensor> results(out.begin(), out.end() - static_cast<ptrdiff_t>(nc));
+  plan.histories.assign(out.end() - static_cast<ptrdiff_t>(nc), out.end());
+  plan.scan = node.op();
+  plan.bodies = {{"combine_fn", std::make_shared<graph::Graph>(scan_backward_body(combine, plan))}};
+
+  auto backward = std::make_shared<ScanBackward>(recorder, plan);
+  for (int k : plan.carries_needing_grad)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(init[k]));
+  for (int j : plan.xs_needing_grad)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(xs[j]));
+  for (int j : plan.additional_needing_grad)
+    backward->mutable_next_edges().push_back(autograd::gradient_edge(additional[j]));
+  // Inputs of the backward: the floating final carries, then the floating stacked step outputs.
+  for (int k : plan.floating_carry)
+    autograd::set_history(results[k], backward, backward->add_input_metadata(results[k]));
+  for (size_t k = nc; k < results.size(); ++k)
+    if (is_floating(results[k].dtype()))
+      autograd::set_history(results[k], backward, backward->add_input_metadata(results[k]));
+  return results;
+}
+
+}  // namespace
+
+std::vector<Tensor> record_higher_order(const graph::Node& node, const Stack& args) {
+  const std::string& op = node.op_def().name;
+  KILN_CHECK(current_recorder() != nullptr, ValueError,
+             "AOT autograd: {} recorded outside a joint trace", op);
+  if (op == "scan") return record_scan(node, args);
+  KILN_CHECK(args.size() == 2, ValueError, "AOT autograd: {} recorded with {} arguments", op,
+             args.size());
+  if (op == "cond") return record_cond(node, args);
+  if (op == "while_loop") return record_while_loop(node, args);
+  throw NotImplementedError(fmt::format(
+      "AOT autograd: {} has no ahead-of-time backward yet (Note [Higher-order ops in AOT "
+      "autograd]); the graph runs through the eager autograd engine",
+      op));
+}
+
+}  // namespace kiln::aot
