@@ -38,6 +38,10 @@ std::vector<Tensor> cond(bool pred, const BodyFn& true_fn, const BodyFn& false_f
                          const std::vector<Tensor>& operands);
 std::vector<Tensor> cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn& false_fn,
                          const std::vector<Tensor>& operands);
+// A predicate on sizes (`x.size(0) > 4`): under kiln::compile with symbolic sizes it is computed
+// when the graph runs, so one graph serves both branches (no guard, no recompile).
+std::vector<Tensor> cond(const SymBool& pred, const BodyFn& true_fn, const BodyFn& false_fn,
+                         const std::vector<Tensor>& operands);
 
 // carried = body_fn(carried) while cond_fn(carried) holds; returns the final carries. cond_fn
 // returns a one-element bool tensor; body_fn returns as many tensors as it receives, each with

@@ -10,9 +10,12 @@
 #include <string>
 
 #include "kiln/error.h"
+#include "kiln/ops/creation.h"
 #include "kiln/ops/shape.h"
 #include "src/core/shape.h"
 #include "src/core/tracing_hooks.h"
+#include "src/dispatch/dispatcher.h"
+#include "src/sym/expr.h"
 
 namespace kiln {
 namespace {
@@ -173,6 +176,55 @@ std::vector<Tensor> cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn
     return hooks->trace_cond(pred, true_fn, false_fn, operands);
   }
   return cond(predicate_value("cond", "pred", pred), true_fn, false_fn, operands);
+}
+
+namespace {
+
+// Note [A SymBool predicate]
+// cond(x.size(0) > 4, ...) under a trace with symbolic sizes would guard on the comparison and
+// specialize the graph to one branch. Instead the condition becomes a 0-dim bool tensor computed
+// from the sizes it compares (sym_scalar_tensor of each side, then the comparison), so the
+// predicate is a graph value like any tensor predicate and the cond node decides when it runs.
+Tensor int_tensor(const sym::Expr* e) {
+  static const OpId id = op_id("sym_scalar_tensor");
+  return dispatch::call_tensor(id, SymInt::from_expr(e), Device::CPU);
+}
+
+Tensor bool_tensor(const sym::Expr* e) {
+  const std::span<const sym::Expr* const> a = e->args();
+  switch (e->kind()) {
+    case sym::ExprKind::True:
+    case sym::ExprKind::False:
+      return scalar_tensor(e->kind() == sym::ExprKind::True, kBool);
+    case sym::ExprKind::Eq:
+      return int_tensor(a[0]).eq(int_tensor(a[1]));
+    case sym::ExprKind::Ne:
+      return int_tensor(a[0]).ne(int_tensor(a[1]));
+    case sym::ExprKind::Lt:
+      return int_tensor(a[0]).lt(int_tensor(a[1]));
+    case sym::ExprKind::Le:
+      return int_tensor(a[0]).le(int_tensor(a[1]));
+    case sym::ExprKind::And:
+    case sym::ExprKind::Or: {
+      Tensor all = bool_tensor(a[0]);
+      for (size_t i = 1; i < a.size(); ++i)
+        all = e->kind() == sym::ExprKind::And ? all & bool_tensor(a[i]) : all | bool_tensor(a[i]);
+      return all;
+    }
+    case sym::ExprKind::Not:
+      return bool_tensor(a[0]).logical_not();
+    default:
+      throw ValueError(fmt::format("cond: the predicate {} is not a condition", sym::to_string(e)));
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> cond(const SymBool& pred, const BodyFn& true_fn, const BodyFn& false_fn,
+                         const std::vector<Tensor>& operands) {
+  if (pred.is_symbolic() && current_tracing_hooks() != nullptr)
+    return cond(bool_tensor(pred.expr()), true_fn, false_fn, operands);
+  return cond(static_cast<bool>(pred), true_fn, false_fn, operands);
 }
 
 std::vector<Tensor> while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,

@@ -1,5 +1,5 @@
 // _local_scalar_dense: the value of a one-element integer tensor, as a graph node that defines an
-// unbacked symbol.
+// unbacked symbol; sym_scalar_tensor: a symbolic int as a tensor.
 //
 // Note [Scalar outputs in a graph]
 // Under kiln::compile with capture_scalar_outputs, `x.item<SymInt>()` does not end the graph to
@@ -53,9 +53,25 @@ void cpu_local_scalar_dense(OpCall& call) {
   *out.data_ptr<int64_t>() = self.item<int64_t>();
 }
 
+// sym_scalar_tensor(value, device): the other direction, a symbolic int as a 0-dim int64 tensor
+// whose value the graph takes from its symbols when it runs (Note [A SymBool predicate] in
+// src/ops/control_flow.cpp). Eagerly, and in a kernel, the value is a plain int.
+void meta_sym_scalar_tensor(OpCall& call) { call.set_output(0, kInt64, SymDimVector{}); }
+
+void cpu_sym_scalar_tensor(OpCall& call) {
+  *call.set_output(0, kInt64, SymDimVector{}).data_ptr<int64_t>() = call.int_arg(0);
+}
+
 }  // namespace
 
 void register_scalar_output_ops(OpRegistry& r) {
+  r.add({.name = "sym_scalar_tensor",
+         .schema = "sym_scalar_tensor(SymInt value, Device device) -> Tensor",
+         .family = "scalar_output",
+         .meta = meta_sym_scalar_tensor,
+         .cpu = cpu_sym_scalar_tensor,
+         .tags = kTagFactory | kTagNondifferentiable,
+         .device_arg = 1});
   r.add({.name = "_local_scalar_dense",
          .schema = "_local_scalar_dense(Tensor self, int symbol, int[] lower=[], int[] upper=[], "
                    "str checks='') -> Tensor",

@@ -236,6 +236,27 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
       << msg;
 }
 
+// Note [A SymBool predicate]: a predicate on symbolic sizes is computed when the graph runs.
+TEST_P(CompiledControlFlow, ASymBoolPredicateIsDecidedWhenTheGraphRuns) {
+  auto fn = [](const Tensor& x) {
+    return cond(
+        sym_or(x.size(0) > 3, x.size(1) == 3),
+        [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].sum({0})}; },
+        [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].amax({0}) * 2}; },
+        {x})[0];
+  };
+  auto f = compile(fn, with_backend(GetParam(), /*dynamic=*/true));
+  for (int64_t rows : {5, 2, 4, 3, 7}) {
+    SCOPED_TRACE(rows);
+    const Tensor x = (arange(static_cast<double>(rows * 2), kFloat32) - 3).reshape({rows, 2});
+    expect_equal(f(x), fn(x));
+  }
+  const Tensor wide = (arange(6.0, kFloat32) - 3).reshape({2, 3});
+  expect_equal(f(wide), fn(wide));
+  EXPECT_EQ(f.stats().compiles, 1);
+  EXPECT_NE(f.describe().find("sym_scalar_tensor(s"), std::string::npos) << f.describe();
+}
+
 // Note [Branches of different sizes]: the output's length is u0, bound by the branch that runs.
 TEST_P(CompiledControlFlow, BranchesMayReturnDifferentSizes) {
   bool unbacked = false;

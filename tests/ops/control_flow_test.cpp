@@ -36,6 +36,14 @@ TEST(Cond, RunsTheBranchThePredicatePicks) {
   EXPECT_EQ(max_abs_diff(cond(x.sum() > 1, plus, times, {x})[0], x + 1), 0);
 }
 
+TEST(Cond, ASymBoolPredicateOnPlainSizesIsABool) {
+  const Tensor x = ones({3, 2});
+  auto sum = [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].sum()}; };
+  auto neg = [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].neg()}; };
+  EXPECT_EQ(cond(x.size(0) > 2, sum, neg, {x})[0].item<float>(), 6.0f);
+  EXPECT_EQ(cond(x.size(1) > 2, sum, neg, {x})[0].dim(), 2);
+}
+
 TEST(Cond, APredicateTensorIsOneBool) {
   Tensor x = ones({3});
   BodyFn id = [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; };

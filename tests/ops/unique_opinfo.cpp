@@ -1,4 +1,5 @@
-// OpInfos for unique and repeat_interleave (src/ops/unique.cpp).
+// OpInfos for unique and repeat_interleave (src/ops/unique.cpp), and sym_scalar_tensor
+// (src/ops/scalar_output.cpp), which turns a (symbolic) int into a tensor.
 #include <algorithm>
 #include <map>
 
@@ -164,6 +165,17 @@ const bool registered = [] {
            [](std::mt19937_64& rng) {
              return Args{{{make_tensor({2, 3}, kFloat64, rng), int64_t{2}, IValue(int64_t{1})},
                           "columns twice"}};
+           }});
+  register_op_info(
+      {.name = "sym_scalar_tensor",
+       .samples =
+           [](ScalarType dt, std::mt19937_64&) {
+             if (dt != kInt64) return Args{};  // its result is always int64
+             return Args{{{int64_t{7}, Device::CPU}, "7"}, {{int64_t{-3}, Device::CPU}, "-3"}};
+           },
+       .reference =
+           [](const Stack& a) {
+             return std::vector<Tensor>{scalar_tensor(a[0].to_int(), kInt64)};
            }});
   return true;
 }();
