@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "src/autograd/formulas/grad_utils.h"
+#include "src/dispatch/dispatcher.h"
 
 namespace kiln::autograd {
 namespace {
@@ -30,11 +31,21 @@ void sum_backward(GradContext& ctx) {
 }
 
 // mean(self, dim, keepdim, dtype): divide the small gradient, then expand it (a view).
+// With symbolic sizes the count is a symbol expression: the division reads it as a tensor the
+// graph computes (sym_scalar_tensor), so a compiled backward serves every size without a guard.
 void mean_backward(GradContext& ctx) {
-  const DimVector sizes = ctx.int_sizes(0);
-  const int64_t count = reduced_count(sizes, ctx.ints(1));
-  ctx.set_grad(0, expand_reduced(ctx.grad() / static_cast<double>(count), ctx.ints(1), sizes,
-                                 ctx.bool_arg(2)));
+  const SymIntArrayRef sizes = ctx.sizes(0);
+  SymInt count = 1;
+  for (int64_t d : reduced_dims(ctx.ints(1), static_cast<int64_t>(sizes.size())))
+    count = count * sizes[d];
+  Tensor g = ctx.grad();
+  if (count.is_symbolic()) {
+    static const OpId sym_scalar_tensor = op_id("sym_scalar_tensor");
+    g = g / dispatch::call_tensor(sym_scalar_tensor, count, Device::CPU);
+  } else {
+    g = g / static_cast<double>(count.expect_int());
+  }
+  ctx.set_grad(0, expand_reduced(g, ctx.ints(1), sizes, ctx.bool_arg(2)));
 }
 
 // Note [prod backward with zeros]
@@ -116,20 +127,23 @@ void full_extremum_backward(GradContext& ctx) {
 // A gradient of shape `values` (keepdim or not) placed at `indices` along dim, zero elsewhere:
 // max.dim/min.dim's backward. A comparison against the positions along dim builds the mask, so
 // the result is one `where` (differentiable in the gradient, for double backward).
-Tensor select_along_dim(const Tensor& g, const Tensor& indices, int64_t dim, IntArrayRef sizes,
+Tensor select_along_dim(const Tensor& g, const Tensor& indices, int64_t dim, SymIntArrayRef sizes,
                         bool keepdim) {
   const int64_t rank = static_cast<int64_t>(sizes.size());
   const Tensor gu = keepdim ? g : g.unsqueeze(dim);
   const Tensor iu = keepdim ? indices : indices.unsqueeze(dim);
+  // Only the reduced dim's length is read as an int (a guard when symbolic: arange takes a
+  // Scalar end); the other dims stay symbolic.
+  const int64_t length = sizes[static_cast<size_t>(dim)].guard_int();
   std::vector<int64_t> positions_shape(static_cast<size_t>(rank), 1);
-  positions_shape[dim] = sizes[dim];
-  const Tensor positions = arange(sizes[dim]).view(positions_shape);
+  positions_shape[static_cast<size_t>(dim)] = length;
+  const Tensor positions = arange(length).view(positions_shape);
   return where(positions == iu, gu, 0);
 }
 
 // max.dim/min.dim(self, dim, keepdim) -> (values, indices)
 void max_dim_backward(GradContext& ctx) {
-  const DimVector sizes = ctx.int_sizes(0);
+  const SymIntArrayRef sizes = ctx.sizes(0);
   if (sizes.empty()) {
     ctx.set_grad(0, ctx.grad(0));
     return;
