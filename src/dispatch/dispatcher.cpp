@@ -96,12 +96,61 @@ std::array<KeyHandler, kNumDispatchKeys>& fallbacks() {
   return table;
 }
 
+// Which arguments of `op`'s schema are plain `Tensor`s (not `Tensor?`): bit i for argument i.
+uint64_t parse_required_tensors(const OpDef& op) {
+  const std::string& schema = op.schema;
+  const size_t open = schema.find('('), close = schema.rfind(") ->");
+  if (open == std::string::npos || close == std::string::npos || close < open) return 0;
+  uint64_t mask = 0;
+  int index = 0;
+  size_t start = open + 1;
+  while (start < close && index < 64) {
+    size_t end = schema.find(',', start);
+    if (end == std::string::npos || end > close) end = close;
+    std::string_view arg(schema.data() + start, end - start);
+    while (!arg.empty() && arg.front() == ' ') arg.remove_prefix(1);
+    if (arg != "*") {
+      const std::string_view type = arg.substr(0, arg.find(' '));
+      if (type == "Tensor" || (type.starts_with("Tensor(") && !type.ends_with("?")))
+        mask |= uint64_t{1} << index;
+      ++index;
+    }
+    start = end + 1;
+  }
+  return mask;
+}
+
+uint64_t required_tensors(const OpDef& op) {
+  // Parsed once for the ops registered before the first call; an op added later is parsed on
+  // each call (ops are registered at startup, so that is rare).
+  static const std::vector<uint64_t> masks = [] {
+    std::vector<uint64_t> m;
+    for (const auto& def : OpRegistry::instance().ops()) m.push_back(parse_required_tensors(*def));
+    return m;
+  }();
+  return op.id < masks.size() ? masks[op.id] : parse_required_tensors(op);
+}
+
+// An undefined Tensor (a default-constructed kiln::Tensor) where the schema takes a Tensor: raise
+// here, naming the op and the argument, before a kernel or meta function reads it.
+[[noreturn]] void undefined_tensor_argument(const OpDef& op, size_t i) {
+  throw ValueError(fmt::format(
+      "{}: argument {} is an undefined tensor (a default-constructed kiln::Tensor); pass a "
+      "defined tensor (schema: {})",
+      op.name, i, op.schema));
+}
+
 DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
   DispatchKeySet keys;
-  for (const IValue& v : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const IValue& v = args[i];
     if (v.is_tensor()) {
       const Tensor& t = v.tensor();
-      if (t.defined()) keys = keys | t.impl()->keys();
+      if (t.defined()) {
+        keys = keys | t.impl()->keys();
+      } else if (i < 64 && (required_tensors(op) >> i & 1) != 0) {
+        undefined_tensor_argument(op, i);
+      }
     } else if (v.is_tensor_list()) {
       for (const Tensor& t : v.tensor_list())
         if (t.defined()) keys = keys | t.impl()->keys();

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "kiln/kiln.h"
 #include "src/dispatch/dispatcher.h"
 
@@ -85,4 +87,28 @@ TEST(SmallVector, GrowsPastInlineCapacityAndCopies) {
   EXPECT_EQ(std::vector<int64_t>(w.begin(), w.end()), (std::vector<int64_t>{0, 2, 3}));
   SmallVector<int64_t, 2> m = std::move(w);
   EXPECT_EQ(m.size(), 3u);
+}
+
+TEST(Dispatcher, AnUndefinedTensorWhereTheSchemaTakesOneRaisesNamingTheOp) {
+  const Tensor undefined, x = ones({2});
+  for (auto call : std::vector<std::function<void()>>{
+           [&] { (void)(x - undefined); }, [&] { (void)(undefined * x); },
+           [&] { (void)undefined.exp(); }, [&] { (void)x.index_select(0, undefined); },
+           [&] { (void)x.add_(undefined); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("is an undefined tensor"), std::string::npos)
+          << e.what();
+    } catch (const Error& e) {
+      // An op with no defined tensor at all finds no backend first.
+      EXPECT_NE(std::string(e.what()).find("no backend"), std::string::npos) << e.what();
+    }
+  }
+  // An optional Tensor argument may be undefined: a linear layer without bias.
+  EXPECT_EQ(linear(ones({1, 2}), ones({3, 2}), Tensor()).sizes().vec(),
+            (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(conv2d(ones({1, 1, 3, 3}), ones({2, 1, 2, 2})).sizes().vec(),
+            (std::vector<int64_t>{1, 2, 2, 2}));
 }
