@@ -379,8 +379,9 @@ class LineParser {
     }
     IValue& c = e.constant;
     if (type != nullptr && type->is_scalar() && (c.is_int() || c.is_double() || c.is_bool())) {
-      KILN_CHECK_AT(!(c.is_int() && c.to_sym_int().is_symbolic()), e.column,
-                    "a Scalar argument cannot be a symbolic size");
+      // A symbolic size as a Scalar (arange's end over x.size(0)) stays a SymInt word, as the
+      // tracer recorded it; whoever runs the graph reads the symbol's value.
+      if (c.is_int() && c.to_sym_int().is_symbolic()) return Arg::constant(std::move(c));
       return Arg::constant(IValue(c.scalar()));
     }
     const bool int_type =

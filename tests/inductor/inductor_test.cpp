@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kiln/compile.h"
+#include "kiln/control_flow.h"
 #include "kiln/kiln.h"
 #include "src/trace/logs.h"
 #include "src/trace/reader.h"
@@ -201,6 +202,43 @@ TEST(Inductor, CatAndFactories) {
   auto f = compile(fn, inductor());
   Tensor x = randn({4, 3}), y = randn({2, 3});
   expect_equal(f(x, y), fn(x, y));
+}
+
+// arange over a symbolic size: its Scalar end holds the symbol, which the graph text prints and
+// parses back (extern calls are stored as text), and the program reads when it runs.
+TEST(Inductor, ArangeOverASymbolicSize) {
+  auto fn = [](const Tensor& x) {
+    const Tensor r = arange(x.size(0), TensorOptions(kFloat32));
+    const Tensor s = arange(2, x.size(1), TensorOptions(kInt64));
+    return std::make_tuple(x + r.unsqueeze(1), s * 3);
+  };
+  CompileOptions o = inductor();
+  o.dynamic = true;
+  auto f = compile(fn, o);
+  for (int64_t n : {4, 7, 3}) {
+    SCOPED_TRACE(n);
+    const Tensor x = randn({n, n + 2});
+    auto got = f(x);
+    auto want = fn(x);
+    expect_equal(std::get<0>(got), std::get<0>(want));
+    expect_equal(std::get<1>(got), std::get<1>(want));
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+  // The same inside a cond's branch: the call's graph, bodies included, is stored as text.
+  auto g = compile(
+      [](const Tensor& x) {
+        return cond(
+            x.sum() > 0,
+            [](const std::vector<Tensor>& v) {
+              return std::vector<Tensor>{v[0] + arange(v[0].size(0), TensorOptions(kFloat32))};
+            },
+            [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; }, {x})[0];
+      },
+      o);
+  for (int64_t n : {4, 6}) {
+    const Tensor x = arange(static_cast<double>(n), kFloat32) - 1;
+    expect_equal(g(x), x + arange(n, kFloat32));
+  }
 }
 
 // Note [Casts the value ranges prove]: casts the ranges prove print as plain conversions, the
