@@ -29,6 +29,23 @@ inline CompileOptions inductor() {
   return o;
 }
 
+// Options for `backend` with fullgraph (a graph break raises), static or dynamic shapes: what
+// the control-flow tests compile with.
+inline CompileOptions fullgraph_on(const std::string& backend, bool dynamic = false) {
+  CompileOptions o;
+  o.backend = backend;
+  o.fullgraph = true;
+  o.dynamic = dynamic;
+  return o;
+}
+
+// How often `what` occurs in `text` (nodes in a graph's text, kernels in generated code).
+inline size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline double compiled_tolerance(ScalarType t) {
   switch (t) {
     case kFloat64:

@@ -14,14 +14,7 @@ namespace {
 
 using testing::error_message;
 using testing::expect_equal;
-
-CompileOptions with_backend(const std::string& backend, bool dynamic = false) {
-  CompileOptions o;
-  o.backend = backend;
-  o.fullgraph = true;  // a graph break would raise
-  o.dynamic = dynamic;
-  return o;
-}
+using testing::fullgraph_on;
 
 // x -> cond(x.sum() > 0, sin(x) * w, x * 2 - w): w is closed over.
 Tensor branchy(const Tensor& x, const Tensor& w) {
@@ -34,7 +27,7 @@ Tensor branchy(const Tensor& x, const Tensor& w) {
 class CompiledControlFlow : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CompiledControlFlow, CondIsOneGraphWhateverThePredicate) {
-  auto f = compile(branchy, with_backend(GetParam()));
+  auto f = compile(branchy, fullgraph_on(GetParam()));
   const Tensor w = tensor({0.5f, -1.0f, 2.0f});
   for (const Tensor& x : {tensor({1.0f, 2.0f, 3.0f}), tensor({-1.0f, -2.0f, 0.5f}),
                           tensor({3.0f, -1.0f, -1.0f}), tensor({0.0f, 0.0f, 0.0f})})
@@ -62,7 +55,7 @@ TEST_P(CompiledControlFlow, WhileLoopIsOneGraphWhateverTheTripCount) {
     std::vector<Tensor> out = doubling(n, x);
     return std::make_tuple(out[0], out[1] + 1);
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor x = tensor({1.0f, -3.0f});
   for (int64_t n : {0, 1, 5, 3}) {
     const Tensor trips = scalar_tensor(n, kInt64);
@@ -89,7 +82,7 @@ TEST_P(CompiledControlFlow, ACondInsideALoopBody) {
         },
         {zeros({}, kInt64), x})[1];
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   for (int64_t n : {0, 1, 4, 7}) {
     const Tensor trips = scalar_tensor(n, kInt64), x = tensor({-1.0f, 0.25f});
     expect_equal(f(trips, x), fn(trips, x));
@@ -104,7 +97,7 @@ TEST_P(CompiledControlFlow, BodiesReadModuleParametersAndSymbolicSizes) {
         x.mean() > 0, [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{m(v[0])}; },
         [&](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].relu() * 3}; }, {x})[0];
   };
-  auto f = compile(fn, with_backend(GetParam(), /*dynamic=*/true));
+  auto f = compile(fn, fullgraph_on(GetParam(), /*dynamic=*/true));
   for (int64_t rows : {2, 5, 3}) {
     const Tensor x = randn({rows, 4});
     expect_equal(f(fc, x), fn(fc, x));
@@ -121,7 +114,7 @@ TEST_P(CompiledControlFlow, TwoCondsWithTheSameOperandsAndDifferentBodiesStayTwo
     const Tensor p = x.sum() > 0;
     return cond(p, s, c, {x})[0] * 10 + cond(p, c, s, {x})[0];
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   for (const Tensor& x : {tensor({1.0f, 2.0f}), tensor({-1.0f, -2.0f})}) expect_equal(f(x), fn(x));
 }
 
@@ -132,13 +125,13 @@ TEST_P(CompiledControlFlow, SizesZeroAndOne) {
         [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] + 1}; },
         [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] - 1}; }, {x})[0];
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   for (const Tensor& x : {zeros({0}), tensor({-2.0f}), zeros({1, 0})}) expect_equal(f(x), fn(x));
 }
 
 TEST_P(CompiledControlFlow, GradientsEqualEager) {
   auto fn = [](const Tensor& x, const Tensor& w) { return branchy(x, w).sum(); };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor w = tensor({0.5, -1.0, 2.0}, kFloat64).requires_grad_();
   for (const Tensor& data :
        {tensor({1.0, 2.0, 3.0}, kFloat64), tensor({-1.0, -2.0, 0.5}, kFloat64)}) {
@@ -150,7 +143,7 @@ TEST_P(CompiledControlFlow, GradientsEqualEager) {
   }
   // Through a loop: d/dx of x * 2^n.
   auto loop = [](const Tensor& n, const Tensor& x) { return doubling(n, x)[1].sum(); };
-  auto g = compile(loop, with_backend(GetParam()));
+  auto g = compile(loop, fullgraph_on(GetParam()));
   const Tensor x = tensor({1.0, -3.0}, kFloat64).requires_grad_();
   for (int64_t n : {0, 3}) {
     const Tensor trips = scalar_tensor(n, kInt64);
@@ -170,7 +163,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     },
                     ok, {a})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   std::string msg = error_message([&] { mutate_operand(x); });
   EXPECT_NE(msg.find("cond: true_fn mutated its operand 0"), std::string::npos) << msg;
   auto mutate_closure = compile(
@@ -182,7 +175,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     },
                     {a})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   msg = error_message([&] { mutate_closure(x, w); });
   EXPECT_NE(msg.find("cond: false_fn mutated its closed-over tensor 0"), std::string::npos) << msg;
   auto alias = compile(
@@ -192,7 +185,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
             [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].view({2})}; },
             {a})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   msg = error_message([&] { alias(x); });
   EXPECT_NE(msg.find("cond: false_fn returned output 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("aliases its operand 0"), std::string::npos) << msg;
@@ -203,7 +196,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
             [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].unsqueeze(0) * 2}; },
             {a})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   msg = error_message([&] { shapes(x); });
   EXPECT_NE(msg.find("cond: true_fn returned output 0 as float32 [2] but false_fn as float32 "
                      "[1, 2]; both branches return the same dtypes and numbers of dims"),
@@ -217,7 +210,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                     },
                     ok, {a})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   msg = error_message([&] { reads(x); });
   EXPECT_NE(msg.find("item() reads the value of a tensor"), std::string::npos) << msg;
   EXPECT_NE(msg.find("inside true_fn of cond"), std::string::npos) << msg;
@@ -229,7 +222,7 @@ TEST_P(CompiledControlFlow, BodiesThatBreakTheContractRaise) {
                           },
                           {zeros({}, kInt64), a})[1];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   msg = error_message([&] { carry(scalar_tensor(int64_t{2}, kInt64), x); });
   EXPECT_NE(msg.find("body_fn returned carry 1 as float64 [2] but received it as float32 [2]"),
             std::string::npos)
@@ -245,7 +238,7 @@ TEST_P(CompiledControlFlow, ASymBoolPredicateIsDecidedWhenTheGraphRuns) {
         [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0].amax({0}) * 2}; },
         {x})[0];
   };
-  auto f = compile(fn, with_backend(GetParam(), /*dynamic=*/true));
+  auto f = compile(fn, fullgraph_on(GetParam(), /*dynamic=*/true));
   for (int64_t rows : {5, 3, 4, 6, 7}) {
     SCOPED_TRACE(rows);
     const Tensor x = (arange(static_cast<double>(rows * 2), kFloat32) - 3).reshape({rows, 2});
@@ -271,7 +264,7 @@ TEST_P(CompiledControlFlow, BranchesMayReturnDifferentSizes) {
     unbacked |= picked.size(0).is_symbolic();  // while traced
     return std::make_tuple(picked + 1, picked.sum(), picked.unsqueeze(1) * x.view({1, 3}));
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   for (const Tensor& x :
        {tensor({1.0f, 2.0f, 3.0f}), tensor({-1.0f, -2.0f, 0.5f}), tensor({3.0f, -1.0f, 0.0f})}) {
     auto got = f(x);
@@ -295,7 +288,7 @@ TEST_P(CompiledControlFlow, AnUnusedCondStillRaisesForADivisionByZeroInItsBody) 
         [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 1}; }, {a, b});
     return a + 1;
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor a = tensor({1, 2}, kInt64);
   expect_equal(f(a, tensor({1, 1}, kInt64)), a + 1);
   EXPECT_THROW(fn(a, tensor({1, 0}, kInt64)), Error);
@@ -312,7 +305,7 @@ TEST_P(CompiledControlFlow, ARandomOpInABodyRaises) {
             },
             [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 1}; }, {x})[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   const std::string msg = error_message([&] { f(ones({4})); });
   EXPECT_NE(msg.find("inside true_fn of cond"), std::string::npos) << msg;
 }
@@ -331,7 +324,7 @@ TEST_P(CompiledControlFlow, APredicateAndCarriesFromOutsideAreReadWhenTheGraphRu
                       },
                       {start, y})[1];
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor x = tensor({1.0f, 2.0f});
   expect_equal(f(x), fn(x));
   flag.fill_(false);

@@ -12,22 +12,10 @@
 namespace kiln {
 namespace {
 
+using testing::count_of;
 using testing::error_message;
 using testing::expect_equal;
-
-CompileOptions with_backend(const std::string& backend, bool dynamic = false) {
-  CompileOptions o;
-  o.backend = backend;
-  o.fullgraph = true;  // a graph break would raise
-  o.dynamic = dynamic;
-  return o;
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::fullgraph_on;
 
 // h_t = tanh(h_{t-1} * w + x_t), y_t = h_t * 2: an RNN-like recurrence over dim `dim` of xs.
 ScanResult recurrence(const Tensor& h0, const Tensor& xs, const Tensor& w, int64_t dim,
@@ -47,7 +35,7 @@ TEST_P(CompiledScan, IsOneNodeWhateverTheLength) {
     ScanResult r = recurrence(h0, xs, w, 0, false);
     return std::make_tuple(r.carry[0], r.ys[0]);
   };
-  auto f = compile(fn, with_backend(GetParam(), /*dynamic=*/true));
+  auto f = compile(fn, fullgraph_on(GetParam(), /*dynamic=*/true));
   const Tensor w = tensor({0.5f, -1.0f, 0.25f}), h0 = tensor({0.1f, 0.2f, -0.3f});
   for (int64_t n : {5, 2, 9, 1}) {
     SCOPED_TRACE(n);
@@ -77,7 +65,7 @@ TEST_P(CompiledScan, ReverseAndOtherDimsEqualEager) {
           recurrence(h0.expand({2, 2}), x.transpose(1, 2).transpose(0, 1), w, 2, reverse);
       return std::make_tuple(r.carry[0], r.ys[0]);
     };
-    auto f = compile(fn, with_backend(GetParam()));
+    auto f = compile(fn, fullgraph_on(GetParam()));
     auto [h, ys] = f(xs);
     auto [h_eager, ys_eager] = fn(xs);
     expect_equal(h, h_eager);
@@ -95,7 +83,7 @@ TEST_P(CompiledScan, MapIsAScanWithNoCarry) {
         },
         {xs, xs.neg()}, {scale});
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor xs = arange(24.0, kFloat32).reshape({4, 2, 3}) / 10,
                scale = tensor({2.0f, 3.0f, -1.0f});
   std::vector<Tensor> got = f(xs, scale), want = fn(xs, scale);
@@ -118,7 +106,7 @@ TEST_P(CompiledScan, IntegerCarriesAndSizeOneSteps) {
         {zeros({}, kInt64), zeros({}, kBool)}, {xs});
     return std::make_tuple(r.carry[0], r.carry[1], r.ys[0], r.ys[1]);
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   for (const Tensor& xs : {tensor({0.5f, 2.0f, -1.0f}).reshape({3, 1}), tensor({{0.25f}})}) {
     auto got = f(xs);
     auto want = fn(xs);
@@ -144,7 +132,7 @@ TEST_P(CompiledScan, ACondInsideTheBody) {
                {ones({2})}, {xs})
         .ys[0];
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor xs = tensor({1.0f, 2.0f, -3.0f, 0.5f, 2.0f, 2.0f, -1.0f, -1.0f}).reshape({4, 2});
   expect_equal(f(xs), fn(xs));
   expect_equal(f(xs.neg()), fn(xs.neg()));
@@ -170,7 +158,7 @@ TEST_P(CompiledScan, GradientsEqualTheUnrolledRecurrence) {
       ScanResult r = recurrence(h0, xs, w, 0, reverse);
       return (r.carry[0] * 3).sum() + (r.ys[0] * r.ys[0]).sum();
     };
-    auto f = compile(fn, with_backend(GetParam()));
+    auto f = compile(fn, fullgraph_on(GetParam()));
     const Tensor h0 = tensor({0.1, 0.2, -0.3}, kFloat64).requires_grad_();
     const Tensor xs = (arange(12.0, kFloat64).reshape({4, 3}) / 7).requires_grad_();
     const Tensor w = tensor({0.5, -1.0, 0.25}, kFloat64).requires_grad_();
@@ -183,7 +171,7 @@ TEST_P(CompiledScan, GradientsOfSomeInputsOnlyAndOfAMap) {
   auto fn = [](const Tensor& h0, const Tensor& xs, const Tensor& w) {
     return recurrence(h0, xs, w, 0, false).ys[0].sum();
   };
-  auto f = compile(fn, with_backend(GetParam()));
+  auto f = compile(fn, fullgraph_on(GetParam()));
   const Tensor h0 = tensor({0.1, 0.2}, kFloat64), xs = arange(6.0, kFloat64).reshape({3, 2}) / 4;
   const Tensor w = tensor({0.5, -1.0}, kFloat64).requires_grad_();
   expect_same_gradients(f(h0, xs, w), fn(h0, xs, w), {w});
@@ -194,7 +182,7 @@ TEST_P(CompiledScan, GradientsOfSomeInputsOnlyAndOfAMap) {
                {xs})[0]
         .sum();
   };
-  auto g = compile(mapped, with_backend(GetParam()));
+  auto g = compile(mapped, fullgraph_on(GetParam()));
   const Tensor x = (arange(6.0, kFloat64).reshape({3, 2}) / 4).requires_grad_();
   expect_same_gradients(g(x, w), mapped(x, w), {x, w});
 }
@@ -211,7 +199,7 @@ TEST_P(CompiledScan, BodiesThatBreakTheContractRaise) {
                    {zeros({2})}, {x})
             .carry[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   const std::string mutated = error_message([&] { mutating(xs); });
   EXPECT_NE(mutated.find("scan: combine_fn mutated its slice of xs 0"), std::string::npos)
       << mutated;
@@ -226,7 +214,7 @@ TEST_P(CompiledScan, BodiesThatBreakTheContractRaise) {
                    {zeros({2})}, {x})
             .carry[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   const std::string reshaped = error_message([&] { reshaping(xs); });
   EXPECT_NE(reshaped.find(
                 "scan: combine_fn returned carry 0 as float32 [] but received it as float32 [2]"),
@@ -243,7 +231,7 @@ TEST_P(CompiledScan, BodiesThatBreakTheContractRaise) {
                    {ones({2})}, {x})
             .carry[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   const std::string read = error_message([&] { reading(xs); });
   EXPECT_NE(read.find("inside combine_fn of scan"), std::string::npos) << read;
 
@@ -256,7 +244,7 @@ TEST_P(CompiledScan, BodiesThatBreakTheContractRaise) {
                    {ones({2})}, {x})
             .ys[0];
       },
-      with_backend(GetParam()));
+      fullgraph_on(GetParam()));
   const std::string aliased = error_message([&] { aliasing(xs); });
   EXPECT_NE(aliased.find("aliases its slice of xs 0"), std::string::npos) << aliased;
 }

@@ -18,6 +18,7 @@
 namespace kiln {
 namespace {
 
+using testing::count_of;
 using testing::error_message;
 using testing::expect_equal;
 
@@ -318,11 +319,7 @@ TEST(HigherOrderCodegen, CondGradientsCompileThroughAotAutograd) {
   });
   EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
   // Forward and backward each compiled one cond: four branch bodies in the generated code.
-  size_t branches = 0;
-  for (size_t at = o.output_code.find("true_fn_kernel0("); at != std::string::npos;
-       at = o.output_code.find("true_fn_kernel0(", at + 1))
-    ++branches;
-  EXPECT_EQ(branches, 2u) << o.output_code;
+  EXPECT_EQ(count_of(o.output_code, "true_fn_kernel0("), 2u) << o.output_code;
 }
 
 // Note [Branches of different sizes]: the output is [u0]; the backward cond's tangent is too, and
@@ -414,11 +411,7 @@ TEST(HigherOrderCodegen, ScanAndItsBackwardAreKernelsOfTheGeneratedCode) {
   });
   EXPECT_EQ(o.fallbacks, 0) << o.fallback_reasons;
   // The forward's combine_fn and the backward's, each in the generated code.
-  size_t bodies = 0;
-  for (size_t at = o.output_code.find("combine_fn_kernel0("); at != std::string::npos;
-       at = o.output_code.find("combine_fn_kernel0(", at + 1))
-    ++bodies;
-  EXPECT_GE(bodies, 2u) << o.output_code;
+  EXPECT_GE(count_of(o.output_code, "combine_fn_kernel0("), 2u) << o.output_code;
 }
 
 // A cond inside a loop body, two floating carries, module parameters closed over, symbolic
