@@ -200,10 +200,15 @@ void cpu_index_put(OpCall& call) {
   const Tensor& self = call.tensor(0);
   IndexPlan plan = plan_index("index_put_", self, call.tensors(1));
   const cpu::AdvancedOffsets offsets = plan_offsets("index_put_", self, plan);
-  // Values in self's dtype, contiguous in result order (a temporary; not a view of self, so
-  // writing self cannot change them midway).
-  Tensor values = empty_tensor(plan.out_sizes, self.dtype());
-  cpu::copy_into(values, call.tensor(2));
+  // Values in self's dtype, contiguous in result order, and not sharing self's memory (so
+  // writing self cannot change them midway): the argument itself when it is so, else a copy.
+  const Tensor& given = call.tensor(2);
+  Tensor values = given;
+  if (given.dtype() != self.dtype() || !given.is_contiguous() || given.is_alias_of(self) ||
+      !shapes_equal(given.sym_sizes(), plan.out_sizes)) {
+    values = empty_tensor(plan.out_sizes, self.dtype());
+    cpu::copy_into(values, given);
+  }
   const bool accumulate = call.bool_arg(3);
   if (!accumulate && offsets.rows_are_contiguous())
     cpu::scatter_rows(self, offsets, values);

@@ -89,6 +89,34 @@ TEST(Indexing, IndexPutAccumulateAddsDuplicates) {
 
 // Whole rows of a row-major tensor are copied row by row (cpu::gather_rows, scatter_rows); the
 // result equals the element-by-element path, which a transposed (not row-major) input takes.
+// Enough rows for scatter_rows to split dst's rows over the threads (Note [Writing rows in
+// parallel, last write wins]): with duplicates in any order the last write of each row wins, as
+// on the element path (a column-major dst), and values that share dst's memory are read before
+// any write.
+TEST(Indexing, ParallelRowWritesKeepTheLastWriteOfEachRow) {
+  const int64_t n = 1024, width = 256;
+  Tensor rows = (arange(3 * n) * 389) % n;  // every row three times, interleaved
+  const Tensor values = arange(3 * n * width, kFloat32).reshape({3 * n, width});
+  Tensor fast = zeros({n, width}), slow = zeros({width, n}).t();
+  index_put_(fast, {rows}, values);
+  index_put_(slow, {rows}, values);
+  EXPECT_EQ(fast.to_vector<float>(), slow.contiguous().to_vector<float>());
+  // Row r was last written by the largest p with (389 p) % n == r.
+  for (int64_t p = 2 * n; p < 3 * n; ++p) {
+    const int64_t r = (p * 389) % n;
+    ASSERT_EQ(fast.select(0, r).to_vector<float>()[0], static_cast<float>(p * width)) << p;
+  }
+  // values a view of dst itself: dst[i] = dst[n - 1 - i], from the rows as they were.
+  Tensor self = arange(n * width, kFloat32).reshape({n, width});
+  const Tensor before = self.clone();
+  index_put_(self, {arange(n)}, self.flip({0}));
+  EXPECT_EQ(self.to_vector<float>(), before.flip({0}).to_vector<float>());
+  Tensor shifted = arange(n * width, kFloat32).reshape({n, width});
+  index_put_(shifted, {arange(1, n)}, shifted.narrow(0, 0, n - 1));  // a view, no flip
+  EXPECT_EQ(shifted.narrow(0, 1, n - 1).contiguous().to_vector<float>(),
+            before.narrow(0, 0, n - 1).contiguous().to_vector<float>());
+}
+
 TEST(Indexing, RowCopiesMatchTheElementPath) {
   const Tensor x = arange(24, kFloat32).reshape({6, 4});
   const Tensor rows = tensor({4, 0, 4, 5, -1});

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <array>
 #include <cmath>
 
 #include "kiln/kiln.h"
@@ -75,6 +76,39 @@ TEST(Linalg, SmallProductsRunSeriallyAndRestoreTheThreadCount) {
   expect_near(small, linear(x.to(kFloat64), w.to(kFloat64)));
   expect_near(batched, matmul(b.to(kFloat64), c.to(kFloat64)));
   EXPECT_EQ(large.sizes().vec(), (std::vector<int64_t>{256, 256}));
+}
+
+// Products large enough to be threaded: OpenBLAS's are split into bands of rows or of columns
+// (Note [Splitting a product over the threads]), float32 may go to oneDNN (Note [oneDNN for
+// float32 products]; ctest runs these tests once per library with KILN_GEMM). Small integer
+// values make every sum exact, so each layout must give the integer kernel's result exactly.
+TEST(Linalg, ThreadedProductsMatchTheExactIntegerProductInEveryLayout) {
+  const auto ints = [](int64_t rows, int64_t cols, int64_t salt) {
+    return ((arange(rows * cols) * 7 + salt) % 9 - 4).view({rows, cols});
+  };
+  // Tall (split by rows; 1000 is not a multiple of 16), wide (by columns), and square.
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1000, 64, 40}, {40, 64, 1000}, {130, 130, 130}};
+  for (const auto& [m, k, n] : shapes) {
+    const Tensor a = ints(m, k, 1), b = ints(k, n, 2);
+    const std::vector<int64_t> want = a.mm(b).to_vector<int64_t>();
+    for (ScalarType dtype : {kFloat32, kFloat64}) {
+      const Tensor fa = a.to(dtype), fb = b.to(dtype);
+      // Stored as is, and stored transposed (read by BLAS with its Trans flag).
+      for (const Tensor& x : {fa, fa.t().contiguous().t()}) {
+        for (const Tensor& y : {fb, fb.t().contiguous().t()}) {
+          EXPECT_EQ(x.mm(y).to(kInt64).to_vector<int64_t>(), want)
+              << dtype_name(dtype) << " [" << m << ", " << k << "] x [" << k << ", " << n << "]";
+        }
+      }
+      // A batch of two of them, and addmm accumulating into a nonzero output.
+      const Tensor batched = stack({fa, fa * 2}).bmm(stack({fb, fb}));
+      EXPECT_EQ(batched.select(0, 1).to(kInt64).to_vector<int64_t>(),
+                (a.mm(b) * 2).to_vector<int64_t>());
+      const Tensor sum = addmm(full({m, n}, 3.0, dtype), fa, fb, /*beta=*/1.0, /*alpha=*/1.0);
+      EXPECT_EQ(sum.to(kInt64).to_vector<int64_t>(), (a.mm(b) + 3).to_vector<int64_t>());
+    }
+  }
 }
 
 TEST(Linalg, MatmulOfTwoVectorsIsAZeroDimDot) {

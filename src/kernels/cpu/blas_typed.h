@@ -1,4 +1,5 @@
-// Row-major cblas GEMM overloaded by element type, for kernels that call BLAS on raw buffers
+// Row-major GEMM overloaded by element type (float32 through oneDNN where it is faster, else
+// OpenBLAS's cblas), for kernels that call BLAS on raw buffers
 // (conv.cpp, conv_backward.cpp, attention.cpp, blas.cpp): c = alpha * op(a) op(b) + beta * c.
 #pragma once
 
@@ -6,6 +7,8 @@
 
 #include <cstring>
 #include <type_traits>
+
+#include "src/kernels/cpu/onednn_gemm.h"
 
 namespace kiln::cpu {
 
@@ -28,6 +31,12 @@ template <typename T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha, const T* a,
                int lda, const T* b, int ldb, T beta, T* c, int ldc) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_sgemm_enabled()) {  // Note [oneDNN for float32 products]
+      onednn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+  }
   if (beta == T(0) && k > 0) {  // Note [Zeroing the output before BLAS]
     zero_matrix(c, m, n, ldc);
     beta = T(1);

@@ -1,5 +1,7 @@
 #include "src/kernels/cpu/index.h"
 
+#include <omp.h>
+
 #include <cstring>
 
 #include "src/core/cast.h"
@@ -103,15 +105,48 @@ void gather_rows(const Tensor& out, const Tensor& src, const AdvancedOffsets& of
   });
 }
 
+// Note [Writing rows in parallel, last write wins]
+// With duplicate rows the last write wins, as element by element, so the rows cannot simply be
+// shared out across threads. Into a contiguous dst, whose indexed rows are whole rows of
+// row_elems elements (so two rows are the same or disjoint), each thread takes a band of dst's
+// rows and makes every write that lands in it, in order: each row's last write is still the
+// last one, and the threads never write the same bytes. Every thread reads all the offsets,
+// which are one integer per row of hundreds of bytes.
 void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tensor& values) {
   const int64_t es = dst.element_size();
-  const size_t row_bytes = offsets.after.size() * static_cast<size_t>(es);
+  const int64_t row_elems = static_cast<int64_t>(offsets.after.size());
+  const size_t row_bytes = static_cast<size_t>(row_elems * es);
   char* d = static_cast<char*>(dst.data_ptr());
   const char* v = static_cast<const char*>(values.data_ptr());
-  // Serial, in order: with duplicate rows the last write wins (Note above).
-  for_each_row(offsets, row_bytes, /*parallel=*/false, [&](int64_t r, int64_t to) {
-    std::memmove(d + to * es, v + r * static_cast<int64_t>(row_bytes), row_bytes);
-  });
+  const int64_t k = static_cast<int64_t>(offsets.index.size());
+  const int64_t rows = static_cast<int64_t>(offsets.before.size()) * k;
+  const auto to_of = [&](int64_t r) {
+    return offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)];
+  };
+  const auto whole_rows = [&] {
+    for (int64_t r = 0; r < rows; ++r)
+      if (to_of(r) % row_elems != 0) return false;
+    return true;
+  };
+  const bool parallel = dst.is_contiguous() && !omp_in_parallel() && omp_get_max_threads() > 1 &&
+                        rows * static_cast<int64_t>(row_bytes) > kParallelGrain * 8 && whole_rows();
+  if (!parallel) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memmove(d + to_of(r) * es, v + r * static_cast<int64_t>(row_bytes), row_bytes);
+    return;
+  }
+  const int64_t dst_rows = dst.numel() / row_elems;
+#pragma omp parallel
+  {
+    const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
+    const int64_t lo = dst_rows * part / parts, hi = dst_rows * (part + 1) / parts;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t to = to_of(r);
+      const int64_t row = to / row_elems;
+      if (row >= lo && row < hi)
+        std::memcpy(d + to * es, v + r * static_cast<int64_t>(row_bytes), row_bytes);
+    }
+  }
 }
 
 std::vector<int64_t> AdvancedOffsets::flatten() const {
