@@ -4,7 +4,8 @@
 // Each op runs its bodies as plain C++ and checks the contract a compiler will need to keep the
 // control flow in one graph (see the header): the same number of outputs with the same dtypes and
 // (for carries) sizes, no mutation of the values a body receives, no alias of them returned.
-// Autograd records what the bodies run, so the gradient is the unrolled program's.
+// Which implementation runs is decided per dispatch key: Note [The dispatch keys of a
+// higher-order op].
 #include "kiln/control_flow.h"
 
 #include <string>
@@ -152,6 +153,73 @@ Tensor move_dim(const Tensor& t, int64_t from, int64_t to) {
   return t.permute(order);
 }
 
+// Note [The dispatch keys of a higher-order op]
+// PyTorch's higher-order ops register one implementation per dispatch key. Kiln's take C++
+// callables, which no graph node can hold, so they do not go through the dispatcher; each op
+// picks its implementation here, explicitly, in this order (HigherOrderKey):
+//  - Trace: a trace is running (current_tracing_hooks()). The bodies are traced into subgraphs
+//    of ONE node (TracingHooks::trace_cond/trace_while_loop/trace_scan). What the other keys do
+//    to a traced node happens to the graph later: functionalization has nothing to do (a body
+//    may not mutate, checked while tracing), AOT autograd's Record key differentiates the node
+//    into a node of the same kind (src/aot/higher_order_autograd.cpp), Meta is the graph's meta
+//    inference (src/graph/higher_order.cpp), and the backend is the interpreter or generated code.
+//  - Meta: the predicate, or for loops a carry or scanned tensor, is a Meta tensor: there is no
+//    data to decide a branch or a trip count with, so the result is computed from metadata alone:
+//    cond runs BOTH branches (they must agree: count, dtypes and sizes), while_loop and scan/map
+//    run their body once (the contract makes one call's metadata every call's).
+//  - Autograd: has no code of its own, on purpose: outside a trace the bodies' ops record their
+//    own backward nodes as the Backend implementation runs them, so the gradient is that of the
+//    unrolled program (what PyTorch's eager cond/scan differentiate to); compiled HOPs get an
+//    explicit backward node from AOT autograd instead.
+//  - Backend (CPU): runs the bodies as the C++ control flow the op names.
+enum class HigherOrderKey { Trace, Meta, Backend };
+
+bool any_meta(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts)
+    if (t.defined() && t.is_meta()) return true;
+  return false;
+}
+
+HigherOrderKey key_for(bool meta) {
+  if (current_tracing_hooks() != nullptr) return HigherOrderKey::Trace;
+  return meta ? HigherOrderKey::Meta : HigherOrderKey::Backend;
+}
+
+// cond on Meta: both branches run; their outputs must agree, since either may be the result.
+std::vector<Tensor> cond_meta(const BodyFn& true_fn, const BodyFn& false_fn,
+                              const std::vector<Tensor>& operands) {
+  std::vector<Tensor> t = run_body("cond", "true_fn", operands, "operand", true_fn, operands);
+  std::vector<Tensor> f = run_body("cond", "false_fn", operands, "operand", false_fn, operands);
+  KILN_CHECK(t.size() == f.size(), ValueError,
+             "cond: true_fn returned {} outputs and false_fn {}; both branches must return the "
+             "same number",
+             t.size(), f.size());
+  for (size_t o = 0; o < t.size(); ++o) {
+    KILN_CHECK(t[o].dtype() == f[o].dtype() && shapes_equal(t[o].sym_sizes(), f[o].sym_sizes()),
+               ShapeError,
+               "cond: on a Meta predicate either branch may be taken, so both must return the same "
+               "metadata; output {} is {} from true_fn and {} from false_fn (under kiln::compile "
+               "sizes may differ: the result's size becomes an unbacked symbol)",
+               o, metadata_str(t[o]), metadata_str(f[o]));
+  }
+  return t;
+}
+
+// Meta tensors of `like`'s metadata that are not `like` itself (a result aliases nothing).
+std::vector<Tensor> fresh_meta_like(const std::vector<Tensor>& like) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : like)
+    out.push_back(empty(t.sym_sizes(), TensorOptions(t.dtype()).device(Device::Meta)));
+  return out;
+}
+
+// The result of stacking `n` tensors shaped as `y` along `dim`, on Meta (contiguous, as stack).
+Tensor stacked_meta(const Tensor& y, SymInt n, int64_t dim) {
+  SymDimVector sizes(y.sym_sizes().begin(), y.sym_sizes().end());
+  sizes.insert(static_cast<size_t>(dim), n);
+  return empty(SymIntArrayRef(sizes), TensorOptions(y.dtype()).device(Device::Meta));
+}
+
 }  // namespace
 
 std::vector<Tensor> cond(bool pred, const BodyFn& true_fn, const BodyFn& false_fn,
@@ -168,14 +236,15 @@ std::vector<Tensor> cond(const Tensor& pred, const BodyFn& true_fn, const BodyFn
                          const std::vector<Tensor>& operands) {
   // Under a trace even a real predicate (a tensor captured from outside) is read when the graph
   // runs, not when it is traced: its value may change between calls.
-  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr && pred.defined()) {
-    check_predicate("cond", "pred", pred);
-    check_defined("cond", "operand", operands);
-    KILN_CHECK(true_fn && false_fn, ValueError,
-               "cond: true_fn and false_fn must both be callables");
-    return hooks->trace_cond(pred, true_fn, false_fn, operands);
-  }
-  return cond(predicate_value("cond", "pred", pred), true_fn, false_fn, operands);
+  // See Note [The dispatch keys of a higher-order op].
+  const HigherOrderKey key = key_for(pred.defined() && pred.is_meta());
+  if (key == HigherOrderKey::Backend || !pred.defined())
+    return cond(predicate_value("cond", "pred", pred), true_fn, false_fn, operands);
+  check_predicate("cond", "pred", pred);
+  check_defined("cond", "operand", operands);
+  KILN_CHECK(true_fn && false_fn, ValueError, "cond: true_fn and false_fn must both be callables");
+  if (key == HigherOrderKey::Meta) return cond_meta(true_fn, false_fn, operands);
+  return current_tracing_hooks()->trace_cond(pred, true_fn, false_fn, operands);
 }
 
 namespace {
@@ -234,8 +303,25 @@ std::vector<Tensor> while_loop(const LoopConditionFn& cond_fn, const BodyFn& bod
   KILN_CHECK(!carried.empty(), ValueError,
              "while_loop: expected at least one carried tensor (the loop has no state to update)");
   check_defined("while_loop", "carry", carried);
-  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr)
-    return hooks->trace_while_loop(cond_fn, body_fn, carried);
+  // See Note [The dispatch keys of a higher-order op].
+  switch (key_for(any_meta(carried))) {
+    case HigherOrderKey::Trace:
+      return current_tracing_hooks()->trace_while_loop(cond_fn, body_fn, carried);
+    case HigherOrderKey::Meta: {
+      // The trip count is unknown: check cond_fn's result and one body call, whose carries have
+      // the metadata of every iteration's (and of the inputs', should the loop not run at all).
+      const std::vector<uint32_t> before = versions_of(carried);
+      const Tensor keep_going = cond_fn(carried);
+      check_body_result("while_loop", "cond_fn", carried, before, {}, "carry");
+      check_predicate("while_loop", "cond_fn's result", keep_going);
+      const std::vector<Tensor> next =
+          run_body("while_loop", "body_fn", carried, "carry", body_fn, carried);
+      check_same_carries("while_loop", "body_fn", carried, next);
+      return fresh_meta_like(carried);
+    }
+    case HigherOrderKey::Backend:
+      break;
+  }
   std::vector<Tensor> carries = carried;
   for (;;) {
     const std::vector<uint32_t> before = versions_of(carries);
@@ -270,16 +356,29 @@ std::vector<Tensor> map(const MapFn& fn, const std::vector<Tensor>& xs,
              "map: the leading dim of xs has size 0 ({}); map needs at least one slice (its output "
              "shapes are those of fn's results)",
              metadata_str(xs[0]));
-  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr) {
-    // A map is a scan with no carry (as in PyTorch): one subgraph, whatever the length.
-    const ScanFn combine = [&](const std::vector<Tensor>&, const std::vector<Tensor>& x) {
-      return std::pair{std::vector<Tensor>{}, fn(x, args)};
-    };
-    return hooks->trace_scan(combine, {}, xs, /*reverse=*/false).ys;
-  }
-  const int64_t n = xs[0].size(0);
   std::vector<Tensor> inputs = args;
   inputs.insert(inputs.end(), xs.begin(), xs.end());
+  // See Note [The dispatch keys of a higher-order op].
+  switch (key_for(any_meta(xs))) {
+    case HigherOrderKey::Trace: {
+      // A map is a scan with no carry (as in PyTorch): one subgraph, whatever the length.
+      const ScanFn combine = [&](const std::vector<Tensor>&, const std::vector<Tensor>& x) {
+        return std::pair{std::vector<Tensor>{}, fn(x, args)};
+      };
+      return current_tracing_hooks()->trace_scan(combine, {}, xs, /*reverse=*/false).ys;
+    }
+    case HigherOrderKey::Meta: {
+      std::vector<Tensor> slice;
+      for (const Tensor& x : xs) slice.push_back(x.select(0, 0));
+      std::vector<Tensor> out;
+      for (const Tensor& y : run_body("map", "fn", inputs, "input", fn, slice, args))
+        out.push_back(stacked_meta(y, xs[0].sym_sizes()[0], 0));
+      return out;
+    }
+    case HigherOrderKey::Backend:
+      break;
+  }
+  const int64_t n = xs[0].size(0);
   std::vector<std::vector<Tensor>> per_slice;
   for (int64_t i = 0; i < n; ++i) {
     std::vector<Tensor> slice;
@@ -315,7 +414,32 @@ ScanResult scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
              "scan: xs have size 0 along dim {} ({}); scan needs at least one step (the shapes of "
              "its outputs are those of combine_fn's results)",
              dim, metadata_str(xs[0]));
-  if (TracingHooks* hooks = current_tracing_hooks(); hooks != nullptr) {
+  // See Note [The dispatch keys of a higher-order op].
+  const HigherOrderKey key = key_for(any_meta(xs) || any_meta(init));
+  if (key == HigherOrderKey::Meta) {
+    // One step gives every step's metadata: the next carries and the stacked outputs.
+    std::vector<Tensor> x;
+    for (const Tensor& t : xs) x.push_back(t.select(dim, 0));
+    std::vector<Tensor> inputs = init;
+    inputs.insert(inputs.end(), xs.begin(), xs.end());
+    const std::vector<uint32_t> before = versions_of(inputs);
+    auto [next, y] = combine_fn(init, x);
+    std::vector<Tensor> outputs = next;
+    outputs.insert(outputs.end(), y.begin(), y.end());
+    check_body_result("scan", "combine_fn", inputs, before, outputs, "input");
+    check_same_carries("scan", "combine_fn", init, next);
+    ScanResult result{fresh_meta_like(init), {}};
+    for (const Tensor& step : y) {
+      KILN_CHECK(step.dim() >= dim, ShapeError,
+                 "scan: combine_fn's per-step output is {}, which has no dim {} to stack along; "
+                 "return per-step outputs with at least {} dims",
+                 metadata_str(step), dim, dim);
+      result.ys.push_back(stacked_meta(step, xs[0].sym_sizes()[static_cast<size_t>(dim)], dim));
+    }
+    return result;
+  }
+  if (key == HigherOrderKey::Trace) {
+    TracingHooks* hooks = current_tracing_hooks();
     // The scan node runs over the leading dim, as PyTorch's does: the scanned dim is moved
     // there and the stacked outputs moved back (views, no copies).
     std::vector<Tensor> leading;

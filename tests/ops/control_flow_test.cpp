@@ -257,6 +257,101 @@ std::vector<Tensor> compose_affine(const std::vector<Tensor>& first,
   return {first[0] * second[0], first[1] * second[0] + second[1]};
 }
 
+// Note [The dispatch keys of a higher-order op]: on Meta tensors there is no data to pick a branch
+// or count iterations with, so the ops give the result's metadata from the bodies' metadata.
+TEST(HigherOrderOnMeta, CondRunsBothBranchesAndTheyMustAgree) {
+  const Tensor x = empty({4, 3}, kMeta), pred = empty({}, TensorOptions(kBool).device(kMeta));
+  int calls = 0;
+  BodyFn sum_rows = [&](const std::vector<Tensor>& v) {
+    ++calls;
+    return std::vector<Tensor>{v[0].sum({1}), v[0].to(kInt64)};
+  };
+  BodyFn max_rows = [&](const std::vector<Tensor>& v) {
+    ++calls;
+    return std::vector<Tensor>{v[0].amax({1}), v[0].to(kInt64) + 1};
+  };
+  std::vector<Tensor> out = cond(pred, sum_rows, max_rows, {x});
+  EXPECT_EQ(calls, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].is_meta());
+  EXPECT_EQ(out[0].sizes().vec(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(out[1].dtype(), kInt64);
+  BodyFn other_size = [](const std::vector<Tensor>& v) {
+    return std::vector<Tensor>{v[0].sum(), v[0] * 1};
+  };
+  std::string msg = error_of([&] { cond(pred, sum_rows, other_size, {x}); });
+  EXPECT_NE(msg.find("output 0 is float32 [4] from true_fn and float32 [] from false_fn"),
+            std::string::npos)
+      << msg;
+  BodyFn one_output = [](const std::vector<Tensor>& v) { return std::vector<Tensor>{v[0] * 2}; };
+  EXPECT_THROW(cond(pred, sum_rows, one_output, {x}), ValueError);
+  // A predicate with data still picks one branch, whatever the operands' device.
+  calls = 0;
+  EXPECT_EQ(cond(ones({1}, kBool), sum_rows, max_rows, {x})[0].sizes().vec(),
+            (std::vector<int64_t>{4}));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(HigherOrderOnMeta, WhileLoopChecksOneIterationAndKeepsTheCarriesMetadata) {
+  const Tensor i = empty({}, TensorOptions(kInt64).device(kMeta)), h = empty({2, 8}, kMeta);
+  int bodies = 0;
+  LoopConditionFn below = [](const std::vector<Tensor>& c) { return c[0] < 5; };
+  BodyFn step = [&](const std::vector<Tensor>& c) {
+    ++bodies;
+    return std::vector<Tensor>{c[0] + 1, c[1].tanh()};
+  };
+  std::vector<Tensor> out = while_loop(below, step, {i, h});
+  EXPECT_EQ(bodies, 1);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].is_meta());
+  EXPECT_FALSE(out[1].is_same(h));
+  EXPECT_EQ(out[1].sizes().vec(), (std::vector<int64_t>{2, 8}));
+  EXPECT_EQ(out[0].dtype(), kInt64);
+  // The contract is still checked: a carry that changes shape, a non-bool condition.
+  BodyFn grows = [](const std::vector<Tensor>& c) {
+    return std::vector<Tensor>{c[0] + 1, cat({c[1], c[1]}, 0)};
+  };
+  EXPECT_THROW(while_loop(below, grows, {i, h}), ShapeError);
+  LoopConditionFn not_bool = [](const std::vector<Tensor>& c) { return c[0] + 1; };
+  EXPECT_THROW(while_loop(not_bool, step, {i, h}), ValueError);
+}
+
+TEST(HigherOrderOnMeta, ScanAndMapRunOneStepAndStackItsMetadata) {
+  const Tensor xs = empty({1000, 3, 5}, kMeta);
+  int steps = 0;
+  ScanFn accumulate = [&](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+    ++steps;
+    Tensor next = c[0] + x[0].sum({0});
+    return std::make_pair(std::vector<Tensor>{next},
+                          std::vector<Tensor>{next.to(kFloat64), x[0] * 1});
+  };
+  ScanResult r = scan(accumulate, {empty({5}, kMeta)}, {xs});
+  EXPECT_EQ(steps, 1);
+  EXPECT_EQ(r.carry[0].sizes().vec(), (std::vector<int64_t>{5}));
+  EXPECT_EQ(r.ys[0].sizes().vec(), (std::vector<int64_t>{1000, 5}));
+  EXPECT_EQ(r.ys[0].dtype(), kFloat64);
+  EXPECT_EQ(r.ys[1].sizes().vec(), (std::vector<int64_t>{1000, 3, 5}));
+  // Along dim 1 (steps over the 3), reversed: ys stack along dim 1.
+  ScanFn rows = [](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+    return std::make_pair(std::vector<Tensor>{c[0] + x[0]}, std::vector<Tensor>{x[0] * 2});
+  };
+  ScanResult by_dim = scan(rows, {empty({1000, 5}, kMeta)}, {xs}, 1, true);
+  EXPECT_EQ(by_dim.ys[0].sizes().vec(), (std::vector<int64_t>{1000, 3, 5}));
+  // The same metadata an eager scan over real data gives.
+  ScanResult real = scan(rows, {zeros({4, 5})}, {zeros({4, 3, 5})}, 1, true);
+  EXPECT_EQ(real.ys[0].sizes().vec(), (std::vector<int64_t>{4, 3, 5}));
+  std::vector<Tensor> mapped =
+      map([](const std::vector<Tensor>& x,
+             const std::vector<Tensor>&) { return std::vector<Tensor>{x[0].t() * 2}; },
+          {xs});
+  EXPECT_EQ(mapped[0].sizes().vec(), (std::vector<int64_t>{1000, 5, 3}));
+  EXPECT_TRUE(mapped[0].is_meta());
+  ScanFn carry_changes = [](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+    return std::make_pair(std::vector<Tensor>{c[0].sum()}, std::vector<Tensor>{x[0] * 1});
+  };
+  EXPECT_THROW(scan(carry_changes, {empty({5}, kMeta)}, {xs}), ShapeError);
+}
+
 TEST(AssociativeScan, AddEqualsCumsumForEveryLength) {
   AssociativeFn add = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
     return std::vector<Tensor>{a[0] + b[0]};
