@@ -1,6 +1,9 @@
-// mm_f32_1024: kiln::mm against calling OpenBLAS's cblas_sgemm directly (the same library Kiln
-// uses), so the ratio shows Kiln's own overhead around the BLAS call.
+// mm_f32_1024: kiln::mm against calling each GEMM library directly: OpenBLAS's cblas_sgemm and
+// oneDNN's dnnl_sgemm. Kiln uses one of them (oneDNN on AVX-512 CPUs: Note [oneDNN for float32
+// products]), so one ratio shows Kiln's own overhead around the call and the other what the
+// choice of library gains.
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <vector>
 
@@ -26,10 +29,14 @@ std::vector<Result> bench_matmul(const Options& options) {
                     n, 0.0f, z.data(), n);
       },
       reps);
+  double onednn_seconds = median_seconds(
+      [&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, x.data(), n, y.data(), n, 0.0f, z.data(), n); },
+      reps);
   return {{"mm_f32_1024",
            "GFLOP/s",
            flops / kiln_seconds / 1e9,
-           {{"openblas_sgemm", flops / blas_seconds / 1e9}}}};
+           {{"openblas_sgemm", flops / blas_seconds / 1e9},
+            {"onednn_sgemm", flops / onednn_seconds / 1e9}}}};
 }
 
 }  // namespace kiln::bench
