@@ -249,6 +249,41 @@ TEST_P(CompiledScan, BodiesThatBreakTheContractRaise) {
   EXPECT_NE(aliased.find("aliases its slice of xs 0"), std::string::npos) << aliased;
 }
 
+// Hostile: two modules through one compiled function (a scan cell and a mapped head), then a
+// different cell of the same shape, and weights changed in place between calls: every call must
+// compute with the parameters of the modules it is given, as they are now.
+TEST_P(CompiledScan, TwoModulesSwappedAndUpdatedBetweenCalls) {
+  auto fn = [](nn::Module& cell, nn::Module& head, const Tensor& h0, const Tensor& xs) {
+    ScanResult r = scan(
+        [&](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+          Tensor h = (cell(x[0]) + c[0]).tanh();
+          return std::pair{std::vector<Tensor>{h}, std::vector<Tensor>{h * 1}};
+        },
+        {h0}, {xs});
+    std::vector<Tensor> out =
+        map([&](const std::vector<Tensor>& y,
+                const std::vector<Tensor>&) { return std::vector<Tensor>{head(y[0])}; },
+            {r.ys[0]});
+    return std::make_tuple(r.carry[0], out[0]);
+  };
+  auto f = compile(fn, fullgraph_on(GetParam()));
+  nn::Linear cell_a(4, 4), cell_b(4, 4), head(4, 2);
+  const Tensor h0 = zeros({3, 4}), xs = randn({5, 3, 4});
+  for (int call = 0; call < 3; ++call) {
+    SCOPED_TRACE(call);
+    for (nn::Linear* cell : {&cell_a, &cell_b}) {
+      auto [h, ys] = f(*cell, head, h0, xs);
+      auto [h_eager, ys_eager] = fn(*cell, head, h0, xs);
+      expect_equal(h, h_eager);
+      expect_equal(ys, ys_eager);
+    }
+    NoGradGuard no_grad;
+    cell_a.weight.mul_(-0.5);
+    head.bias.add_(1.0);
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledScan, ::testing::Values("eager", "inductor"));
 
 }  // namespace
