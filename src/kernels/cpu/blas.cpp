@@ -147,13 +147,14 @@ class SerialRegion {
 // For OpenBLAS's products (float64, and float32 where oneDNN does not take them: Note [oneDNN for
 // float32 products]). OpenBLAS threads one product itself, but on the few-core machines Kiln runs
 // on its own partition loses to a plain split of the output: each thread computing a band of rows
-// (or of columns) of C with single-threaded BLAS. Measured on 2 cores (Zen 4, OpenBLAS 0.3.21
-// OpenMP), median ms of OpenBLAS's threading vs the split: [4096, 256] x [256, 8] (a router's
-// logits) 0.54 vs 0.13; [512, 256] x [256, 256] 0.43 vs 0.34; [4096, 256] x [256, 256] 3.23
-// vs 2.84; [8, 256] x [256, 4096] 0.39 vs 0.18 (by columns); [1024]^3 11.5 vs 11.1; [64]^3 0.006 vs
-// 0.007, so products below 2^20 multiply-adds are left to OpenBLAS. The split is along the
-// larger of M and N, in bands that are multiples of 16 (whole register blocks of the kernel);
-// inside a parallel region OpenBLAS runs single-threaded, so each band is one thread's call.
+// (or of columns) of C with single-threaded BLAS. Measured on 2 cores (an AMD EPYC with AVX-512,
+// OpenBLAS 0.3.21 OpenMP), median ms of OpenBLAS's threading vs the split: [4096, 256] x [256, 8]
+// (a router's logits) 0.54 vs 0.13; [512, 256] x [256, 256] 0.43 vs 0.34; [4096, 256] x [256,
+// 256] 3.23 vs 2.84; [8, 256] x [256, 4096] 0.39 vs 0.18 (by columns); [1024]^3 11.5 vs 11.1;
+// [64]^3 0.006 vs 0.007, so products below 2^20 multiply-adds are left to OpenBLAS. The split is
+// along the larger of M and N, in bands that are multiples of 16 (whole register blocks of the
+// kernel); inside a parallel region OpenBLAS runs single-threaded, so each band is one thread's
+// call.
 struct Band {
   int64_t begin, end;
 };

@@ -2,11 +2,11 @@
 //
 // Note [oneDNN for float32 products]
 // Debian 12's OpenBLAS (0.3.21, DYNAMIC_ARCH) picks its Haswell (AVX2) kernels on AMD CPUs with
-// AVX-512 ("Core: Haswell" on a Zen 4 EPYC), while oneDNN's JIT GEMM uses AVX-512 there. Measured
-// on such a machine (2 cores, median of 100 calls, ms, oneDNN 2.6.3 vs OpenBLAS's own threading):
-// [4096, 256] x [256, 8] 0.12 vs 0.63; [512, 256] x [256, 256] 0.18 vs 0.47; [4096, 256] x
-// [256, 256] 1.53 vs 3.57; [1024]^3 6.0 vs 12.0; [1, 784] x [784, 512] 0.014 vs 0.070; [64]^3
-// 0.006 vs 0.005; on one thread [4096, 256] x [256, 256] 2.69 vs 5.19. Limited to AVX2
+// AVX-512 ("Core: Haswell" on an AMD EPYC with AVX-512), while oneDNN's JIT GEMM uses AVX-512
+// there. Measured on such a machine (2 cores, median of 100 calls, ms, oneDNN 2.6.3 vs OpenBLAS's
+// own threading): [4096, 256] x [256, 8] 0.12 vs 0.63; [512, 256] x [256, 256] 0.18 vs 0.47; [4096,
+// 256] x [256, 256] 1.53 vs 3.57; [1024]^3 6.0 vs 12.0; [1, 784] x [784, 512] 0.014 vs 0.070;
+// [64]^3 0.006 vs 0.005; on one thread [4096, 256] x [256, 256] 2.69 vs 5.19. Limited to AVX2
 // (ONEDNN_MAX_CPU_ISA=AVX2) oneDNN was no better than OpenBLAS (3.81 vs 3.37 on the [4096, 256]
 // product), so without AVX-512 the products stay with OpenBLAS. float64 has no oneDNN GEMM and
 // stays with OpenBLAS everywhere. Both libraries run on libgomp's one thread pool; inside a
