@@ -319,6 +319,38 @@ TEST_P(CompiledUnbacked, BranchingOnANonzeroSizeUnderFullgraphIsAGuardOnDataDepe
     expect_equal(g(x), fn(x));
 }
 
+// Note [A SymInt operand] (src/ops/binary_operators.cpp): `x * n` and the other arithmetic
+// operators, either side, with n from item<SymInt>(): one graph, and the dtype, the values and
+// the zero divisors as eagerly with the Scalar n, for floating, integer, unsigned, bool and 0-dim
+// x. n is read with no fact about it, so none of this may guard on it.
+std::vector<Tensor> arithmetic_with_a_value(const Tensor& x, const Tensor& count) {
+  const SymInt n = count.item<SymInt>();
+  return {x + n, n + x, x - n, n - x, x * n, n * x, x / n, n / x, (x * (n + 1)) / (n * n + 1)};
+}
+
+TEST_P(CompiledUnbacked, AValueIsAnArithmeticOperandInOneGraph) {
+  const std::vector<Tensor> xs = {arange(6, kFloat32).reshape({2, 3}) - 2.5,
+                                  arange(6, kInt32) - 3, tensor({true, false, true}),
+                                  scalar_tensor(7, kInt32), arange(4, kUInt8) * 60};
+  for (const Tensor& x : xs) {
+    SCOPED_TRACE(dtype_name(x.dtype()));
+    auto f = compile(arithmetic_with_a_value, scalar_outputs(GetParam()));
+    for (int64_t n : {3, 0, -2, 1}) {
+      SCOPED_TRACE(n);
+      const std::vector<Tensor> got = f(x, tensor({n}));
+      const std::vector<Tensor> want = arithmetic_with_a_value(x, tensor({n}));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        SCOPED_TRACE(i);
+        expect_equal(got[i], want[i]);
+      }
+    }
+    EXPECT_EQ(f.stats().graph_breaks, 0);
+    EXPECT_EQ(f.stats().compiles, 1);
+    EXPECT_TRUE(contains(f.describe(), "sym_scalar_tensor")) << f.describe();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledUnbacked, ::testing::Values("eager", "inductor"));
 
 }  // namespace

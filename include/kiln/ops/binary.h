@@ -7,6 +7,8 @@
 // included. uint64 with a signed integer tensor has no exact common dtype and raises DTypeError.
 #pragma once
 
+#include <concepts>
+#include <optional>
 #include <string_view>
 
 #include "kiln/tensor.h"
@@ -74,5 +76,56 @@ Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
 Tensor bitwise_left_shift(const Tensor& a, const Scalar& b);
 Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
 Tensor bitwise_right_shift(const Tensor& a, const Scalar& b);
+
+// Arithmetic with a SymInt operand: `x * n`, `n - x`, n from item<SymInt>() or a size. A
+// concrete n, or one a trace can guard on, is the Scalar n. A value over unbacked symbols has no
+// value to guard on while tracing: it becomes a 0-dim tensor that the graph computes when it runs
+// (sym_int_operand; Note [A SymInt operand] in src/ops/binary_operators.cpp). The operators take
+// exactly a SymInt (a constrained template), so `x * 2` still means the Scalar 2.
+//
+// The operand for `n` with `other`, when n depends on unbacked symbols: sym_scalar_tensor(n) in
+// result_type(other, <an integer Scalar>) (a floating dtype for a true division, which keeps n's
+// sign whatever other's dtype), so the result promotes as with a Scalar. nullopt when n is a
+// Scalar.
+std::optional<Tensor> sym_int_operand(SymInt n, const Tensor& other, bool true_division = false);
+
+template <std::same_as<SymInt> S>
+Tensor operator+(const Tensor& a, S b) {
+  if (std::optional<Tensor> t = sym_int_operand(b, a)) return add(a, *t);
+  return add(a, Scalar(b));
+}
+template <std::same_as<SymInt> S>
+Tensor operator+(S a, const Tensor& b) {
+  return b + a;
+}
+template <std::same_as<SymInt> S>
+Tensor operator-(const Tensor& a, S b) {
+  if (std::optional<Tensor> t = sym_int_operand(b, a)) return sub(a, *t);
+  return sub(a, Scalar(b));
+}
+template <std::same_as<SymInt> S>
+Tensor operator-(S a, const Tensor& b) {
+  if (std::optional<Tensor> t = sym_int_operand(a, b)) return sub(*t, b);
+  return Scalar(a) - b;
+}
+template <std::same_as<SymInt> S>
+Tensor operator*(const Tensor& a, S b) {
+  if (std::optional<Tensor> t = sym_int_operand(b, a)) return mul(a, *t);
+  return mul(a, Scalar(b));
+}
+template <std::same_as<SymInt> S>
+Tensor operator*(S a, const Tensor& b) {
+  return b * a;
+}
+template <std::same_as<SymInt> S>
+Tensor operator/(const Tensor& a, S b) {
+  if (std::optional<Tensor> t = sym_int_operand(b, a, /*true_division=*/true)) return div(a, *t);
+  return div(a, Scalar(b));
+}
+template <std::same_as<SymInt> S>
+Tensor operator/(S a, const Tensor& b) {
+  if (std::optional<Tensor> t = sym_int_operand(a, b, /*true_division=*/true)) return div(*t, b);
+  return Scalar(a) / b;
+}
 
 }  // namespace kiln
