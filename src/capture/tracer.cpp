@@ -73,6 +73,11 @@ class Tracer final : public TracingHooks {
     // fake -> value in `graph`; swapped with values_ while the body is the innermost scope.
     std::unordered_map<const TensorImpl*, graph::Value*> values;
     std::vector<Tensor> captured;  // tensors of enclosing scopes the body read, in input order
+    // item<SymInt>() symbols read inside the body -> their _local_scalar_dense nodes in `graph`
+    // (Note [Values read inside a body]).
+    std::unordered_map<sym::ExprPtr, graph::Node*> symbols;
+    // Unbacked symbols of enclosing scopes the body uses, lifted into it.
+    std::unordered_set<sym::ExprPtr> lifted_symbols;
   };
   // Enters `body` (it becomes the innermost scope) or, with enter false, leaves the innermost
   // scope `body` for the enclosing one, until destroyed. The body's values trade places with
@@ -159,7 +164,16 @@ class Tracer final : public TracingHooks {
   void define_scalar_symbols_used_by(const Stack& args);
   // Gives each _local_scalar_dense node of this segment the value range of its symbol and the
   // kiln::check facts that made it (Note [Scalar outputs in a graph]).
-  void record_scalar_ranges();
+  void record_scalar_ranges(const std::unordered_map<sym::ExprPtr, graph::Node*>& defined);
+  // Note [Values read inside a body]: raises when `args` use a symbol read inside a body that
+  // has been traced already (a C++ reference that carried the SymInt out of the body).
+  void refuse_symbols_of_closed_bodies(const OpDef& op, const Stack& args) const;
+  // The unbacked symbols of enclosing scopes that `args` use become the innermost body's: the
+  // tensor that defines each is lifted as a closure (Note [Values read inside a body]).
+  void lift_symbols_into_body(const Stack& args);
+  // A symbol of `sizes` read inside a body (any, or `body`'s own), if any.
+  std::optional<sym::ExprPtr> body_symbol_in(SymIntArrayRef sizes,
+                                             const BodyScope* body = nullptr) const;
   std::vector<int64_t> symbol_hints() const;
   // The parameter whose gradient `real` is, with the parameter's source, if any (Note [Backward
   // in a compiled function]).
@@ -190,6 +204,11 @@ class Tracer final : public TracingHooks {
   std::unordered_map<sym::ExprPtr, std::string> scalar_origins_;  // item<SymInt>() u -> file:line
   // item<SymInt>() symbol -> the _local_scalar_dense node of this segment that defines it
   std::unordered_map<sym::ExprPtr, graph::Node*> scalars_defined_here_;
+  // Symbols read inside a body -> "item<SymInt>() at <line> in <body> of <op>"; the ones of
+  // bodies already traced are in closed_body_symbols_ too (Note [Values read inside a body]).
+  std::unordered_map<sym::ExprPtr, std::string> body_symbols_;
+  std::unordered_set<sym::ExprPtr> closed_body_symbols_;
+  std::unordered_set<size_t> asserts_checked_in_bodies_;  // indices into runtime_asserts()
   std::vector<Tensor> keep_;  // every mapped fake stays alive, so impl pointers stay unique
   // Parameters passed to grad_of, with their sources; and the real gradients lifted as Grad
   // inputs, kept alive so that their impl pointers stay unique while the trace runs.
@@ -515,6 +534,8 @@ void Tracer::handle_op(const OpDef& op, Stack& args, Stack& outputs) {
 }
 
 void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
+  if (!closed_body_symbols_.empty()) refuse_symbols_of_closed_bodies(op, args);
+  if (!bodies_.empty() && !op.has_tag(kTagDefinesSymbol)) lift_symbols_into_body(args);
   if (!scalar_origins_.empty() && bodies_.empty() && !op.has_tag(kTagDefinesSymbol))
     define_scalar_symbols_used_by(args);
   // Note [Recording an op into a graph]: real tensors get their fake twins, so the meta function
@@ -643,8 +664,18 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   std::vector<std::pair<size_t, std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>>>>
       checks;
   for (size_t i = runtime_assert_mark_; i < asserts.size(); ++i) {
+    // A fact on one symbol read inside a body is checked where the body binds it (its
+    // _local_scalar_dense node's range); Note [Values read inside a body].
+    if (asserts_checked_in_bodies_.contains(i)) continue;
+    const std::vector<sym::ExprPtr> uses = sym::free_symbols(asserts[i].condition);
+    for (sym::ExprPtr s : uses)
+      KILN_CHECK(!body_symbols_.contains(s), ValueError,
+                 "{}: kiln::check({}) at {} uses {}, the value of {}, outside that body; a value "
+                 "read inside a body is known only while it runs. Check it inside the body",
+                 req_.function_name, sym::to_string(asserts[i].condition), asserts[i].origin,
+                 s->name(), body_symbols_.at(s));
     std::vector<std::pair<sym::ExprPtr, std::pair<Tensor, int>>> defs;
-    for (sym::ExprPtr s : sym::free_symbols(asserts[i].condition)) {
+    for (sym::ExprPtr s : uses) {
       auto it = unbacked_defs_.find(s);
       if (it == unbacked_defs_.end()) continue;
       needed.push_back(it->second.first);
@@ -658,7 +689,7 @@ void Tracer::finish_segment(std::optional<BreakPoint> brk, std::vector<Tensor> n
   if (brk)
     for (const auto& [s, node] : scalars_defined_here_)
       needed.push_back(unbacked_defs_.at(s).first);
-  record_scalar_ranges();
+  record_scalar_ranges(scalars_defined_here_);
   // Outputs: what the code still holds (Note [Trace tree]) plus what the break reads.
   std::vector<graph::Value*> outs;
   std::vector<const TensorImpl*> out_fakes;
@@ -875,11 +906,6 @@ Stack scalar_definition_args(const Tensor& t, SymInt symbol) {
 
 // Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp).
 SymInt Tracer::scalar_symbol(const Tensor& t, const std::source_location& loc) {
-  KILN_CHECK(bodies_.empty(), NotImplementedError,
-             "{}: {} calls item<SymInt>() at {}; a value read inside a body is not supported yet: "
-             "pass it to the body as a tensor",
-             bodies_.empty() ? "" : bodies_.back()->op, bodies_.empty() ? "" : bodies_.back()->name,
-             location_str(loc));
   const Tensor fake = fake_of(t);
   KILN_CHECK(fake.sym_numel() == 1, ValueError,
              "item<SymInt>(): a tensor with {} elements (shape {}) cannot be converted to a "
@@ -903,13 +929,20 @@ SymInt Tracer::scalar_symbol(const Tensor& t, const std::source_location& loc) {
   const Tensor value = dispatch::call_for_tensors(id, args).at(0);
   unbacked_defs_[u.expr()] = {fake_of(value), -1};
   scalar_origins_[u.expr()] = origin;
-  scalars_defined_here_[u.expr()] = value_of(value)->producer();
+  if (bodies_.empty()) {
+    scalars_defined_here_[u.expr()] = value_of(value)->producer();
+  } else {
+    BodyScope& body = *bodies_.back();
+    body.symbols[u.expr()] = value_of(value)->producer();
+    body_symbols_[u.expr()] =
+        fmt::format("item<SymInt>() at {} in {} of {}", origin, body.name, body.op);
+  }
   last_symbolic_size_read() = loc;  // Note [Where a symbolic condition was written]
   return u;
 }
 
-void Tracer::record_scalar_ranges() {
-  for (const auto& [s, node] : scalars_defined_here_) {
+void Tracer::record_scalar_ranges(const std::unordered_map<sym::ExprPtr, graph::Node*>& defined) {
+  for (const auto& [s, node] : defined) {
     const sym::SymbolInfo* info = env_.info(s);
     if (info == nullptr) continue;
     std::string checks;
@@ -947,6 +980,79 @@ void Tracer::define_scalar_symbols_used_by(const Stack& args) {
     Stack call = scalar_definition_args(unbacked_defs_.at(s).first, SymInt::from_expr(s));
     const Tensor value = dispatch::call_for_tensors(id, call).at(0);
     scalars_defined_here_[s] = value_of(value)->producer();
+  }
+}
+
+// Note [Values read inside a body]
+// item<SymInt>() inside a body (a cond branch, a loop or scan body) records its
+// `_local_scalar_dense` node in the body's subgraph: the symbol is bound each time the body runs,
+// so a loop body reads a new value on every iteration (the interpreter and the generated code
+// bind a body's symbols afresh per run). The symbol belongs to that body alone:
+// - kiln::check facts on it alone become its node's value range, checked where it is bound; a
+//   fact that relates it to other symbols has no place to be checked and raises (a segment checks
+//   its facts after it runs, when the body's value is gone).
+// - A result of a cond branch with a size over it gets a fresh symbol of the node (Note [Branches
+//   of different sizes]); a loop, scan or map body's result may not have such a size (it must
+//   keep its sizes from run to run), nor may anything outside the body use the symbol (a SymInt
+//   carried out by a C++ reference): both raise, naming the value and where it was read.
+std::optional<sym::ExprPtr> Tracer::body_symbol_in(SymIntArrayRef sizes,
+                                                   const BodyScope* body) const {
+  for (SymInt size : sizes) {
+    if (!size.is_symbolic()) continue;
+    for (sym::ExprPtr s : sym::free_symbols(size.expr()))
+      if (body != nullptr ? body->symbols.contains(s) : body_symbols_.contains(s)) return s;
+  }
+  return std::nullopt;
+}
+
+void Tracer::lift_symbols_into_body(const Stack& args) {
+  BodyScope& body = *bodies_.back();
+  std::vector<sym::ExprPtr> symbols;
+  auto collect = [&](SymInt v) {
+    if (!v.is_symbolic()) return;
+    for (sym::ExprPtr s : sym::free_symbols(v.expr())) {
+      const sym::SymbolInfo* info = env_.info(s);
+      if (info == nullptr || !info->unbacked || body.symbols.contains(s) ||
+          body.lifted_symbols.contains(s) || !unbacked_defs_.contains(s))
+        continue;
+      body.lifted_symbols.insert(s);
+      symbols.push_back(s);
+    }
+  };
+  for (const IValue& a : args) {
+    if (a.is_int()) collect(a.to_sym_int());
+    if (a.is_int_list())
+      for (SymInt v : a.sym_int_list()) collect(v);
+  }
+  static const OpId id = OpRegistry::instance().id("_local_scalar_dense");
+  for (sym::ExprPtr s : symbols) {
+    const auto& [tensor, dim] = unbacked_defs_.at(s);
+    if (dim >= 0) {
+      value_of(tensor);  // a placeholder sized by s binds it
+      continue;
+    }
+    // A value: the body reads it again from the lifted 0-dim tensor that holds it.
+    Stack call = scalar_definition_args(tensor, SymInt::from_expr(s));
+    dispatch::call_for_tensors(id, call);
+  }
+}
+
+void Tracer::refuse_symbols_of_closed_bodies(const OpDef& op, const Stack& args) const {
+  auto refuse = [&](SymInt v) {
+    if (!v.is_symbolic()) return;
+    for (sym::ExprPtr s : sym::free_symbols(v.expr()))
+      KILN_CHECK(!closed_body_symbols_.contains(s), ValueError,
+                 "{}: {} uses {}, the value of {}, outside that body; a value read inside a "
+                 "body is known only while it runs. Return it from the body as a tensor "
+                 "(e.g. the tensor it was read from) and read it again outside",
+                 req_.function_name, op.name, sym::to_string(v.expr()), body_symbols_.at(s));
+  };
+  for (const IValue& a : args) {
+    if (a.is_int()) refuse(a.to_sym_int());
+    if (a.is_int_list())
+      for (SymInt v : a.sym_int_list()) refuse(v);
+    if (a.is_tensor() && a.tensor().defined())
+      for (SymInt v : a.tensor().sym_sizes()) refuse(v);
   }
 }
 
@@ -1022,6 +1128,7 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
                                       const std::vector<Tensor>& captured, const BodyFn& fn,
                                       bool clone_inputs_returned) {
   BodyScope body{.op = std::string(op), .name = std::string(name)};
+  const size_t asserts_before = env_.runtime_asserts().size();
   std::vector<Tensor> fakes;
   for (const BodyInput& input : inputs) {
     const graph::TensorMeta& meta = input.meta;
@@ -1059,6 +1166,35 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
     }
   }
   body.graph.set_outputs(outs);
+  // Note [Values read inside a body]
+  const auto& asserts = env_.runtime_asserts();
+  for (size_t i = asserts_before; i < asserts.size(); ++i) {
+    const std::vector<sym::ExprPtr> uses = sym::free_symbols(asserts[i].condition);
+    if (std::none_of(uses.begin(), uses.end(),
+                     [&](sym::ExprPtr s) { return body.symbols.contains(s); }))
+      continue;
+    KILN_CHECK(uses.size() == 1 && env_.statically_known(asserts[i].condition) == true,
+               NotImplementedError,
+               "{}: {}: kiln::check({}) at {} inside {} is not a bound on one value read inside "
+               "the body; the body checks only such bounds when it runs (u >= a, u <= b, u == c). "
+               "Check the other sizes outside the body, or compare the value with a constant",
+               req_.function_name, op, sym::to_string(asserts[i].condition), asserts[i].origin,
+               name);
+    asserts_checked_in_bodies_.insert(i);
+  }
+  record_scalar_ranges(body.symbols);
+  for (const auto& [symbol, node] : body.symbols) closed_body_symbols_.insert(symbol);
+  if (op != "cond") {
+    for (size_t o = 0; o < results.size(); ++o) {
+      const std::optional<sym::ExprPtr> u = body_symbol_in(results[o].sym_sizes(), &body);
+      KILN_CHECK(!u.has_value(), ShapeError,
+                 "{}: {} returned output {} with sizes {}, which depend on {} ({}): a value known "
+                 "only inside one run of the body. Results of a {} body keep their sizes from "
+                 "run to run; return a tensor of a fixed size (pad it, or mask it with where())",
+                 op, name, o, shape_str(results[o].sym_sizes()), sym::to_string(*u),
+                 body_symbols_.at(*u), op);
+    }
+  }
   auto what_input = [&](const graph::Value* placeholder) {
     const auto placeholders = body.graph.placeholders();
     const size_t k = static_cast<size_t>(
@@ -1129,8 +1265,13 @@ SymDimVector Tracer::cond_output_sizes(const Tensor& a, const Tensor& b, size_t 
   for (int64_t d = 0; d < a.dim(); ++d) {
     const SymInt x = a.sym_sizes()[static_cast<size_t>(d)];
     const SymInt y = b.sym_sizes()[static_cast<size_t>(d)];
-    const bool equal = same(x, y) || ((x.is_symbolic() || y.is_symbolic()) &&
-                                      env_.statically_known(sym::eq(x.expr(), y.expr())) == true);
+    // A size read inside a branch is that branch's alone (Note [Values read inside a body]):
+    // the node's output gets a symbol of its own.
+    const bool local = body_symbol_in(SymIntArrayRef(&x, 1)).has_value() ||
+                       body_symbol_in(SymIntArrayRef(&y, 1)).has_value();
+    const bool equal = !local && (same(x, y) || ((x.is_symbolic() || y.is_symbolic()) &&
+                                                 env_.statically_known(sym::eq(
+                                                     x.expr(), y.expr())) == true));
     if (equal) {
       sizes.push_back(x);
       continue;
