@@ -249,7 +249,8 @@ TraceRequest FunctionState::replay_request(const CacheEntry& entry,
                       .function_name = name,
                       .dynamic_dims = entry.dynamic_dims,
                       .replay_path = path,
-                      .replay_outputs = outputs};
+                      .replay_outputs = outputs,
+                      .replay_guards = &entry.guards};
 }
 
 std::vector<Tensor> FunctionState::run_entry(CacheEntry& entry, const std::vector<ArgValue>& args,

@@ -40,7 +40,9 @@ class Tracer final : public TracingHooks {
   explicit Tracer(const TraceRequest& req)
       : req_(req),
         env_(sym::ShapeEnvOptions{.specialize_zero_one = req.options->specialize_zero_one,
-                                  .duck_shape = req.options->duck_shape}) {}
+                                  // Note [Replaying the cached symbols]
+                                  .duck_shape = req.options->duck_shape &&
+                                                req.replay_guards == nullptr}) {}
 
   TraceResult run();
   void handle_op(const OpDef& op, Stack& args, Stack& outputs);
@@ -142,8 +144,10 @@ class Tracer final : public TracingHooks {
     return seg_->guards;
   }
   void start_inputs();
+  // `cached`: the guard the replayed entry has for this argument (Note [Replaying the cached
+  // symbols]); null for a new entry.
   Tensor make_fake(const Tensor& real, const std::string& source, const std::vector<bool>* dynamic,
-                   TensorGuard& guard);
+                   TensorGuard& guard, const TensorGuard* cached = nullptr);
   graph::Value* value_of(const Tensor& t);
   Tensor fake_of(const Tensor& t);
   graph::Value* lift(const InputRef& ref, const Tensor& fake);
@@ -235,8 +239,17 @@ graph::TensorMeta Tracer::meta_of(const Tensor& fake) const {
   return m;
 }
 
+// Note [Replaying the cached symbols]
+// Duck sizing gives input sizes with equal values one symbol. An entry traced with x of [3, 4]
+// has x : [s0, s1], and serves a call with [5, 5]: no guard says s0 != s1. Tracing that call
+// again (a new branch under the entry, or verify mode's retrace: Note [Trace tree], Note [Verify
+// mode]) replays the entry's segments and must record the same graphs, so its sizes get the
+// entry's symbols, not duck sizing's [s0, s0]: the ShapeEnv of a replay does no duck sizing, a
+// size the entry bound gets a fresh symbol (created in the same order, so with the same name),
+// one the entry shared takes the symbol it shared, and a static one stays its value.
 Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
-                         const std::vector<bool>* dynamic, TensorGuard& guard) {
+                         const std::vector<bool>* dynamic, TensorGuard& guard,
+                         const TensorGuard* cached) {
   guard.dtype = real.dtype();
   guard.requires_grad = real.requires_grad();
   const int64_t nd = real.dim();
@@ -244,7 +257,16 @@ Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
   for (int64_t d = 0; d < nd; ++d) {
     const int64_t hint = real.sizes()[d];
     const bool dyn = dynamic != nullptr && (*dynamic)[d];
-    sizes[d] = env_.create_size_symbol(hint, fmt::format("{}.size({})", source, d), dyn);
+    const TensorGuard::Dim* was =
+        cached != nullptr && static_cast<size_t>(d) < cached->sizes.size() ? &cached->sizes[d]
+                                                                           : nullptr;
+    if (was != nullptr && was->kind == TensorGuard::Dim::Kind::Static) {
+      sizes[d] = SymInt(hint);
+    } else if (was != nullptr && was->kind == TensorGuard::Dim::Kind::Same) {
+      sizes[d] = SymInt::from_expr(result_.symbols.symbols.at(static_cast<size_t>(was->value)));
+    } else {
+      sizes[d] = env_.create_size_symbol(hint, fmt::format("{}.size({})", source, d), dyn);
+    }
     TensorGuard::Dim dim;
     if (!sizes[d].is_symbolic()) {
       dim = {TensorGuard::Dim::Kind::Static, hint};
@@ -325,7 +347,12 @@ void Tracer::start_inputs() {
       TensorGuard guard;
       guard.where =
           InputRef{.kind = InputRef::Kind::Arg, .index = static_cast<int>(i), .source = source};
-      Tensor fake = make_fake(*t, source, &req_.dynamic_dims[tensor_index++], guard);
+      const size_t guard_index = result_.guards.tensors.size();
+      const TensorGuard* cached =
+          req_.replay_guards != nullptr && guard_index < req_.replay_guards->tensors.size()
+              ? &req_.replay_guards->tensors[guard_index]
+              : nullptr;
+      Tensor fake = make_fake(*t, source, &req_.dynamic_dims[tensor_index++], guard, cached);
       inputs_[fake.impl()] = guard.where;
       lift(guard.where, fake);
       result_.guards.tensors.push_back(std::move(guard));

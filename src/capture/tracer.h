@@ -32,6 +32,9 @@ struct TraceRequest {
   // (Note [Trace tree]). Empty for a new entry.
   std::vector<Segment*> replay_path;
   std::vector<std::vector<Tensor>> replay_outputs;
+  // The replayed entry's guards, whose sizes the replay's input sizes follow (Note [Replaying the
+  // cached symbols] in src/capture/tracer.cpp). Null for a new entry.
+  const GuardSet* replay_guards = nullptr;
   // CompileOptions::verify on a cache hit: replay_path is the whole path this call ran, and each
   // replayed segment must match its cached one (Note [Verify mode]); VerifyError otherwise.
   bool verify_replay = false;

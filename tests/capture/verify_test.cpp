@@ -177,6 +177,37 @@ TEST(Verify, AnItemBreakVerifiesEachBranch) {
   }
 }
 
+// Duck sizing gives equal sizes one symbol. An entry traced with [3, 4] ([s0, s1]) serves
+// [5, 5] (no guard says s0 != s1), and the retrace of that call must give the sizes the cached
+// entry's symbols, not [s0, s0]: otherwise verify mode reports a stale graph that is not, and a
+// new branch under the entry reports a trace that is not deterministic.
+TEST(Verify, EqualSizesOfACallServedByAnEntryWithDistinctSymbolsVerifyCleanly) {
+  CompileOptions o = verifying();
+  o.dynamic = true;
+  auto rows_plus_cols = [](const Tensor& x) { return x.sum({0}).sum() + x.sum({1}).sum(); };
+  auto f = compile(rows_plus_cols, o);
+  for (const Tensor& x : {randn({3, 4}), randn({5, 5}), randn({2, 6}), randn({6, 6})})
+    expect_equal(f(x), rows_plus_cols(x));
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+TEST(Verify, ANewBranchOfACallWithEqualSizesReplaysThePrefix) {
+  CompileOptions o = verifying();
+  o.dynamic = true;
+  auto fn = [](const Tensor& x) {
+    const Tensor y = x.sum({1});
+    return y.sum().item<double>() > 0 ? y * 2 : y.narrow(0, 0, 1) - x.size(1);
+  };
+  for (bool verify : {true, false}) {
+    o.verify = verify;
+    auto f = compile(fn, o);
+    const Tensor positive = ones({3, 4}), negative = -ones({5, 5});
+    expect_equal(f(positive), fn(positive));
+    expect_equal(f(negative), fn(negative));  // a new branch, traced with [5, 5]
+    expect_equal(f(-ones({6, 2})), fn(-ones({6, 2})));
+  }
+}
+
 // A backend that computes a wrong value: the first output of every graph is off by one.
 const bool g_off_by_one_registered = [] {
   capture::register_backend(
