@@ -39,10 +39,10 @@ class Tracer final : public TracingHooks {
  public:
   explicit Tracer(const TraceRequest& req)
       : req_(req),
-        env_(sym::ShapeEnvOptions{.specialize_zero_one = req.options->specialize_zero_one,
-                                  // Note [Replaying the cached symbols]
-                                  .duck_shape = req.options->duck_shape &&
-                                                req.replay_guards == nullptr}) {}
+        env_(sym::ShapeEnvOptions{
+            .specialize_zero_one = req.options->specialize_zero_one,
+            // Note [Replaying the cached symbols]
+            .duck_shape = req.options->duck_shape && req.replay_guards == nullptr}) {}
 
   TraceResult run();
   void handle_op(const OpDef& op, Stack& args, Stack& outputs);
@@ -257,9 +257,9 @@ Tensor Tracer::make_fake(const Tensor& real, const std::string& source,
   for (int64_t d = 0; d < nd; ++d) {
     const int64_t hint = real.sizes()[d];
     const bool dyn = dynamic != nullptr && (*dynamic)[d];
-    const TensorGuard::Dim* was =
-        cached != nullptr && static_cast<size_t>(d) < cached->sizes.size() ? &cached->sizes[d]
-                                                                           : nullptr;
+    const TensorGuard::Dim* was = cached != nullptr && static_cast<size_t>(d) < cached->sizes.size()
+                                      ? &cached->sizes[d]
+                                      : nullptr;
     if (was != nullptr && was->kind == TensorGuard::Dim::Kind::Static) {
       sizes[d] = SymInt(hint);
     } else if (was != nullptr && was->kind == TensorGuard::Dim::Kind::Same) {
@@ -1296,9 +1296,9 @@ SymDimVector Tracer::cond_output_sizes(const Tensor& a, const Tensor& b, size_t 
     // the node's output gets a symbol of its own.
     const bool local = body_symbol_in(SymIntArrayRef(&x, 1)).has_value() ||
                        body_symbol_in(SymIntArrayRef(&y, 1)).has_value();
-    const bool equal = !local && (same(x, y) || ((x.is_symbolic() || y.is_symbolic()) &&
-                                                 env_.statically_known(sym::eq(
-                                                     x.expr(), y.expr())) == true));
+    const bool equal =
+        !local && (same(x, y) || ((x.is_symbolic() || y.is_symbolic()) &&
+                                  env_.statically_known(sym::eq(x.expr(), y.expr())) == true));
     if (equal) {
       sizes.push_back(x);
       continue;

@@ -51,15 +51,14 @@ TEST_P(CompiledBodyValues, ACondBranchReadsAValue) {
 // Each iteration reads its counter and sums that many leading elements: a value that changes
 // from iteration to iteration, used as a size.
 Values prefix_sums(const Tensor& x) {
-  return while_loop(
-      [](const Values& c) { return c[0] < 4; },
-      [&x](const Values& c) {
-        const SymInt n = c[0].item<SymInt>();
-        check_is_size(n);
-        check(n <= 5);
-        return Values{c[0] + 1, c[1] + x.narrow(0, 0, n).sum()};
-      },
-      {scalar_tensor(int64_t{0}, kInt64), zeros({})});
+  return while_loop([](const Values& c) { return c[0] < 4; },
+                    [&x](const Values& c) {
+                      const SymInt n = c[0].item<SymInt>();
+                      check_is_size(n);
+                      check(n <= 5);
+                      return Values{c[0] + 1, c[1] + x.narrow(0, 0, n).sum()};
+                    },
+                    {scalar_tensor(int64_t{0}, kInt64), zeros({})});
 }
 
 TEST_P(CompiledBodyValues, ALoopBodyReadsADifferentValueOnEveryIteration) {
@@ -75,21 +74,19 @@ TEST_P(CompiledBodyValues, ALoopBodyReadsADifferentValueOnEveryIteration) {
 TEST_P(CompiledBodyValues, AFactInALoopBodyIsCheckedOnTheIterationThatBreaksIt) {
   constexpr int kCheckLine = __LINE__ + 6;
   auto loop = [](const Tensor& x) {
-    return while_loop(
-        [](const Values& c) { return c[0] < 4; },
-        [&x](const Values& c) {
-          const SymInt n = c[0].item<SymInt>();
-          check(n <= 2);
-          return Values{c[0] + 1, c[1] + x * n};
-        },
-        {scalar_tensor(int64_t{0}, kInt64), zeros({3})});
+    return while_loop([](const Values& c) { return c[0] < 4; },
+                      [&x](const Values& c) {
+                        const SymInt n = c[0].item<SymInt>();
+                        check(n <= 2);
+                        return Values{c[0] + 1, c[1] + x * n};
+                      },
+                      {scalar_tensor(int64_t{0}, kInt64), zeros({3})});
   };
   auto f = compile(loop, scalar_outputs(GetParam()));
   const Tensor x = ones({3});
   const std::string msg = error_of_kind<ValueError>([&] { f(x); });
   EXPECT_NE(msg.find("kiln::check failed"), std::string::npos) << msg;
-  EXPECT_NE(msg.find(fmt::format("body_values_test.cpp:{}", kCheckLine)), std::string::npos)
-      << msg;
+  EXPECT_NE(msg.find(fmt::format("body_values_test.cpp:{}", kCheckLine)), std::string::npos) << msg;
   EXPECT_NE(msg.find("= 3"), std::string::npos) << msg;  // the fourth iteration's value
   EXPECT_THROW(loop(x), ValueError);
 }
@@ -151,17 +148,16 @@ TEST_P(CompiledBodyValues, ACondBranchReturnsATensorSizedByAValueItReads) {
 
 // A value read in a loop body, used by a cond nested in that body.
 Values nested_use(const Tensor& x) {
-  return while_loop(
-      [](const Values& c) { return c[0] < 3; },
-      [](const Values& c) {
-        const SymInt n = c[0].item<SymInt>();
-        const Tensor odd = (c[0] % 2) == 1;
-        const Tensor next = cond(
-            odd, [n](const Values& v) { return Values{v[0] * n}; },
-            [n](const Values& v) { return Values{v[0] + n}; }, {c[1]})[0];
-        return Values{c[0] + 1, next};
-      },
-      {scalar_tensor(int64_t{0}, kInt64), x});
+  return while_loop([](const Values& c) { return c[0] < 3; },
+                    [](const Values& c) {
+                      const SymInt n = c[0].item<SymInt>();
+                      const Tensor odd = (c[0] % 2) == 1;
+                      const Tensor next = cond(
+                          odd, [n](const Values& v) { return Values{v[0] * n}; },
+                          [n](const Values& v) { return Values{v[0] + n}; }, {c[1]})[0];
+                      return Values{c[0] + 1, next};
+                    },
+                    {scalar_tensor(int64_t{0}, kInt64), x});
 }
 
 TEST_P(CompiledBodyValues, ANestedBodyUsesAValueItsEnclosingBodyRead) {
@@ -184,8 +180,9 @@ TEST_P(CompiledBodyValues, AScanResultSizedByAStepsValueRaises) {
         {counts})[0];
   };
   auto f = compile(fn, scalar_outputs(GetParam()));
-  const std::string msg =
-      error_of_kind<ShapeError>([&] { f(tensor({1, 2}), arange(4, kFloat32)); });
+  const std::string msg = error_of_kind<ShapeError>([&] {
+    f(tensor({1, 2}), arange(4, kFloat32));
+  });
   EXPECT_NE(msg.find("returned output 0 with sizes [u0]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("body_values_test.cpp:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fixed size"), std::string::npos) << msg;
@@ -204,22 +201,20 @@ TEST_P(CompiledBodyValues, AValueCarriedOutOfItsBodyRaises) {
     return y + zeros({leaked}).sum();
   };
   auto f = compile(fn, scalar_outputs(GetParam()));
-  const std::string msg =
-      error_of_kind<ValueError>([&] { f(ones({2}), tensor({int64_t{3}})); });
+  const std::string msg = error_of_kind<ValueError>([&] { f(ones({2}), tensor({int64_t{3}})); });
   EXPECT_NE(msg.find("outside that body"), std::string::npos) << msg;
   EXPECT_NE(msg.find("in true_fn of cond"), std::string::npos) << msg;
 }
 
 TEST_P(CompiledBodyValues, AFactRelatingAValueToAnotherSizeRaises) {
   auto fn = [](const Tensor& x) {
-    return while_loop(
-        [](const Values& c) { return c[0] < 2; },
-        [&x](const Values& c) {
-          const SymInt n = c[0].item<SymInt>();
-          check(n <= x.size(0));
-          return Values{c[0] + 1, c[1] + x.sum() * n};
-        },
-        {scalar_tensor(int64_t{0}, kInt64), zeros({})});
+    return while_loop([](const Values& c) { return c[0] < 2; },
+                      [&x](const Values& c) {
+                        const SymInt n = c[0].item<SymInt>();
+                        check(n <= x.size(0));
+                        return Values{c[0] + 1, c[1] + x.sum() * n};
+                      },
+                      {scalar_tensor(int64_t{0}, kInt64), zeros({})});
   };
   CompileOptions o = scalar_outputs(GetParam());
   o.dynamic = true;
@@ -236,7 +231,10 @@ Tensor outer_values_inside(const Tensor& p, const Tensor& x, const Tensor& count
   const SymInt m = x.nonzero().size(0);
   return cond(
       p, [n, m](const Values& v) { return Values{v[0] * n + ones({m}).sum()}; },
-      [m](const Values& v) { return Values{v[0] - zeros({m, 2}).sum() - m}; }, {x})[0];
+      [m](const Values& v) {
+        return Values{v[0] - zeros({m, 2}).sum() - m};
+      },
+      {x})[0];
 }
 
 TEST_P(CompiledBodyValues, ABodyUsesValuesOfTheEnclosingGraph) {

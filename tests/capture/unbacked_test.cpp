@@ -329,9 +329,9 @@ std::vector<Tensor> arithmetic_with_a_value(const Tensor& x, const Tensor& count
 }
 
 TEST_P(CompiledUnbacked, AValueIsAnArithmeticOperandInOneGraph) {
-  const std::vector<Tensor> xs = {arange(6, kFloat32).reshape({2, 3}) - 2.5,
-                                  arange(6, kInt32) - 3, tensor({true, false, true}),
-                                  scalar_tensor(7, kInt32), arange(4, kUInt8) * 60};
+  const std::vector<Tensor> xs = {arange(6, kFloat32).reshape({2, 3}) - 2.5, arange(6, kInt32) - 3,
+                                  tensor({true, false, true}), scalar_tensor(7, kInt32),
+                                  arange(4, kUInt8) * 60};
   for (const Tensor& x : xs) {
     SCOPED_TRACE(dtype_name(x.dtype()));
     auto f = compile(arithmetic_with_a_value, scalar_outputs(GetParam()));
