@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <map>
 
 #include "kiln/autograd.h"
 #include "kiln/error.h"
@@ -125,18 +126,41 @@ graph::Graph functionalized_for_inference(const graph::Graph& captured) {
 // var and std stay whole: their lowering is one Welford pass (lowerings/reduction.cpp).
 constexpr std::string_view kKeepWhole[] = {"var", "std"};
 
+codegen::GeneratedCode generate_body(const graph::Graph& body,
+                                     const codegen::CodegenOptions& options);
+
+// The stages decompose .. codegen of a functional graph, written once for a captured graph and
+// for the bodies of its higher-order ops. `stage(name, fn)` runs stage `name` as fn(): for a
+// captured graph through run_pass (timed, logged, verified), for a body inline.
+template <typename Stage>
+codegen::GeneratedCode generate_code(graph::Graph g, const codegen::CodegenOptions& options,
+                                     Stage&& stage) {
+  g = stage("decompose", [&] {
+    lower::decompose(g, kKeepWhole);
+    return std::move(g);
+  });
+  g = stage("post_grad", [&] { return run_post_grad_passes(std::move(g)); }).graph;
+  const LoweredGraph lowered = stage("lower", [&] {
+    LoweredGraph l{std::make_unique<graph::Graph>(std::move(g)), nullptr};
+    l.lowering = std::make_unique<lower::GraphLowering>(*l.graph);
+    l.lowering->run();
+    return l;
+  });
+  const sched::Schedule schedule =
+      stage("schedule", [&] { return sched::schedule(*lowered.lowering); });
+  return stage("codegen", [&] {
+    return codegen::generate(*lowered.lowering, schedule, options, generate_body);
+  });
+}
+
 // Note [Higher-order ops in a program] (src/runtime/program.h): a body of a cond, while_loop or
 // scan goes through the stages of the graph around it, decompose .. codegen, into the same
 // translation unit (its own bodies too, recursively). They are not separate passes: the
 // trace shows a body's loop IR inside its graph's.
 codegen::GeneratedCode generate_body(const graph::Graph& body,
                                      const codegen::CodegenOptions& options) {
-  graph::Graph g = functionalized_for_inference(body);
-  lower::decompose(g, kKeepWhole);
-  g = run_post_grad_passes(std::move(g)).graph;
-  lower::GraphLowering lowering(g);
-  lowering.run();
-  return codegen::generate(lowering, sched::schedule(lowering), options, generate_body);
+  return generate_code(functionalized_for_inference(body), options,
+                       [](std::string_view, auto&& fn) { return fn(); });
 }
 
 // The inference stages after the graph cache: functionalize (unless `graph` is already
@@ -168,32 +192,14 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
     return functionalized_for_inference(captured);
   });
   codegen::GeneratedCode code;
-  double decompose_s = 0, lower_s = 0, schedule_s = 0, codegen_s = 0;
+  std::map<std::string, double, std::less<>> stage_s;  // decompose includes post_grad
   try {
-    auto t = std::chrono::steady_clock::now();
-    g = run_pass(context, "decompose", [&] {
-      lower::decompose(g, kKeepWhole);
-      return std::move(g);
+    code = generate_code(std::move(g), gopts, [&](std::string_view name, auto&& fn) {
+      const auto t = std::chrono::steady_clock::now();
+      auto output = run_pass(context, name, fn);
+      stage_s[name == "post_grad" ? "decompose" : std::string(name)] += seconds_since(t);
+      return output;
     });
-    g = run_pass(context, "post_grad", [&] { return run_post_grad_passes(std::move(g)); }).graph;
-    decompose_s = seconds_since(t);
-    t = std::chrono::steady_clock::now();
-    const LoweredGraph lowered = run_pass(context, "lower", [&] {
-      LoweredGraph l{std::make_unique<graph::Graph>(std::move(g)), nullptr};
-      l.lowering = std::make_unique<lower::GraphLowering>(*l.graph);
-      l.lowering->run();
-      return l;
-    });
-    lower_s = seconds_since(t);
-    t = std::chrono::steady_clock::now();
-    const sched::Schedule schedule =
-        run_pass(context, "schedule", [&] { return sched::schedule(*lowered.lowering); });
-    schedule_s = seconds_since(t);
-    t = std::chrono::steady_clock::now();
-    code = run_pass(context, "codegen", [&] {
-      return codegen::generate(*lowered.lowering, schedule, gopts, generate_body);
-    });
-    codegen_s = seconds_since(t);
   } catch (const NotImplementedError& e) {
     log_fallback(context, e, false);
     return eager(captured, inputs, context);
@@ -217,14 +223,10 @@ CompiledGraph compile_for_inference(const graph::Graph& captured, bool functiona
   code.program.source_hash = lib->hash();
   runtime::store_program(key, code.program);
   trace::log_artifact("inductor_compile_times", id, [&] {
-    return nlohmann::json{{"graph_cache", "miss"},
-                          {"decompose_s", decompose_s},
-                          {"lower_s", lower_s},
-                          {"schedule_s", schedule_s},
-                          {"codegen_s", codegen_s},
-                          {"cxx_compile_s", compile_s},
-                          {"total_s", seconds_since(start)},
-                          {"library", lib->path().string()}};
+    return nlohmann::json{{"graph_cache", "miss"},           {"decompose_s", stage_s["decompose"]},
+                          {"lower_s", stage_s["lower"]},     {"schedule_s", stage_s["schedule"]},
+                          {"codegen_s", stage_s["codegen"]}, {"cxx_compile_s", compile_s},
+                          {"total_s", seconds_since(start)}, {"library", lib->path().string()}};
   });
   return run_pass(context, "load", [&] { return load(std::move(code.program), lib); }).run;
 }

@@ -72,7 +72,7 @@ TEST_P(CompiledBodyValues, ALoopBodyReadsADifferentValueOnEveryIteration) {
 }
 
 TEST_P(CompiledBodyValues, AFactInALoopBodyIsCheckedOnTheIterationThatBreaksIt) {
-  constexpr int kCheckLine = __LINE__ + 6;
+  constexpr int kCheckLine = __LINE__ + 5;
   auto loop = [](const Tensor& x) {
     return while_loop([](const Values& c) { return c[0] < 4; },
                       [&x](const Values& c) {
