@@ -252,6 +252,55 @@ TEST_P(CompiledBodyValues, ABodyUsesValuesOfTheEnclosingGraph) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// Gradients through a branch that scales by a value it reads: d/dx sum(x * n) = n.
+TEST_P(CompiledBodyValues, GradientsThroughABranchThatReadsAValue) {
+  auto fn = [](const Tensor& x, const Tensor& count) {
+    const Tensor y = cond(
+        x.sum() > 0,
+        [](const Values& v) {
+          const SymInt n = v[1].item<SymInt>();
+          return Values{v[0] * n};
+        },
+        [](const Values& v) { return Values{v[0] * v[0]}; }, {x, count})[0];
+    return y.sum();
+  };
+  auto f = compile(fn, scalar_outputs(GetParam()));
+  for (int64_t n : {3, -2})
+    for (float sign : {1.0f, -1.0f}) {
+      SCOPED_TRACE(fmt::format("n={} sign={}", n, sign));
+      const Tensor a = (arange(3, kFloat32) + 1) * sign, count = tensor({n});
+      Tensor x = a.clone().requires_grad_(true), xe = a.clone().requires_grad_(true);
+      const Tensor loss = f(x, count), want = fn(xe, count);
+      expect_equal(loss, want);
+      loss.backward();
+      want.backward();
+      expect_equal(x.grad(), xe.grad());
+    }
+}
+
+// The same through a loop whose body reads its counter: d/dx of x * 0 * 1 * 2 ... per iteration.
+TEST_P(CompiledBodyValues, GradientsThroughALoopBodyThatReadsItsCounter) {
+  auto fn = [](const Tensor& x) {
+    return while_loop(
+               [](const Values& c) { return c[0] < 3; },
+               [](const Values& c) {
+                 const SymInt n = c[0].item<SymInt>();
+                 return Values{c[0] + 1, c[1] * (n + 2)};
+               },
+               {scalar_tensor(int64_t{0}, kInt64), x})[1]
+        .sum();
+  };
+  auto f = compile(fn, scalar_outputs(GetParam()));
+  Tensor x = tensor({1.0f, -2.0f}).requires_grad_(true),
+         xe = tensor({1.0f, -2.0f}).requires_grad_(true);
+  const Tensor loss = f(x), want = fn(xe);
+  expect_equal(loss, want);
+  loss.backward();
+  want.backward();
+  expect_equal(x.grad(), xe.grad());  // 2 * 3 * 4
+  expect_equal(xe.grad(), full({2}, 24.0f));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledBodyValues, ::testing::Values("eager", "inductor"));
 
 }  // namespace

@@ -351,6 +351,25 @@ TEST_P(CompiledUnbacked, AValueIsAnArithmeticOperandInOneGraph) {
   }
 }
 
+TEST_P(CompiledUnbacked, GradientsThroughAValueOperand) {
+  auto fn = [](const Tensor& x, const Tensor& count) {
+    const SymInt n = count.item<SymInt>();
+    return ((x * n) / (n * n + 1) - n).sum();
+  };
+  auto f = compile(fn, scalar_outputs(GetParam()));
+  for (int64_t n : {3, -2, 0}) {
+    SCOPED_TRACE(n);
+    Tensor x = arange(4, kFloat32).requires_grad_(true),
+           xe = arange(4, kFloat32).requires_grad_(true);
+    const Tensor loss = f(x, tensor({n})), want = fn(xe, tensor({n}));
+    expect_equal(loss, want);
+    loss.backward();
+    want.backward();
+    expect_equal(x.grad(), xe.grad());
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledUnbacked, ::testing::Values("eager", "inductor"));
 
 }  // namespace
