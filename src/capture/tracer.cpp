@@ -1017,7 +1017,12 @@ void Tracer::define_scalar_symbols_used_by(const Stack& args) {
 // bind a body's symbols afresh per run). The symbol belongs to that body alone:
 // - kiln::check facts on it alone become its node's value range, checked where it is bound; a
 //   fact that relates it to other symbols has no place to be checked and raises (a segment checks
-//   its facts after it runs, when the body's value is gone).
+//   its facts after it runs, when the body's value is gone). So does a fact inside a body about
+//   a value of the enclosing graph: eagerly it holds only if the body runs (the branch taken, a
+//   loop that iterates), so it cannot be a fact of the whole graph.
+// - A value of an enclosing scope (an item<SymInt>() or a nonzero() length read outside) that a
+//   body uses is lifted like a closure: the tensor that holds it becomes a body input, and the
+//   body reads the value again from it (lift_symbols_into_body).
 // - A result of a cond branch with a size over it gets a fresh symbol of the node (Note [Branches
 //   of different sizes]); a loop, scan or map body's result may not have such a size (it must
 //   keep its sizes from run to run), nor may anything outside the body use the symbol (a SymInt
@@ -1196,10 +1201,23 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
   // Note [Values read inside a body]
   const auto& asserts = env_.runtime_asserts();
   for (size_t i = asserts_before; i < asserts.size(); ++i) {
+    if (asserts_checked_in_bodies_.contains(i)) continue;  // a nested body's
     const std::vector<sym::ExprPtr> uses = sym::free_symbols(asserts[i].condition);
-    if (std::none_of(uses.begin(), uses.end(),
-                     [&](sym::ExprPtr s) { return body.symbols.contains(s); }))
-      continue;
+    bool mine = false;
+    for (sym::ExprPtr u : uses) {
+      const sym::SymbolInfo* info = env_.info(u);
+      mine |= body.symbols.contains(u);
+      // A fact about a value of the enclosing graph would hold for the whole graph, taken
+      // branch or not, loop run or not: eagerly it is checked only when the body runs.
+      KILN_CHECK(body.symbols.contains(u) || info == nullptr || !info->unbacked,
+                 NotImplementedError,
+                 "{}: {}: kiln::check({}) at {} inside {} bounds {}, which was not read inside "
+                 "this body (a value of the enclosing graph); a fact inside a body may bound only "
+                 "values the body reads. Check it before the {}",
+                 req_.function_name, op, sym::to_string(asserts[i].condition), asserts[i].origin,
+                 name, u->name(), op);
+    }
+    if (!mine) continue;
     KILN_CHECK(uses.size() == 1 && env_.statically_known(asserts[i].condition) == true,
                NotImplementedError,
                "{}: {}: kiln::check({}) at {} inside {} is not a bound on one value read inside "

@@ -281,13 +281,12 @@ TEST_P(CompiledBodyValues, GradientsThroughABranchThatReadsAValue) {
 // The same through a loop whose body reads its counter: d/dx of x * 0 * 1 * 2 ... per iteration.
 TEST_P(CompiledBodyValues, GradientsThroughALoopBodyThatReadsItsCounter) {
   auto fn = [](const Tensor& x) {
-    return while_loop(
-               [](const Values& c) { return c[0] < 3; },
-               [](const Values& c) {
-                 const SymInt n = c[0].item<SymInt>();
-                 return Values{c[0] + 1, c[1] * (n + 2)};
-               },
-               {scalar_tensor(int64_t{0}, kInt64), x})[1]
+    return while_loop([](const Values& c) { return c[0] < 3; },
+                      [](const Values& c) {
+                        const SymInt n = c[0].item<SymInt>();
+                        return Values{c[0] + 1, c[1] * (n + 2)};
+                      },
+                      {scalar_tensor(int64_t{0}, kInt64), x})[1]
         .sum();
   };
   auto f = compile(fn, scalar_outputs(GetParam()));
@@ -299,6 +298,28 @@ TEST_P(CompiledBodyValues, GradientsThroughALoopBodyThatReadsItsCounter) {
   want.backward();
   expect_equal(x.grad(), xe.grad());  // 2 * 3 * 4
   expect_equal(xe.grad(), full({2}, 24.0f));
+}
+
+// A fact about a value of the enclosing graph, asserted in a branch: eagerly it is checked only
+// when that branch runs, so the graph must not take it as a fact of the whole graph (it would
+// decide the `if` below for the other branch too).
+TEST_P(CompiledBodyValues, AFactInABranchAboutAnEnclosingValueRaises) {
+  auto fn = [](const Tensor& p, const Tensor& x, const Tensor& count) {
+    const SymInt n = count.item<SymInt>();
+    const Tensor y = cond(
+        p,
+        [n](const Values& v) {
+          check(n <= 3);
+          return Values{v[0] * n};
+        },
+        [](const Values& v) { return Values{v[0] + 1}; }, {x})[0];
+    return n <= 3 ? y : y * 10;
+  };
+  auto f = compile(fn, scalar_outputs(GetParam()));
+  const std::string msg = error_of_kind<NotImplementedError>(
+      [&] { f(scalar_tensor(false, kBool), ones({2}), tensor({5})); });
+  EXPECT_NE(msg.find("kiln::check(u0 <= 3)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Check it before the cond"), std::string::npos) << msg;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledBodyValues, ::testing::Values("eager", "inductor"));
