@@ -925,6 +925,23 @@ void Tracer::data_dependent_int(sym::ExprPtr value, const std::source_location& 
                   req_.function_name, sym::to_string(v), location_str(user_location(loc))));
 }
 
+// Calls f(symbol) for each free symbol of the SymInt and SymInt-list arguments of `args` (and
+// of the tensor arguments' sizes, with `tensor_sizes`).
+template <typename F>
+void for_each_symbol_of(const Stack& args, F&& f, bool tensor_sizes = false) {
+  auto visit = [&](SymInt v) {
+    if (!v.is_symbolic()) return;
+    for (sym::ExprPtr s : sym::free_symbols(v.expr())) f(s);
+  };
+  for (const IValue& a : args) {
+    if (a.is_int()) visit(a.to_sym_int());
+    if (a.is_int_list())
+      for (SymInt v : a.sym_int_list()) visit(v);
+    if (tensor_sizes && a.is_tensor() && a.tensor().defined())
+      for (SymInt v : a.tensor().sym_sizes()) visit(v);
+  }
+}
+
 // `_local_scalar_dense(t, symbol)` with no range yet (record_scalar_ranges sets it).
 Stack scalar_definition_args(const Tensor& t, SymInt symbol) {
   return Stack{IValue(t), IValue(symbol), IValue(SymDimVector{}), IValue(SymDimVector{}),
@@ -990,18 +1007,11 @@ void Tracer::record_scalar_ranges(const std::unordered_map<sym::ExprPtr, graph::
 
 void Tracer::define_scalar_symbols_used_by(const Stack& args) {
   std::vector<sym::ExprPtr> symbols;
-  auto collect = [&](SymInt v) {
-    if (!v.is_symbolic()) return;
-    for (sym::ExprPtr s : sym::free_symbols(v.expr()))
-      if (scalar_origins_.contains(s) && !scalars_defined_here_.contains(s) &&
-          std::find(symbols.begin(), symbols.end(), s) == symbols.end())
-        symbols.push_back(s);
-  };
-  for (const IValue& a : args) {
-    if (a.is_int()) collect(a.to_sym_int());
-    if (a.is_int_list())
-      for (SymInt v : a.sym_int_list()) collect(v);
-  }
+  for_each_symbol_of(args, [&](sym::ExprPtr s) {
+    if (scalar_origins_.contains(s) && !scalars_defined_here_.contains(s) &&
+        std::find(symbols.begin(), symbols.end(), s) == symbols.end())
+      symbols.push_back(s);
+  });
   static const OpId id = OpRegistry::instance().id("_local_scalar_dense");
   for (sym::ExprPtr s : symbols) {
     Stack call = scalar_definition_args(unbacked_defs_.at(s).first, SymInt::from_expr(s));
@@ -1040,22 +1050,14 @@ std::optional<sym::ExprPtr> Tracer::body_symbol_in(SymIntArrayRef sizes,
 void Tracer::lift_symbols_into_body(const Stack& args) {
   BodyScope& body = *bodies_.back();
   std::vector<sym::ExprPtr> symbols;
-  auto collect = [&](SymInt v) {
-    if (!v.is_symbolic()) return;
-    for (sym::ExprPtr s : sym::free_symbols(v.expr())) {
-      const sym::SymbolInfo* info = env_.info(s);
-      if (info == nullptr || !info->unbacked || body.symbols.contains(s) ||
-          body.lifted_symbols.contains(s) || !unbacked_defs_.contains(s))
-        continue;
-      body.lifted_symbols.insert(s);
-      symbols.push_back(s);
-    }
-  };
-  for (const IValue& a : args) {
-    if (a.is_int()) collect(a.to_sym_int());
-    if (a.is_int_list())
-      for (SymInt v : a.sym_int_list()) collect(v);
-  }
+  for_each_symbol_of(args, [&](sym::ExprPtr s) {
+    const sym::SymbolInfo* info = env_.info(s);
+    if (info == nullptr || !info->unbacked || body.symbols.contains(s) ||
+        body.lifted_symbols.contains(s) || !unbacked_defs_.contains(s))
+      return;
+    body.lifted_symbols.insert(s);
+    symbols.push_back(s);
+  });
   static const OpId id = OpRegistry::instance().id("_local_scalar_dense");
   for (sym::ExprPtr s : symbols) {
     const auto& [tensor, dim] = unbacked_defs_.at(s);
@@ -1070,22 +1072,16 @@ void Tracer::lift_symbols_into_body(const Stack& args) {
 }
 
 void Tracer::refuse_symbols_of_closed_bodies(const OpDef& op, const Stack& args) const {
-  auto refuse = [&](SymInt v) {
-    if (!v.is_symbolic()) return;
-    for (sym::ExprPtr s : sym::free_symbols(v.expr()))
-      KILN_CHECK(!closed_body_symbols_.contains(s), ValueError,
-                 "{}: {} uses {}, the value of {}, outside that body; a value read inside a "
-                 "body is known only while it runs. Return it from the body as a tensor "
-                 "(e.g. the tensor it was read from) and read it again outside",
-                 req_.function_name, op.name, sym::to_string(v.expr()), body_symbols_.at(s));
-  };
-  for (const IValue& a : args) {
-    if (a.is_int()) refuse(a.to_sym_int());
-    if (a.is_int_list())
-      for (SymInt v : a.sym_int_list()) refuse(v);
-    if (a.is_tensor() && a.tensor().defined())
-      for (SymInt v : a.tensor().sym_sizes()) refuse(v);
-  }
+  for_each_symbol_of(
+      args,
+      [&](sym::ExprPtr s) {
+        KILN_CHECK(!closed_body_symbols_.contains(s), ValueError,
+                   "{}: {} uses {}, the value of {}, outside that body; a value read inside a "
+                   "body is known only while it runs. Return it from the body as a tensor "
+                   "(e.g. the tensor it was read from) and read it again outside",
+                   req_.function_name, op.name, s->name(), body_symbols_.at(s));
+      },
+      /*tensor_sizes=*/true);
 }
 
 // Note [Higher-order ops under a trace]
