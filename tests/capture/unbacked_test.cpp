@@ -370,6 +370,28 @@ TEST_P(CompiledUnbacked, GradientsThroughAValueOperand) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// The mean of the positive elements: a sum divided by a data-dependent length (0 gives NaN, as
+// eagerly), with no guard on the length.
+TEST_P(CompiledUnbacked, ADataDependentLengthIsAnArithmeticOperand) {
+  auto fn = [](const Tensor& x) {
+    const Tensor positive = x.index({x > 0});
+    const SymInt m = positive.size(0);
+    return std::make_tuple(positive.sum() / m, m - x.sum() * m);
+  };
+  CompileOptions o = scalar_outputs(GetParam());
+  o.capture_dynamic_output_shape_ops = true;
+  auto f = compile(fn, o);
+  for (const Tensor& x :
+       {tensor({1.0, -2.0, 3.0}), tensor({-1.0, -2.0, -0.5}), tensor({4.0, 0.5, 2.0})}) {
+    auto [mean, other] = f(x);
+    auto [mean_e, other_e] = fn(x);
+    expect_equal(mean, mean_e);
+    expect_equal(other, other_e);
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledUnbacked, ::testing::Values("eager", "inductor"));
 
 }  // namespace
