@@ -322,6 +322,63 @@ TEST_P(CompiledBodyValues, AFactInABranchAboutAnEnclosingValueRaises) {
   EXPECT_NE(msg.find("Check it before the cond"), std::string::npos) << msg;
 }
 
+// A cond inside a reversed scan, its branch reading the step's element: the innermost body
+// defines the value, on every step, from a tensor its enclosing body received.
+Values nested_reads(const Tensor& counts, const Tensor& w) {
+  const ScanResult r = scan(
+      [&w](const Values& carry, const Values& x) {
+        const Tensor odd = (x[0] % 2) == 1;
+        const Tensor step = cond(
+            odd,
+            [&w](const Values& v) {
+              const SymInt n = v[0].item<SymInt>();
+              check_is_size(n);
+              check(n <= 4);
+              return Values{w.narrow(0, 0, n).sum() * n};
+            },
+            [](const Values& v) { return Values{v[0].to(kFloat32) - 0.5}; }, {x[0]})[0];
+        const Tensor next = carry[0] * 3 + step;
+        return std::make_pair(Values{next}, Values{next});
+      },
+      {zeros({})}, {counts}, /*dim=*/0, /*reverse=*/true);
+  return {r.carry[0], r.ys[0]};
+}
+
+TEST_P(CompiledBodyValues, ACondInAReversedScanReadsEachStepsValue) {
+  auto f = compile(nested_reads, scalar_outputs(GetParam()));
+  const Tensor w = arange(4, kFloat32) + 1;
+  for (const Tensor& counts : {tensor({1, 2, 3, 0}), tensor({3, 3, 1, 4})}) {
+    const Values got = f(counts, w), want = nested_reads(counts, w);
+    expect_equal(got[0], want[0]);
+    expect_equal(got[1], want[1]);
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+// A loop that runs no iteration checks nothing, as eagerly: the start value breaks the fact.
+TEST_P(CompiledBodyValues, ALoopThatRunsNoIterationChecksNoFactOfItsBody) {
+  auto loop = [](const Tensor& start, const Tensor& x) {
+    return while_loop([](const Values& c) { return c[0] < 4; },
+                      [&x](const Values& c) {
+                        const SymInt n = c[0].item<SymInt>();
+                        check(n <= 2);
+                        return Values{c[0] + 1, c[1] + x * n};
+                      },
+                      {start, zeros({3})});
+  };
+  auto f = compile(loop, scalar_outputs(GetParam()));
+  const Tensor x = ones({3});
+  for (int64_t start : {7, 4, 9}) {
+    SCOPED_TRACE(start);
+    const Tensor s0 = scalar_tensor(start, kInt64);
+    const Values got = f(s0, x), want = loop(s0, x);
+    expect_equal(got[0], want[0]);
+    expect_equal(got[1], want[1]);
+  }
+  EXPECT_THROW(f(scalar_tensor(int64_t{0}, kInt64), x), ValueError);  // iteration n = 3
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledBodyValues, ::testing::Values("eager", "inductor"));
 
 }  // namespace
