@@ -65,7 +65,8 @@ class Tracer final : public TracingHooks {
   std::vector<Tensor> trace_while_loop(const LoopConditionFn& cond_fn, const BodyFn& body_fn,
                                        const std::vector<Tensor>& carried) override;
   ScanResult trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
-                        const std::vector<Tensor>& xs, bool reverse) override;
+                        const std::vector<Tensor>& xs, bool reverse, std::string_view op,
+                        std::string_view body_name) override;
 
  private:
   // A body being traced into a subgraph (Note [Higher-order ops under a trace]).
@@ -1422,7 +1423,8 @@ std::vector<Tensor> Tracer::trace_while_loop(const LoopConditionFn& cond_fn, con
 // step outputs stacked along a new dim 0. Carries and slices are contiguous in the body: the
 // body's results are the next carries, and a slice of a contiguous tensor along dim 0 is.
 ScanResult Tracer::trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
-                              const std::vector<Tensor>& xs, bool reverse) {
+                              const std::vector<Tensor>& xs, bool reverse, std::string_view op,
+                              std::string_view body_name) {
   std::vector<BodyInput> inputs;
   auto add_input = [&](const Tensor& t, std::string name, std::string what, bool slice) {
     const Tensor outer = fake_of(t);
@@ -1450,7 +1452,7 @@ ScanResult Tracer::trace_scan(const ScanFn& combine_fn, const std::vector<Tensor
     next.insert(next.end(), y.begin(), y.end());
     return next;
   };
-  TracedBody body = trace_body("scan", "combine_fn", inputs, {}, step, false);
+  TracedBody body = trace_body(op, body_name, inputs, {}, step, false);
   const std::vector<Tensor>& results = body.results;
   for (size_t k = 0; k < num_carries; ++k)
     KILN_CHECK(same_dtype_and_sizes(results[k], fake_of(init[k])), ShapeError,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <source_location>
 #include <string>
+#include <string_view>
 
 #include "kiln/control_flow.h"
 #include "kiln/tensor.h"
@@ -61,9 +62,11 @@ struct TracingHooks {
                                                const std::vector<Tensor>& carried) = 0;
   // kiln::scan and kiln::map under a trace: combine_fn is traced once into the subgraph of one
   // scan node over the leading dim of `xs` (the caller moves the scanned dim there); returns
-  // the final carries and the per-step outputs stacked along dim 0, as fakes.
+  // the final carries and the per-step outputs stacked along dim 0, as fakes. `op` and `body`
+  // name them in errors: "scan", "combine_fn", or "map", "fn" (a map is a scan with no carry).
   virtual ScanResult trace_scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
-                                const std::vector<Tensor>& xs, bool reverse) = 0;
+                                const std::vector<Tensor>& xs, bool reverse, std::string_view op,
+                                std::string_view body) = 0;
   // Note [Scalar outputs in a graph] (src/ops/scalar_output.cpp): whether item<SymInt>() on a
   // fake tensor gives an unbacked symbol (CompileOptions::capture_scalar_outputs) rather than a
   // graph break, and that symbol for fake tensor `t` (one integer or bool element).

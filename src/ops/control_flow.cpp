@@ -365,7 +365,9 @@ std::vector<Tensor> map(const MapFn& fn, const std::vector<Tensor>& xs,
       const ScanFn combine = [&](const std::vector<Tensor>&, const std::vector<Tensor>& x) {
         return std::pair{std::vector<Tensor>{}, fn(x, args)};
       };
-      return current_tracing_hooks()->trace_scan(combine, {}, xs, /*reverse=*/false).ys;
+      return current_tracing_hooks()
+          ->trace_scan(combine, {}, xs, /*reverse=*/false, "map", "fn")
+          .ys;
     }
     case HigherOrderKey::Meta: {
       std::vector<Tensor> slice;
@@ -444,7 +446,7 @@ ScanResult scan(const ScanFn& combine_fn, const std::vector<Tensor>& init,
     // there and the stacked outputs moved back (views, no copies).
     std::vector<Tensor> leading;
     for (const Tensor& x : xs) leading.push_back(dim == 0 ? x : move_dim(x, dim, 0));
-    ScanResult result = hooks->trace_scan(combine_fn, init, leading, reverse);
+    ScanResult result = hooks->trace_scan(combine_fn, init, leading, reverse, "scan", "combine_fn");
     for (Tensor& y : result.ys) {
       KILN_CHECK(y.dim() > dim, ShapeError,
                  "scan: combine_fn's per-step output is {}, which has no dim {} to stack along; "

@@ -183,7 +183,7 @@ TEST_P(CompiledBodyValues, AScanResultSizedByAStepsValueRaises) {
   const std::string msg = error_of_kind<ShapeError>([&] {
     f(tensor({1, 2}), arange(4, kFloat32));
   });
-  EXPECT_NE(msg.find("returned output 0 with sizes [u0]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("map: fn returned output 0 with sizes [u0]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("body_values_test.cpp:"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fixed size"), std::string::npos) << msg;
 }
