@@ -79,6 +79,9 @@ class Tracer final : public TracingHooks {
     // item<SymInt>() symbols read inside the body -> their _local_scalar_dense nodes in `graph`
     // (Note [Values read inside a body]).
     std::unordered_map<sym::ExprPtr, graph::Node*> symbols;
+    // Data-dependent sizes of the body's ops' outputs (a boolean mask's true count).
+    std::unordered_set<sym::ExprPtr> sizes;
+    bool owns(sym::ExprPtr s) const { return symbols.contains(s) || sizes.contains(s); }
     // Unbacked symbols of enclosing scopes the body uses, lifted into it.
     std::unordered_set<sym::ExprPtr> lifted_symbols;
   };
@@ -593,8 +596,14 @@ void Tracer::record_op(const OpDef& op, Stack& args, Stack& outputs) {
       const SymInt s = fake.sym_sizes()[d];
       if (!s.is_symbolic() || !s.expr()->is_symbol()) continue;
       const sym::SymbolInfo* info = env_.info(s.expr());
-      if (info != nullptr && info->unbacked && !unbacked_defs_.contains(s.expr()))
-        unbacked_defs_[s.expr()] = {fake, static_cast<int>(d)};
+      if (info == nullptr || !info->unbacked || unbacked_defs_.contains(s.expr())) continue;
+      unbacked_defs_[s.expr()] = {fake, static_cast<int>(d)};
+      if (!bodies_.empty()) {  // Note [Values read inside a body]: the body's own
+        BodyScope& body = *bodies_.back();
+        body.sizes.insert(s.expr());
+        body_symbols_[s.expr()] =
+            fmt::format("the size {} of {}'s output in {} of {}", d, op.name, body.name, body.op);
+      }
     }
   }
 }
@@ -1031,6 +1040,11 @@ void Tracer::define_scalar_symbols_used_by(const Stack& args) {
 //   its facts after it runs, when the body's value is gone). So does a fact inside a body about
 //   a value of the enclosing graph: eagerly it holds only if the body runs (the branch taken, a
 //   loop that iterates), so it cannot be a fact of the whole graph.
+// - A data-dependent size of an op inside the body (a boolean mask's true count) is the body's
+//   own in the same way: bound from the output on every run (Note [A node that defines a size]
+//   in src/graph/graph.cpp), not to size a loop or scan result, not to be used outside, and with
+//   no kiln::check about it (nothing checks it per run). Ops tagged as data-dependent (nonzero,
+//   unique) still raise inside a body.
 // - A value of an enclosing scope (an item<SymInt>() or a nonzero() length read outside) that a
 //   body uses is lifted like a closure: the tensor that holds it becomes a body input, and the
 //   body reads the value again from it (lift_symbols_into_body).
@@ -1043,7 +1057,7 @@ std::optional<sym::ExprPtr> Tracer::body_symbol_in(SymIntArrayRef sizes,
   for (SymInt size : sizes) {
     if (!size.is_symbolic()) continue;
     for (sym::ExprPtr s : sym::free_symbols(size.expr()))
-      if (body != nullptr ? body->symbols.contains(s) : body_symbols_.contains(s)) return s;
+      if (body != nullptr ? body->owns(s) : body_symbols_.contains(s)) return s;
   }
   return std::nullopt;
 }
@@ -1053,8 +1067,8 @@ void Tracer::lift_symbols_into_body(const Stack& args) {
   std::vector<sym::ExprPtr> symbols;
   for_each_symbol_of(args, [&](sym::ExprPtr s) {
     const sym::SymbolInfo* info = env_.info(s);
-    if (info == nullptr || !info->unbacked || body.symbols.contains(s) ||
-        body.lifted_symbols.contains(s) || !unbacked_defs_.contains(s))
+    if (info == nullptr || !info->unbacked || body.owns(s) || body.lifted_symbols.contains(s) ||
+        !unbacked_defs_.contains(s))
       return;
     body.lifted_symbols.insert(s);
     symbols.push_back(s);
@@ -1203,11 +1217,15 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
     bool mine = false;
     for (sym::ExprPtr u : uses) {
       const sym::SymbolInfo* info = env_.info(u);
-      mine |= body.symbols.contains(u);
+      mine |= body.owns(u);
+      KILN_CHECK(!body.sizes.contains(u), NotImplementedError,
+                 "{}: {}: kiln::check({}) at {} inside {} bounds {}, {}; a body checks facts only "
+                 "about values it reads with item<SymInt>(). Check it outside the {}",
+                 req_.function_name, op, sym::to_string(asserts[i].condition), asserts[i].origin,
+                 name, u->name(), body_symbols_.at(u), op);
       // A fact about a value of the enclosing graph would hold for the whole graph, taken
       // branch or not, loop run or not: eagerly it is checked only when the body runs.
-      KILN_CHECK(body.symbols.contains(u) || info == nullptr || !info->unbacked,
-                 NotImplementedError,
+      KILN_CHECK(body.owns(u) || info == nullptr || !info->unbacked, NotImplementedError,
                  "{}: {}: kiln::check({}) at {} inside {} bounds {}, which was not read inside "
                  "this body (a value of the enclosing graph); a fact inside a body may bound only "
                  "values the body reads. Check it before the {}",
@@ -1226,6 +1244,7 @@ Tracer::TracedBody Tracer::trace_body(std::string_view op, std::string_view name
   }
   record_scalar_ranges(body.symbols);
   for (const auto& [symbol, node] : body.symbols) closed_body_symbols_.insert(symbol);
+  closed_body_symbols_.insert(body.sizes.begin(), body.sizes.end());
   if (op != "cond") {
     for (size_t o = 0; o < results.size(); ++o) {
       const std::optional<sym::ExprPtr> u = body_symbol_in(results[o].sym_sizes(), &body);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "src/graph/schema.h"
+#include "src/sym/expr.h"
 
 namespace kiln::graph {
 
@@ -195,10 +196,46 @@ bool Node::mutates() const {
   return false;
 }
 
+namespace {
+
+// Note [A node that defines a size]
+// nonzero(x) : [u0, 1] or x[mask] : [u0] introduces u0: the executor binds it from the output's
+// size right after the node runs. A later node may use u0 without reading the output (`x *
+// x.nonzero().size(0)`), so such a node stays live when nothing reads its output, like
+// `_local_scalar_dense` (kTagDefinesSymbol). It defines a size when an output size is a symbol
+// that none of its arguments (tensor sizes, integers) mentions.
+bool defines_a_size(const Node& node) {
+  bool symbolic_output = false;
+  for (const Value* out : node.outputs())
+    for (SymInt s : out->meta().sizes) symbolic_output |= s.is_symbolic();
+  if (!symbolic_output) return false;
+  std::unordered_set<sym::ExprPtr> mentioned;
+  auto mention = [&](SymInt v) {
+    if (!v.is_symbolic()) return;
+    for (sym::ExprPtr s : sym::free_symbols(v.expr())) mentioned.insert(s);
+  };
+  for (const Arg& a : node.args()) {
+    for (const Value* v : a.values())
+      for (SymInt s : v->meta().sizes) mention(s);
+    if (!a.is_constant()) continue;
+    const IValue& c = a.as_constant();
+    if (c.is_int()) mention(c.to_sym_int());
+    if (c.is_int_list())
+      for (SymInt v : c.sym_int_list()) mention(v);
+  }
+  for (const Value* out : node.outputs())
+    for (SymInt s : out->meta().sizes)
+      if (s.is_symbolic() && s.expr()->is_symbol() && !mentioned.contains(s.expr())) return true;
+  return false;
+}
+
+}  // namespace
+
 bool Node::has_side_effects() const {
   if (side_effects_flag_) return true;
   if (kind_ != NodeKind::Call) return kind_ == NodeKind::Output;
-  return mutates() || op_def().has_tag(kTagRandom) || op_def().has_tag(kTagDefinesSymbol);
+  return mutates() || op_def().has_tag(kTagRandom) || op_def().has_tag(kTagDefinesSymbol) ||
+         defines_a_size(*this);
 }
 
 // ---- Graph ----

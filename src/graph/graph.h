@@ -162,7 +162,8 @@ class Node {
   bool uses(const Value* v) const;
 
   // True when the node must not be removed or merged even if its outputs are unused: in-place and
-  // random ops, ops whose schema mutates an argument (`Tensor(a!)`), or a node marked explicitly.
+  // random ops, ops whose schema mutates an argument (`Tensor(a!)`), a node that defines a
+  // symbol or a data-dependent size (Note [A node that defines a size]), or one marked explicitly.
   bool has_side_effects() const;
   void set_has_side_effects(bool v) { side_effects_flag_ = v; }
 

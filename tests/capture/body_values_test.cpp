@@ -379,6 +379,43 @@ TEST_P(CompiledBodyValues, ALoopThatRunsNoIterationChecksNoFactOfItsBody) {
   EXPECT_THROW(f(scalar_tensor(int64_t{0}, kInt64), x), ValueError);  // iteration n = 3
 }
 
+// A boolean mask inside a scan body: its true count is a size of that step alone, used as a
+// number and by a reduction; a map body may not return the masked tensor (its size changes from
+// step to step).
+Values masked_sums(const Tensor& xs) {
+  const ScanResult r = scan(
+      [](const Values& carry, const Values& x) {
+        const Tensor positive = x[0].index({x[0] > 0});
+        const SymInt count = positive.size(0);
+        const Tensor next = carry[0] + positive.sum() + count;
+        return std::make_pair(Values{next}, Values{positive.sum() * count});
+      },
+      {zeros({})}, {xs});
+  return {r.carry[0], r.ys[0]};
+}
+
+TEST_P(CompiledBodyValues, ABooleanMaskInsideABodyIsSizedPerStep) {
+  CompileOptions o = scalar_outputs(GetParam());
+  o.capture_dynamic_output_shape_ops = true;
+  auto f = compile(masked_sums, o);
+  for (const Tensor& xs : {tensor({1.0, -2.0, 3.0, 0.0, 5.0, 1.0}).reshape({3, 2}),
+                           tensor({-1.0, -2.0, 0.0, 0.0, 2.0, 2.0}).reshape({3, 2})}) {
+    const Values got = f(xs), want = masked_sums(xs);
+    expect_equal(got[0], want[0]);
+    expect_equal(got[1], want[1]);
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+  auto g = compile(
+      [](const Tensor& xs) {
+        return map([](const Values& x, const Values&) { return Values{x[0].index({x[0] > 0})}; },
+                   {xs})[0];
+      },
+      o);
+  const std::string msg = error_of_kind<ShapeError>([&] { g(ones({3, 2})); });
+  EXPECT_NE(msg.find("map: fn returned output 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("output in fn of map"), std::string::npos) << msg;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledBodyValues, ::testing::Values("eager", "inductor"));
 
 }  // namespace

@@ -392,6 +392,18 @@ TEST_P(CompiledUnbacked, ADataDependentLengthIsAnArithmeticOperand) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// A length used only as a number: nonzero()'s output is read by nothing but its size.
+TEST_P(CompiledUnbacked, ALengthReadOnlyAsANumber) {
+  auto fn = [](const Tensor& x) { return x * x.nonzero().size(0); };
+  CompileOptions o = scalar_outputs(GetParam());
+  o.capture_dynamic_output_shape_ops = true;
+  auto f = compile(fn, o);
+  for (const Tensor& x :
+       {tensor({1.0, 0.0, 3.0}), tensor({0.0, 0.0, 0.0}), tensor({4.0, 5.0, 6.0})})
+    expect_equal(f(x), fn(x));
+  EXPECT_EQ(f.stats().graph_breaks, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CompiledUnbacked, ::testing::Values("eager", "inductor"));
 
 }  // namespace
