@@ -57,6 +57,7 @@ std::vector<Result> bench_train(const Options& options);         // train.cpp
 std::vector<Result> bench_capture(const Options& options);       // capture.cpp
 std::vector<Result> bench_compiled(const Options& options);      // compiled.cpp
 std::vector<Result> bench_control_flow(const Options& options);  // control_flow.cpp
+std::vector<Result> bench_libtorch(const Options& options);      // libtorch.cpp
 
 // compiled.cpp: `kiln-bench --compile-probe NAME` (a new process started by bench_compiled):
 // builds workload NAME, times its first compiled call and a steady one, prints

@@ -98,9 +98,9 @@ int main(int argc, char** argv) {
   app.add_option(
          "--group", only,
          "Run only these groups (overhead, pointwise, matmul, nn, train, capture, compiled, "
-         "control_flow)")
+         "control_flow, libtorch)")
       ->check(CLI::IsMember({"overhead", "pointwise", "matmul", "nn", "train", "capture",
-                             "compiled", "control_flow"}));
+                             "compiled", "control_flow", "libtorch"}));
   app.add_option("--backend", options.backend,
                  "kiln::compile backend of the compiled group (default " +
                      std::string(kDefaultCompiledBackend) + ")");
@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
       {"overhead", bench_overhead}, {"pointwise", bench_pointwise},
       {"matmul", bench_matmul},     {"nn", bench_nn},
       {"train", bench_train},       {"capture", bench_capture},
-      {"compiled", bench_compiled}, {"control_flow", bench_control_flow}};
+      {"compiled", bench_compiled}, {"control_flow", bench_control_flow},
+      {"libtorch", bench_libtorch}};
   // Note [Benchmark rounds]: each round measures Kiln, then PyTorch; the rounds alternate.
   std::vector<std::vector<Result>> rounds;
   for (int round = 0; round < rounds_count; ++round) {

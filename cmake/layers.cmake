@@ -2,7 +2,7 @@
 # cmake/check_layers.cmake). Read by check_layers.cmake, which checks every include against these
 # lists, and by CMakeLists.txt, which builds each layer as an object library that declares them.
 set(KILN_LAYERS util numerics sym core trace dispatch kernels ops autograd nn optim data io graph
-    capture aot lower sched runtime codegen pipeline)
+    capture aot lower sched runtime codegen pipeline torch)
 
 set(KILN_LOW_LAYERS util numerics sym core trace dispatch)
 set(KILN_LAYER_USES_util "")
@@ -25,5 +25,7 @@ set(KILN_LAYER_USES_lower ${KILN_LOW_LAYERS} ops graph)
 set(KILN_LAYER_USES_sched ${KILN_LOW_LAYERS} graph lower)
 set(KILN_LAYER_USES_runtime ${KILN_LOW_LAYERS} kernels ops autograd graph)
 set(KILN_LAYER_USES_codegen ${KILN_LOW_LAYERS} graph lower sched runtime)
+# The torch:: front end (include/kiln/torch.h) sits on top: a thin layer over the public API.
+set(KILN_LAYER_USES_torch ${KILN_LOW_LAYERS} kernels ops autograd nn optim data io graph capture aot lower sched runtime codegen pipeline)
 set(KILN_LAYER_USES_pipeline ${KILN_LOW_LAYERS} kernels ops autograd graph capture aot lower sched runtime codegen)
 

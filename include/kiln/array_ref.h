@@ -65,6 +65,18 @@ class ArrayRef {
       if (!(a.data_[i] == b.data_[i])) return false;
     return true;
   }
+  // "[2, 3]", as LibTorch prints sizes (`std::cout << t.sizes()`).
+  template <typename Stream>
+  requires requires(Stream& os, const T& v) { os << v; }
+  friend Stream& operator<<(Stream& os, ArrayRef a) {
+    os << "[";
+    for (size_t i = 0; i < a.size_; ++i) {
+      if (i > 0) os << ", ";
+      os << a.data_[i];
+    }
+    os << "]";
+    return os;
+  }
 
  private:
   const T* data_ = nullptr;

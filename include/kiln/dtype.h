@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 #include <type_traits>
 
@@ -55,6 +56,9 @@ inline constexpr ScalarType kAllScalarTypes[] = {kBool,     kUInt8,   kUInt16, k
 
 // "float32", "uint16", ... : the names PyTorch prints (torch.float32 -> "float32").
 std::string_view dtype_name(ScalarType t);
+// The C++ type's name, as LibTorch prints a dtype (`std::cout << t.dtype()`): "float", "long int",
+// "unsigned char", "c10::Half".
+std::ostream& operator<<(std::ostream& os, ScalarType t);
 // Parses a name from dtype_name; throws ValueError on an unknown name.
 ScalarType dtype_from_name(std::string_view name);
 

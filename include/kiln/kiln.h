@@ -46,5 +46,6 @@
 #include "kiln/optim/optimizer.h"
 #include "kiln/optim/rmsprop.h"
 #include "kiln/optim/sgd.h"
+#include "kiln/parallel.h"
 #include "kiln/scalar.h"
 #include "kiln/tensor.h"

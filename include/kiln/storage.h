@@ -5,12 +5,15 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 
 #include "kiln/intrusive_ptr.h"
 
 namespace kiln {
 
 enum class Device : uint8_t { CPU, Meta };
+// "cpu" or "meta", as LibTorch prints a device.
+std::ostream& operator<<(std::ostream& os, Device device);
 
 class StorageImpl : public RefCounted {
  public:

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "kiln/error.h"
 #include "kiln/indexing.h"
 #include "kiln/scalar.h"
+#include "kiln/tensor_accessor.h"
 #include "kiln/tensor_impl.h"
 #include "kiln/tensor_options.h"
 
@@ -35,17 +37,17 @@ class Tensor {
   bool defined() const { return static_cast<bool>(impl_); }
   TensorImpl* impl() const { return impl_.get(); }
   const IntrusivePtr<TensorImpl>& impl_ptr() const { return impl_; }
-  ScalarType dtype() const { return impl_->dtype(); }
-  ScalarType scalar_type() const { return impl_->dtype(); }
-  Device device() const { return impl_->device(); }
+  ScalarType dtype() const { return checked_impl("dtype").dtype(); }
+  ScalarType scalar_type() const { return checked_impl("scalar_type").dtype(); }
+  Device device() const { return checked_impl("device").device(); }
   bool is_meta() const { return device() == Device::Meta; }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
-  int64_t dim() const { return impl_->dim(); }
+  int64_t dim() const { return checked_impl("dim").dim(); }
   int64_t ndimension() const { return dim(); }
-  IntArrayRef sizes() const { return impl_->sizes(); }
-  IntArrayRef strides() const { return impl_->strides(); }
-  SymIntArrayRef sym_sizes() const { return impl_->sym_sizes(); }
-  SymIntArrayRef sym_strides() const { return impl_->sym_strides(); }
+  IntArrayRef sizes() const { return checked_impl("sizes").sizes(); }
+  IntArrayRef strides() const { return checked_impl("strides").strides(); }
+  SymIntArrayRef sym_sizes() const { return checked_impl("sym_sizes").sym_sizes(); }
+  SymIntArrayRef sym_strides() const { return checked_impl("sym_strides").sym_strides(); }
   // size(d) and stride(d) accept negative d (counted from the end); IndexError when out of range.
   // They are SymInts: symbolic while tracing with symbolic shapes, and convert to int64_t
   // implicitly (guarding, Note [Guarding a symbolic value]); `auto n = x.size(0)` stays symbolic.
@@ -53,23 +55,34 @@ class Tensor {
   SymInt size(int64_t d, std::source_location loc = std::source_location::current()) const;
   SymInt stride(int64_t d) const;
   // numel() guards a symbolic element count; sym_numel() keeps it.
-  int64_t numel() const { return impl_->numel(); }
-  SymInt sym_numel() const { return impl_->sym_numel(); }
-  int64_t storage_offset() const { return impl_->storage_offset(); }
+  int64_t numel() const { return checked_impl("numel").numel(); }
+  SymInt sym_numel() const { return checked_impl("sym_numel").sym_numel(); }
+  int64_t storage_offset() const { return checked_impl("storage_offset").storage_offset(); }
   int64_t element_size() const { return kiln::element_size(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
-  bool is_contiguous() const { return impl_->is_contiguous(); }
+  bool is_contiguous() const { return checked_impl("is_contiguous").is_contiguous(); }
   bool is_floating_point() const { return is_floating(dtype()); }
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
-  uint32_t version() const { return impl_->storage()->version(); }
-  void bump_version() const { impl_->storage()->bump_version(); }
+  uint32_t version() const { return checked_impl("version").storage()->version(); }
+  void bump_version() const { checked_impl("bump_version").storage()->bump_version(); }
   // True when both tensors look at the same storage.
   bool is_alias_of(const Tensor& other) const;
 
   // Raw data. data_ptr<T>() checks that T matches the dtype (DTypeError otherwise).
-  void* data_ptr() const { return impl_->data(); }
+  void* data_ptr() const { return checked_impl("data_ptr").data(); }
   template <typename T>
   T* data_ptr() const;
+  // Element access without bounds checks, as LibTorch's accessor: `auto a = t.accessor<float,
+  // 2>(); a[i][j] = 1;` (ShapeError unless dim() == N, DTypeError unless T is the dtype). Valid
+  // while the tensor lives.
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
+    KILN_CHECK(dim() == static_cast<int64_t>(N), ShapeError,
+               "accessor: expected a tensor of {} dims, got {} dims", N, dim());
+    return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());
+  }
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;  // the accessor would outlive the tensor
 
   // The single value of a one-element tensor (ValueError otherwise), converted to T. Inside
   // kiln::compile these read data the trace does not have: a graph break (Note [Trace tree]).
@@ -126,6 +139,13 @@ class Tensor {
   const Tensor& copy_(const Tensor& src) const;
   const Tensor& fill_(const Scalar& value) const;
   const Tensor& zero_() const;
+  // Fills with draws from U(from, to) / N(mean, std^2) of the default generator, in place, as
+  // LibTorch's Tensor::uniform_ / normal_ (floating dtypes; src/ops/random.cpp).
+  const Tensor& uniform_(double from = 0, double to = 1) const;
+  const Tensor& normal_(double mean = 0, double std = 1) const;
+  // `t[i] = 2.5` fills the selected view, as LibTorch (only on a temporary: a named Tensor is
+  // rebound by assignment, never written).
+  const Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   // ---- views (src/ops/view.cpp): share storage, never copy ----
   // Shapes are SymIntArrayRefs: an int list (braced, std::vector<int64_t>, DimVector, sizes())
@@ -309,6 +329,19 @@ class Tensor {
   Tensor masked_select(const Tensor& mask) const;
 
  private:
+  // Note [An undefined Tensor]
+  // A default-constructed Tensor has no impl (LibTorch's undefined tensor: an unset optional
+  // argument such as a missing bias). Every accessor that reads the impl goes through
+  // checked_impl, so using one raises ValueError naming the accessor instead of crashing; ops
+  // check their arguments at dispatch, naming the op and the argument
+  // (src/dispatch/dispatcher.cpp).
+  TensorImpl& checked_impl(const char* accessor) const {
+    if (!impl_) [[unlikely]]
+      throw_undefined(accessor);
+    return *impl_;
+  }
+  [[noreturn]] static void throw_undefined(const char* accessor);
+
   IntrusivePtr<TensorImpl> impl_;
 };
 

@@ -32,7 +32,7 @@ struct AutogradMeta final : AutogradMetaInterface {
 };
 
 // The meta of `t`, or null.
-AutogradMeta* get_meta(const Tensor& t);
+AutogradMeta* get_meta(const Tensor& t);  // null for an undefined tensor too
 // The meta of `t`, created (and the Autograd key added) if missing.
 AutogradMeta& ensure_meta(const Tensor& t);
 

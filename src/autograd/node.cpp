@@ -49,10 +49,13 @@ TensorList Node::run(TensorList&& grad_outputs) {
 }
 
 AutogradMeta* get_meta(const Tensor& t) {
-  return static_cast<AutogradMeta*>(t.impl()->autograd_meta());
+  return t.defined() ? static_cast<AutogradMeta*>(t.impl()->autograd_meta()) : nullptr;
 }
 
 AutogradMeta& ensure_meta(const Tensor& t) {
+  KILN_CHECK(t.defined(), ValueError,
+             "autograd: the tensor is undefined (a default-constructed Tensor); gradients are "
+             "tracked only for defined tensors");
   TensorImpl* impl = t.impl();
   if (impl->autograd_meta() == nullptr) {
     impl->set_autograd_meta(std::make_unique<AutogradMeta>());

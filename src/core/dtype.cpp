@@ -1,6 +1,9 @@
 #include "kiln/dtype.h"
 
+#include <ostream>
+
 #include "kiln/error.h"
+#include "kiln/storage.h"
 
 namespace kiln {
 
@@ -44,6 +47,43 @@ ScalarType dtype_from_name(std::string_view name) {
                   "uint64, int8, int16, int32, int64, float16, bfloat16, float32, "
                   "float64",
                   name));
+}
+
+std::ostream& operator<<(std::ostream& os, ScalarType t) {
+  // LibTorch prints a dtype as its C++ type (caffe2::TypeMeta's name).
+  switch (t) {
+    case ScalarType::Bool:
+      return os << "bool";
+    case ScalarType::UInt8:
+      return os << "unsigned char";
+    case ScalarType::UInt16:
+      return os << "unsigned short";
+    case ScalarType::UInt32:
+      return os << "unsigned int";
+    case ScalarType::UInt64:
+      return os << "unsigned long";
+    case ScalarType::Int8:
+      return os << "signed char";
+    case ScalarType::Int16:
+      return os << "short int";
+    case ScalarType::Int32:
+      return os << "int";
+    case ScalarType::Int64:
+      return os << "long int";
+    case ScalarType::Float16:
+      return os << "c10::Half";
+    case ScalarType::BFloat16:
+      return os << "c10::BFloat16";
+    case ScalarType::Float32:
+      return os << "float";
+    case ScalarType::Float64:
+      return os << "double";
+  }
+  return os << "invalid";
+}
+
+std::ostream& operator<<(std::ostream& os, Device device) {
+  return os << (device == Device::Meta ? "meta" : "cpu");
 }
 
 }  // namespace kiln

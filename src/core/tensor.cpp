@@ -20,15 +20,24 @@ SymInt Tensor::size(int64_t d, std::source_location loc) const {
 SymInt Tensor::stride(int64_t d) const { return sym_strides()[wrap_dim("stride", d, dim())]; }
 
 bool Tensor::is_alias_of(const Tensor& other) const {
-  return impl_->storage() == other.impl()->storage();
+  return checked_impl("is_alias_of").storage() == other.checked_impl("is_alias_of").storage();
+}
+
+void Tensor::throw_undefined(const char* accessor) {
+  throw ValueError(fmt::format(
+      "Tensor::{}(): the tensor is undefined (a default-constructed Tensor, or an optional "
+      "argument such as a bias left empty); check defined() first or create it with a factory "
+      "(kiln::zeros, kiln::empty)",
+      accessor));
 }
 
 template <typename T>
 T* Tensor::data_ptr() const {
+  (void)checked_impl("data_ptr");
   KILN_CHECK(scalar_type_of<T> == dtype(), DTypeError,
              "data_ptr: asked for {} data but the tensor's dtype is {}",
              dtype_name(scalar_type_of<T>), dtype_name(dtype()));
-  return static_cast<T*>(impl_->data());
+  return static_cast<T*>(checked_impl("data_ptr").data());
 }
 
 namespace {

@@ -1,7 +1,5 @@
 #include "kiln/data/dataloader.h"
 
-#include <omp.h>
-
 #include <array>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +11,7 @@
 #include "kiln/autograd.h"
 #include "kiln/generator.h"
 #include "kiln/ops/creation.h"
+#include "src/util/parallel.h"
 
 namespace kiln::data {
 
@@ -47,10 +46,10 @@ std::vector<int64_t> DataLoader::epoch_order(int64_t epoch) const {
 // ++ (so the caller sees it at the same point as without the thread), ending the epoch. stop()
 // (a new begin(), or the DataLoader's destructor) wakes and joins the worker wherever it is, so
 // breaking out of a loop early never leaves a thread behind.
-// The worker runs its ops with one OpenMP thread: a parallel region started from a second thread
-// would start a second libgomp pool, and two pools spinning on the same cores halve the speed of
-// the training step the prefetching is meant to overlap with (gathering a batch is a memory copy,
-// fast on one core anyway). It also runs under NoGradGuard: loading data is not differentiable.
+// The worker runs its ops on its own thread: splitting them would take the cores of the training
+// step the prefetching is meant to overlap with (gathering a batch is a memory copy, fast on one
+// core anyway), and a parallel region started from a second thread would start a second libgomp
+// pool. It also runs under NoGradGuard: loading data is not differentiable.
 class DataLoader::Epoch {
  public:
   Epoch(std::shared_ptr<const Dataset> dataset, const std::vector<int64_t>& order,
@@ -142,7 +141,7 @@ class DataLoader::Epoch {
   }
 
   void run_worker() {
-    omp_set_num_threads(1);  // see Note [DataLoader prefetch thread]
+    parallel::run_serially_on_this_thread();  // see Note [DataLoader prefetch thread]
     NoGradGuard no_grad;
     for (int64_t index = 0; index < num_batches_; ++index) {
       {

@@ -96,35 +96,61 @@ std::array<KeyHandler, kNumDispatchKeys>& fallbacks() {
   return table;
 }
 
-// Which arguments of `op`'s schema are plain `Tensor`s (not `Tensor?`): bit i for argument i.
-uint64_t parse_required_tensors(const OpDef& op) {
+struct SchemaArgument {
+  std::string_view type;  // "Tensor", "Tensor?", "Tensor(a!)", "Tensor[]", "int", ...
+  std::string_view name;
+};
+
+// The schema's arguments in order (the `*` that starts keyword-only ones skipped).
+std::vector<SchemaArgument> schema_arguments(const OpDef& op) {
   const std::string& schema = op.schema;
   const size_t open = schema.find('('), close = schema.rfind(") ->");
-  if (open == std::string::npos || close == std::string::npos || close < open) return 0;
-  uint64_t mask = 0;
-  int index = 0;
+  if (open == std::string::npos || close == std::string::npos || close < open) return {};
+  std::vector<SchemaArgument> out;
   size_t start = open + 1;
-  while (start < close && index < 64) {
+  while (start < close) {
     size_t end = schema.find(',', start);
     if (end == std::string::npos || end > close) end = close;
     std::string_view arg(schema.data() + start, end - start);
     while (!arg.empty() && arg.front() == ' ') arg.remove_prefix(1);
-    if (arg != "*") {
-      const std::string_view type = arg.substr(0, arg.find(' '));
-      if (type == "Tensor" || (type.starts_with("Tensor(") && !type.ends_with("?")))
-        mask |= uint64_t{1} << index;
-      ++index;
+    if (!arg.empty() && arg != "*") {
+      const size_t space = arg.find(' ');
+      std::string_view name = space == std::string_view::npos ? "" : arg.substr(space + 1);
+      name = name.substr(0, name.find('='));
+      out.push_back({arg.substr(0, space), name});
     }
     start = end + 1;
+  }
+  return out;
+}
+
+// Which arguments must be defined tensors: plain `Tensor`s (not `Tensor?`), and every element of
+// a `Tensor[]` (not `Tensor?[]`). Bit i for argument i.
+struct RequiredTensors {
+  uint64_t tensors = 0;
+  uint64_t lists = 0;
+};
+
+RequiredTensors parse_required_tensors(const OpDef& op) {
+  RequiredTensors mask;
+  const std::vector<SchemaArgument> args = schema_arguments(op);
+  for (size_t i = 0; i < args.size() && i < 64; ++i) {
+    const std::string_view type = args[i].type;
+    if (!type.starts_with("Tensor") || type.ends_with("?") || type.ends_with("?[]")) continue;
+    if (type.ends_with("[]")) {
+      mask.lists |= uint64_t{1} << i;
+    } else {
+      mask.tensors |= uint64_t{1} << i;
+    }
   }
   return mask;
 }
 
-uint64_t required_tensors(const OpDef& op) {
+RequiredTensors required_tensors(const OpDef& op) {
   // Parsed once for the ops registered before the first call; an op added later is parsed on
   // each call (ops are registered at startup, so that is rare).
-  static const std::vector<uint64_t> masks = [] {
-    std::vector<uint64_t> m;
+  static const std::vector<RequiredTensors> masks = [] {
+    std::vector<RequiredTensors> m;
     for (const auto& def : OpRegistry::instance().ops()) m.push_back(parse_required_tensors(*def));
     return m;
   }();
@@ -132,12 +158,33 @@ uint64_t required_tensors(const OpDef& op) {
 }
 
 // An undefined Tensor (a default-constructed kiln::Tensor) where the schema takes a Tensor: raise
-// here, naming the op and the argument, before a kernel or meta function reads it.
-[[noreturn]] void undefined_tensor_argument(const OpDef& op, size_t i) {
+// here, naming the op and the argument, before a kernel or meta function reads it. `element` is
+// the position in a tensor list, or -1.
+[[noreturn]] void undefined_tensor_argument(const OpDef& op, size_t i, int64_t element = -1) {
+  const std::vector<SchemaArgument> args = schema_arguments(op);
+  const std::string name =
+      i < args.size() && !args[i].name.empty() ? fmt::format(" (`{}`)", args[i].name) : "";
+  const std::string which = element >= 0 ? fmt::format(", element {},", element) : "";
   throw ValueError(fmt::format(
-      "{}: argument {} is an undefined tensor (a default-constructed kiln::Tensor); pass a "
+      "{}: argument {}{}{} is an undefined tensor (a default-constructed kiln::Tensor); pass a "
       "defined tensor (schema: {})",
-      op.name, i, op.schema));
+      op.name, i, name, which, op.schema));
+}
+
+// A composite op reads its arguments' metadata before any kernel's check could: the same refusal
+// as keys_of_args', before it runs.
+void check_required_tensors(const OpDef& op, const Stack& args) {
+  const RequiredTensors required = required_tensors(op);
+  for (size_t i = 0; i < args.size() && i < 64; ++i) {
+    const IValue& v = args[i];
+    if (v.is_tensor() && !v.tensor().defined() && (required.tensors >> i & 1) != 0)
+      undefined_tensor_argument(op, i);
+    if (v.is_tensor_list() && (required.lists >> i & 1) != 0) {
+      const std::vector<Tensor>& list = v.tensor_list();
+      for (size_t j = 0; j < list.size(); ++j)
+        if (!list[j].defined()) undefined_tensor_argument(op, i, static_cast<int64_t>(j));
+    }
+  }
 }
 
 DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
@@ -148,12 +195,18 @@ DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
       const Tensor& t = v.tensor();
       if (t.defined()) {
         keys = keys | t.impl()->keys();
-      } else if (i < 64 && (required_tensors(op) >> i & 1) != 0) {
+      } else if (i < 64 && (required_tensors(op).tensors >> i & 1) != 0) {
         undefined_tensor_argument(op, i);
       }
     } else if (v.is_tensor_list()) {
-      for (const Tensor& t : v.tensor_list())
-        if (t.defined()) keys = keys | t.impl()->keys();
+      const std::vector<Tensor>& list = v.tensor_list();
+      for (size_t j = 0; j < list.size(); ++j) {
+        if (list[j].defined()) {
+          keys = keys | list[j].impl()->keys();
+        } else if (i < 64 && (required_tensors(op).lists >> i & 1) != 0) {
+          undefined_tensor_argument(op, i, static_cast<int64_t>(j));
+        }
+      }
     }
   }
   if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
@@ -260,6 +313,7 @@ Stack call(OpId id, Stack& args) {
   const OpDef& op = OpRegistry::instance().get(id);
   Stack outputs;
   if (op.composite != nullptr) {
+    check_required_tensors(op, args);
     OpCall call(op, args, outputs, Device::CPU);
     op.composite(call);
     return outputs;

@@ -37,6 +37,7 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& input) {
+  check_input_defined(input);
   KILN_CHECK(input.dim() >= 1 && input.size(-1) == in_features, ShapeError,
              "{}: the input's last dim must be in_features = {}, got an input of shape {}",
              describe(*this), in_features, shape_str(input.sizes()));

@@ -54,7 +54,35 @@ void Module::changed(std::string what) {
   last_change_ = std::move(what);
 }
 
+void Module::to(Device device, bool non_blocking) {
+  (void)non_blocking;
+  KILN_CHECK(device == Device::CPU, NotImplementedError,
+             "{}.to: Kiln's modules live on the CPU; moving one to {} is not supported", name_,
+             device == Device::Meta ? "meta" : "another device");
+}
+
+void Module::to(Device device, ScalarType dtype, bool non_blocking) {
+  to(device, non_blocking);
+  to(dtype);
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (Module* m : modules()) fn(*m);
+}
+
+void Module::apply(const std::function<void(const std::string&, Module&)>& fn) {
+  for (auto& [name, m] : named_modules()) fn(name, *m);
+}
+
+void Module::check_input_defined(const Tensor& input, std::string_view argument) const {
+  KILN_CHECK(input.defined(), ValueError,
+             "{}.forward: the {} is an undefined tensor (a default-constructed Tensor); pass a "
+             "defined tensor",
+             name_, argument);
+}
+
 Tensor Module::forward(const Tensor& input) {
+  check_input_defined(input);
   throw NotImplementedError(fmt::format(
       "{}: this module has no forward(input) taking one tensor (got {} {}); call the forward "
       "overload its header declares",

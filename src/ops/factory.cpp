@@ -5,6 +5,7 @@
 #include "kiln/ops/creation.h"
 #include "src/core/checked_convert.h"
 #include "src/kernels/cpu/copy.h"
+#include "src/ops/factory_options.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -120,11 +121,13 @@ void register_factory_ops(OpRegistry& r) {
 
 Tensor empty(SymIntArrayRef sizes, TensorOptions options) {
   static const OpId id = op_id("empty");
-  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_);
+  return with_requires_grad(dispatch::call_tensor(id, sizes, options.dtype_, options.device_),
+                            options);
 }
 Tensor full(SymIntArrayRef sizes, const Scalar& value, TensorOptions options) {
   static const OpId id = op_id("full");
-  return dispatch::call_tensor(id, sizes, value, options.dtype_, options.device_);
+  return with_requires_grad(
+      dispatch::call_tensor(id, sizes, value, options.dtype_, options.device_), options);
 }
 Tensor zeros(SymIntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
 Tensor ones(SymIntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
@@ -137,7 +140,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step,
   static const OpId id = op_id("arange");
   const bool integral = start.is_integral() && end.is_integral() && step.is_integral();
   TensorOptions o = options.value_or(TensorOptions(integral ? kInt64 : kFloat32));
-  return dispatch::call_tensor(id, start, end, step, o.dtype_, o.device_);
+  return with_requires_grad(dispatch::call_tensor(id, start, end, step, o.dtype_, o.device_), o);
 }
 
 Tensor sym_arange(SymInt start, SymInt end, SymInt step, std::optional<TensorOptions> options) {

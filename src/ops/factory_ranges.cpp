@@ -3,6 +3,7 @@
 
 #include "kiln/ops/creation.h"
 #include "src/core/cast.h"
+#include "src/ops/factory_options.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -75,12 +76,14 @@ void register_range_factory_ops(OpRegistry& r) {
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions options) {
   static const OpId id = op_id("linspace");
-  return dispatch::call_tensor(id, start, end, steps, options.dtype_, options.device_);
+  return with_requires_grad(
+      dispatch::call_tensor(id, start, end, steps, options.dtype_, options.device_), options);
 }
 
 Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions options) {
   static const OpId id = op_id("eye");
-  return dispatch::call_tensor(id, n, m, options.dtype_, options.device_);
+  return with_requires_grad(dispatch::call_tensor(id, n, m, options.dtype_, options.device_),
+                            options);
 }
 
 }  // namespace kiln

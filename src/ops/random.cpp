@@ -8,6 +8,7 @@
 #include "kiln/ops/random.h"
 #include "src/core/tracing_hooks.h"
 #include "src/kernels/cpu/random.h"
+#include "src/ops/factory_options.h"
 #include "src/ops/registry.h"
 
 namespace kiln {
@@ -271,12 +272,14 @@ Tensor rand(IntArrayRef sizes, TensorOptions options) {
 Tensor rand(IntArrayRef sizes, Generator& gen, TensorOptions options) {
   if (std::optional<Tensor> state = traced_rng_state(gen, count(sizes))) {
     static const OpId traced = op_id("rand.state");
-    return dispatch::call_tensor(traced, sizes, options.dtype_, *state);
+    return with_requires_grad(dispatch::call_tensor(traced, sizes, options.dtype_, *state),
+                              options);
   }
   static const OpId id = op_id("rand");
   auto [seed, offset] = gen.reserve(count(sizes));
-  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed),
-                               as_arg(offset));
+  return with_requires_grad(dispatch::call_tensor(id, sizes, options.dtype_, options.device_,
+                                                  as_arg(seed), as_arg(offset)),
+                            options);
 }
 Tensor randn(IntArrayRef sizes, TensorOptions options) {
   return randn(sizes, default_generator(), options);
@@ -284,12 +287,14 @@ Tensor randn(IntArrayRef sizes, TensorOptions options) {
 Tensor randn(IntArrayRef sizes, Generator& gen, TensorOptions options) {
   if (std::optional<Tensor> state = traced_rng_state(gen, count(sizes))) {
     static const OpId traced = op_id("randn.state");
-    return dispatch::call_tensor(traced, sizes, options.dtype_, *state);
+    return with_requires_grad(dispatch::call_tensor(traced, sizes, options.dtype_, *state),
+                              options);
   }
   static const OpId id = op_id("randn");
   auto [seed, offset] = gen.reserve(count(sizes));
-  return dispatch::call_tensor(id, sizes, options.dtype_, options.device_, as_arg(seed),
-                               as_arg(offset));
+  return with_requires_grad(dispatch::call_tensor(id, sizes, options.dtype_, options.device_,
+                                                  as_arg(seed), as_arg(offset)),
+                            options);
 }
 Tensor randint(const Scalar& low, const Scalar& high, IntArrayRef sizes, TensorOptions options) {
   return randint(low, high, sizes, default_generator(), options);
@@ -298,12 +303,14 @@ Tensor randint(const Scalar& low, const Scalar& high, IntArrayRef sizes, Generat
                TensorOptions options) {
   if (std::optional<Tensor> state = traced_rng_state(gen, count(sizes))) {
     static const OpId traced = op_id("randint.state");
-    return dispatch::call_tensor(traced, low, high, sizes, options.dtype_, *state);
+    return with_requires_grad(
+        dispatch::call_tensor(traced, low, high, sizes, options.dtype_, *state), options);
   }
   static const OpId id = op_id("randint");
   auto [seed, offset] = gen.reserve(count(sizes));
-  return dispatch::call_tensor(id, low, high, sizes, options.dtype_, options.device_, as_arg(seed),
-                               as_arg(offset));
+  return with_requires_grad(dispatch::call_tensor(id, low, high, sizes, options.dtype_,
+                                                  options.device_, as_arg(seed), as_arg(offset)),
+                            options);
 }
 Tensor randint(const Scalar& high, IntArrayRef sizes, TensorOptions options) {
   return randint(0, high, sizes, options);
@@ -318,6 +325,22 @@ Tensor randn_like(const Tensor& t, std::optional<ScalarType> dtype) {
 Tensor randint_like(const Tensor& t, const Scalar& low, const Scalar& high,
                     std::optional<ScalarType> dtype) {
   return randint(low, high, t.sizes(), TensorOptions(dtype.value_or(t.dtype())).device(t.device()));
+}
+
+const Tensor& Tensor::uniform_(double from, double to) const {
+  KILN_CHECK(is_floating(dtype()), DTypeError,
+             "uniform_: expected a floating tensor, got {}; draw integers with randint",
+             dtype_name(dtype()));
+  KILN_CHECK(from <= to, ValueError, "uniform_: expects from <= to, got from = {}, to = {}", from,
+             to);
+  return copy_(rand(sizes(), dtype()) * (to - from) + from);
+}
+
+const Tensor& Tensor::normal_(double mean, double std) const {
+  KILN_CHECK(is_floating(dtype()), DTypeError, "normal_: expected a floating tensor, got {}",
+             dtype_name(dtype()));
+  KILN_CHECK(std >= 0, ValueError, "normal_: expects std >= 0, got std = {}", std);
+  return copy_(randn(sizes(), dtype()) * std + mean);
 }
 
 Tensor dropout(const Tensor& input, double p, bool train) {

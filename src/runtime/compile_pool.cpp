@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "src/runtime/code_cache.h"
+#include "src/util/interop_threads.h"
 
 namespace kiln::runtime {
 
@@ -42,8 +43,8 @@ class CompilePool {
 
  private:
   CompilePool() {
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i < cores; ++i) workers_.emplace_back([this] { work(); });
+    const int threads = parallel::start_interop_threads();  // kiln::set_num_interop_threads
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
   }
 
   void work() {

@@ -139,6 +139,79 @@ TEST(Dropout, RejectsProbabilitiesOutsideZeroOne) {
   EXPECT_EQ(Dropout(0.1).repr(), "Dropout(p=0.1, inplace=False)");
 }
 
+// The number of (n, c) channels of `y` that were dropped; each must be all zeros or all `kept`.
+int64_t dropped_channels(const Tensor& y, int64_t channels, double kept) {
+  const Tensor flat = y.reshape({channels, -1});
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < channels; ++i) {
+    const double lo = flat.select(0, i).min().item<double>();
+    const double hi = flat.select(0, i).max().item<double>();
+    EXPECT_EQ(lo, hi) << "channel " << i << " is partly dropped";
+    EXPECT_TRUE(hi == 0.0 || std::abs(hi - kept) < 1e-6) << hi;
+    dropped += hi == 0.0;
+  }
+  return dropped;
+}
+
+TEST(Dropout, ChannelDropoutZeroesWholeChannelsOfBatchedAndUnbatchedInputs) {
+  manual_seed(11);
+  Dropout2d drop2(0.5);
+  // Binomial(512, 0.5): standard deviation 11.
+  EXPECT_NEAR(static_cast<double>(dropped_channels(drop2.forward(ones({16, 32, 3, 3})), 512, 2.0)),
+              256.0, 60.0);
+  const int64_t unbatched = dropped_channels(drop2.forward(ones({64, 2, 2})), 64, 2.0);
+  EXPECT_GT(unbatched, 0);
+  EXPECT_LT(unbatched, 64);
+  Dropout1d drop1(0.25);
+  EXPECT_GT(dropped_channels(drop1.forward(ones({8, 16, 5})), 128, 1.0 / 0.75), 0);
+  EXPECT_GT(dropped_channels(drop1.forward(ones({64, 5})), 64, 1.0 / 0.75), 0);
+  Dropout3d drop3(0.5);
+  EXPECT_GT(dropped_channels(drop3.forward(ones({4, 16, 2, 2, 2})), 64, 2.0), 0);
+  EXPECT_GT(dropped_channels(drop3.forward(ones({64, 2, 2, 2})), 64, 2.0), 0);
+  // The gradient is the mask.
+  const Tensor x = ones({2, 8, 3, 3}).requires_grad_(true);
+  const Tensor y = drop2.forward(x);
+  y.sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), y.detach().to_vector<double>());
+}
+
+TEST(Dropout, ChannelDropoutIsTheIdentityInEvalModeAndChecksItsInput) {
+  Dropout2d drop(0.5);
+  const Tensor x = ones({2, 3, 4, 4});
+  drop.eval();
+  EXPECT_TRUE(drop.forward(x).is_same(x));
+  EXPECT_TRUE(Dropout1d(0.0).forward(ones({2, 3, 4})).defined());
+  EXPECT_EQ(Dropout3d(1.0).forward(ones({2, 3, 2, 2, 2})).abs().sum().item<double>(), 0.0);
+  expect_contains(expect_error<ShapeError>([] {
+                    Dropout2d().forward(ones({4, 4}));
+                  }),
+                  "Dropout2d: expected a 3-D (C, *spatial) or 4-D (N, C, *spatial) input");
+  expect_contains(expect_error<ShapeError>([] {
+                    Dropout1d().forward(ones({2, 3, 4, 5}));
+                  }),
+                  "Dropout1d");
+  expect_contains(expect_error<ValueError>([] { Dropout3d(1.5); }), "Dropout3d");
+  EXPECT_EQ(Dropout2d(0.1).repr(), "Dropout2d(p=0.1, inplace=False)");
+  expect_contains(expect_error<DTypeError>([] {
+                    Dropout2d().forward(ones({2, 3, 4}, TensorOptions(kInt64)));
+                  }),
+                  "Dropout2d");
+  // feature_dropout itself: (N, C, *) of at least 2 dims, identity when not training.
+  EXPECT_THROW(feature_dropout(ones({5}), 0.5), ShapeError);
+  EXPECT_TRUE(feature_dropout(x, 0.5, /*train=*/false).is_same(x));
+  EXPECT_THROW(feature_dropout(x, -0.5), ValueError);
+}
+
+TEST(Dropout, ChannelDropoutDrawsFromItsOwnGenerator) {
+  Generator gen(9);
+  Dropout2d drop(0.5, &gen);
+  const Tensor x = ones({4, 16, 2, 2});
+  const std::vector<double> first = drop.forward(x).to_vector<double>();
+  gen.manual_seed(9);
+  manual_seed(1234);
+  EXPECT_EQ(drop.forward(x).to_vector<double>(), first);
+}
+
 TEST(BatchNorm, TrainingNormalizesWithBatchStatisticsAndEvalWithRunningOnes) {
   BatchNorm1d bn(2, {.eps = 0.0, .momentum = 0.5});
   // Channel 0: {1, 3}, channel 1: {10, 30}.

@@ -1,5 +1,9 @@
-// Dropout, as torch.nn.Dropout: active only in training mode.
+// Dropout, as torch.nn.Dropout, and channel dropout, as torch.nn.Dropout1d/2d/3d: active only in
+// training mode.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 #include "kiln/generator.h"
 #include "kiln/nn/module.h"
@@ -19,6 +23,51 @@ class Dropout : public Module {
 
  private:
   Generator* generator_;
+};
+
+// Channel ("feature") dropout of input (N, C, *), at least 2-D: when `train`, zeroes each whole
+// channel input[n, c] with probability p and scales the others by 1 / (1 - p); returns `input`
+// itself otherwise. A composite of ops (dropout of a ones mask of shape (N, C, 1, ...), times the
+// input), so it is differentiable and kiln::compile traces it. ValueError for p outside [0, 1],
+// ShapeError for a 0-D or 1-D input, DTypeError for a non-floating one.
+Tensor feature_dropout(const Tensor& input, double p, bool train = true,
+                       Generator* generator = nullptr);
+
+// Dropout1d/2d/3d: feature_dropout of a batched (N, C, *spatial) input or an unbatched
+// (C, *spatial) one, with 1, 2 or 3 spatial dims; any other rank raises ShapeError naming the
+// module. (PyTorch's Python Dropout2d takes a 3-D input as (N, C, L), with a warning that this
+// will change; here, as in LibTorch, it is an unbatched (C, H, W).)
+class DropoutNd : public Module {
+ public:
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+  const double p;
+
+ protected:
+  DropoutNd(std::string name, int64_t spatial_dims, double p, Generator* generator);
+
+ private:
+  int64_t spatial_dims_;
+  Generator* generator_;
+};
+
+class Dropout1d : public DropoutNd {
+ public:
+  explicit Dropout1d(double p = 0.5, Generator* generator = nullptr)
+      : DropoutNd("Dropout1d", 1, p, generator) {}
+};
+
+class Dropout2d : public DropoutNd {
+ public:
+  explicit Dropout2d(double p = 0.5, Generator* generator = nullptr)
+      : DropoutNd("Dropout2d", 2, p, generator) {}
+};
+
+class Dropout3d : public DropoutNd {
+ public:
+  explicit Dropout3d(double p = 0.5, Generator* generator = nullptr)
+      : DropoutNd("Dropout3d", 3, p, generator) {}
 };
 
 }  // namespace kiln::nn

@@ -31,6 +31,7 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -52,8 +53,10 @@ struct LoadStateDictResult {
 
 class Module {
  public:
-  // `name` is the class name shown by operator<< and in error messages ("Linear").
+  // `name` is the class name shown by operator<< and in error messages ("Linear"); a module built
+  // with the default constructor (as LibTorch's user modules are) is named "Module".
   explicit Module(std::string name);
+  Module() : Module("Module") {}
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -75,7 +78,10 @@ class Module {
   // The one-tensor forward that Sequential calls. Modules whose forward takes other arguments
   // (losses, attention) add overloads; the default raises NotImplementedError naming the module.
   virtual Tensor forward(const Tensor& input);
-  Tensor operator()(const Tensor& input) { return forward(input); }
+  Tensor operator()(const Tensor& input) {
+    check_input_defined(input);
+    return forward(input);
+  }
 
   // ---- registration ----
   // Names are non-empty, contain no '.', and are unique among the module's parameters, buffers
@@ -93,6 +99,14 @@ class Module {
     add_child(std::move(name), module);
     return module;
   }
+  // A module holder (LibTorch's torch::nn::Linear and the like: kiln/torch/module_holder.h) is
+  // registered as the module it holds, and returned as it was passed.
+  template <typename Holder>
+  requires requires(const Holder& h) { h.ptr(); }
+  Holder register_module(std::string name, Holder holder) {
+    add_child(std::move(name), holder.ptr());
+    return holder;
+  }
   // Swaps the registered submodule `name` for `module` (LibTorch's replace_module; PyTorch's
   // `self.fc = new_module`) and returns it, so a member can be rebound in one line:
   // `fc1 = replace_module("fc1", std::make_shared<Linear>(4, 8));`. ValueError if there is no
@@ -101,6 +115,12 @@ class Module {
   std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
     replace_child(name, module);
     return module;
+  }
+  template <typename Holder>
+  requires requires(const Holder& h) { h.ptr(); }
+  Holder replace_module(const std::string& name, Holder holder) {
+    replace_child(name, holder.ptr());
+    return holder;
   }
 
   // Attributes: plain (non-tensor) state that forward() reads, made visible to kiln::compile.
@@ -145,6 +165,12 @@ class Module {
   void visit_modules(const std::function<void(const std::string&, int, const Module&)>& fn,
                      const std::string& name = "", int depth = 0) const;
 
+  // Calls `fn` on this module and then on every submodule, depth first in registration order (as
+  // LibTorch's Module::apply; a module registered twice is visited once). The name form passes
+  // each module's dotted name ("" for this one), e.g. to initialize weights by layer.
+  void apply(const std::function<void(Module&)>& fn);
+  void apply(const std::function<void(const std::string&, Module&)>& fn);
+
   // ---- mode, dtype, gradients ----
 
   // Sets training mode here and in every submodule (Dropout and BatchNorm depend on it).
@@ -155,6 +181,11 @@ class Module {
   // Converts every floating parameter and buffer, recursively (integer buffers such as
   // BatchNorm's num_batches_tracked keep their dtype). See Note [Parameter slots].
   void to(ScalarType dtype);
+  // Kiln's modules live on the CPU: to(Device::CPU) leaves them as they are (LibTorch's
+  // `model->to(device)`), any other device raises NotImplementedError. `non_blocking` is accepted
+  // for LibTorch's signature; there is nothing to overlap.
+  void to(Device device, bool non_blocking = false);
+  void to(Device device, ScalarType dtype, bool non_blocking = false);
 
   // Clears the gradients of every parameter (set_to_none) or zeroes them in place.
   void zero_grad(bool set_to_none = true);
@@ -178,6 +209,9 @@ class Module {
   std::string repr() const;
 
  protected:
+  // ValueError naming this module and `argument` when `input` is an undefined Tensor (See Note
+  // [An undefined Tensor] in kiln/tensor.h).
+  void check_input_defined(const Tensor& input, std::string_view argument = "input") const;
   // Looks up a registered parameter or buffer slot by name (ValueError if absent).
   Tensor& parameter_slot(const std::string& name);
   Tensor& buffer_slot(const std::string& name);

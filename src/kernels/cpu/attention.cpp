@@ -12,6 +12,7 @@
 #include "src/kernels/cpu/blas_typed.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/nn_kernels.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -165,12 +166,10 @@ class Probabilities {
 template <typename MakeState, typename Body>
 void for_each_entry(int64_t B, int64_t work, MakeState make_state, Body body) {
   if (B > 1 && work > kParallelGrain) {
-#pragma omp parallel
-    {
+    parallel::parallel_for_if(true, 0, B, [&](int64_t b_begin, int64_t b_end) {
       auto state = make_state();
-#pragma omp for schedule(static)
-      for (int64_t b = 0; b < B; ++b) body(b, state);
-    }
+      for (int64_t b = b_begin; b < b_end; ++b) body(b, state);
+    });
   } else {
     auto state = make_state();
     for (int64_t b = 0; b < B; ++b) body(b, state);

@@ -6,8 +6,6 @@
 // Anything else (broadcasting, strides, mixed dtypes) goes through TensorIter.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "src/core/cast.h"
@@ -15,6 +13,7 @@
 #include "src/kernels/cpu/binary.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/streaming_store.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -27,25 +26,10 @@ T Operand::value() const {
   return tensor_->item().to<T>();
 }
 
-// Runs body(begin, end) over [0, n), split across threads above kParallelGrain. The body must
-// not throw (it runs inside an OpenMP region).
+// Runs body(begin, end) over [0, n), split across threads above kParallelGrain.
 template <typename Body>
 inline void parallel_range(int64_t n, const Body& body) {
-  if (n < kParallelGrain || omp_in_parallel()) {
-    body(int64_t{0}, n);
-    return;
-  }
-  const int threads = static_cast<int>(
-      std::min<int64_t>(omp_get_max_threads(), (n + kParallelGrain - 1) / kParallelGrain));
-  if (threads <= 1) {
-    body(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-    body(n * t / nt, n * (t + 1) / nt);
-  }
+  parallel::parallel_for(0, n, kParallelGrain, body);
 }
 
 namespace detail {

@@ -21,6 +21,7 @@
 #include "src/kernels/cpu/blas_typed.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/gemm.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -153,22 +154,24 @@ class SerialRegion {
 // 256] 3.23 vs 2.84; [8, 256] x [256, 4096] 0.39 vs 0.18 (by columns); [1024]^3 11.5 vs 11.1;
 // [64]^3 0.006 vs 0.007, so products below 2^20 multiply-adds are left to OpenBLAS. The split is
 // along the larger of M and N, in bands that are multiples of 16 (whole register blocks of the
-// kernel); inside a parallel region OpenBLAS runs single-threaded, so each band is one thread's
-// call.
+// kernel); inside a chunk of the intra-op pool OpenBLAS runs single-threaded, so each band is
+// one thread's call.
 struct Band {
   int64_t begin, end;
 };
 
-Band band_of(int64_t extent, int part, int parts) {
+Band band_of(int64_t extent, int64_t part, int64_t parts) {
   const int64_t blocks = (extent + 15) / 16;
   const int64_t b0 = blocks * part / parts, b1 = blocks * (part + 1) / parts;
   return {std::min(extent, b0 * 16), std::min(extent, b1 * 16)};
 }
 
-int split_threads(int64_t m, int64_t n, int64_t k) {
-  if (m * n * k < (int64_t{1} << 20) || omp_in_parallel()) return 1;
-  const int64_t bands = (std::max(m, n) + 15) / 16;
-  return static_cast<int>(std::min<int64_t>(omp_get_max_threads(), bands));
+// Bands to cut a product into: two per thread, so that the threads that are running can take a
+// missing one's share (Note [The intra-op pool]).
+int64_t split_bands(int64_t m, int64_t n, int64_t k) {
+  if (m * n * k < (int64_t{1} << 20) || parallel::in_parallel_region()) return 1;
+  const int64_t blocks = (std::max(m, n) + 15) / 16;
+  return std::min<int64_t>(2 * int64_t{parallel::num_threads()}, blocks);
 }
 
 // One product c[m, n] = alpha * a b + beta * c (See Note [Splitting a product over the threads]).
@@ -182,26 +185,27 @@ void split_gemm(const BlasOperand& oa, const BlasOperand& ob, int64_t m, int64_t
   };
   // oneDNN threads its products well itself (Note [oneDNN for float32 products]).
   const bool onednn = std::is_same_v<T, float> && onednn_sgemm_enabled();
-  const int threads = onednn ? 1 : split_threads(m, n, k);
-  if (threads <= 1) {
+  const int64_t bands = onednn ? 1 : split_bands(m, n, k);
+  if (bands <= 1) {
     call(a, b, c, m, n);
     return;
   }
   const bool by_rows = m >= n;
-#pragma omp parallel num_threads(threads)
-  {
-    const Band band = band_of(by_rows ? m : n, omp_get_thread_num(), omp_get_num_threads());
-    const int64_t size = band.end - band.begin;
-    if (size > 0 && by_rows) {
-      // Row i of op(a) starts at a + i * lda stored as is, at a + i stored transposed.
-      const int64_t step = oa.trans == CblasNoTrans ? oa.ld : 1;
-      call(a + band.begin * step, b, c + band.begin * n, size, n);
-    } else if (size > 0) {
-      // Column j of op(b) starts at b + j stored as is, at b + j * ldb stored transposed.
-      const int64_t step = ob.trans == CblasNoTrans ? 1 : ob.ld;
-      call(a, b + band.begin * step, c + band.begin, m, size);
+  parallel::parallel_for(0, bands, 1, [&](int64_t first, int64_t last) {
+    for (int64_t part = first; part < last; ++part) {
+      const Band band = band_of(by_rows ? m : n, part, bands);
+      const int64_t size = band.end - band.begin;
+      if (size > 0 && by_rows) {
+        // Row i of op(a) starts at a + i * lda stored as is, at a + i stored transposed.
+        const int64_t step = oa.trans == CblasNoTrans ? oa.ld : 1;
+        call(a + band.begin * step, b, c + band.begin * n, size, n);
+      } else if (size > 0) {
+        // Column j of op(b) starts at b + j stored as is, at b + j * ldb stored transposed.
+        const int64_t step = ob.trans == CblasNoTrans ? 1 : ob.ld;
+        call(a, b + band.begin * step, c + band.begin, m, size);
+      }
     }
-  }
+  });
 }
 
 // out *= beta over a contiguous tensor (the k == 0 case, where BLAS would not be called).
@@ -246,16 +250,9 @@ void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
                reinterpret_cast<const T*>(oa.data) + i * oa.batch_stride,
                reinterpret_cast<const T*>(ob.data) + i * ob.batch_stride, c + i * c_batch);
   };
-  // Not `parallel for if (parallel_batch)`: a region with a false `if` still opens a (one-thread)
-  // parallel region, and OpenBLAS's own region inside it is then nested, which libgomp serves
-  // with freshly created threads on every call (a clone() per product, measured: five per MLP
-  // training step).
-  if (parallel_batch) {
-#pragma omp parallel for
-    for (int64_t i = 0; i < batch; ++i) product(i);
-  } else {
-    for (int64_t i = 0; i < batch; ++i) product(i);
-  }
+  parallel::parallel_for_if(parallel_batch, 0, batch, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) product(i);
+  });
 }
 
 Tensor to_float32(const Tensor& t) {

@@ -17,7 +17,6 @@
 // im2col, stays in cache from being written to being read. The backward (conv_backward.cpp)
 // splits its products the same way. A shallow input (a first layer's single channel) keeps the
 // full im2col: a GEMM of depth 5 would not pay.
-#include <omp.h>
 
 #include <climits>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/im2col.h"
 #include "src/kernels/cpu/shallow_gemm.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -41,7 +41,7 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
 bool conv_parallel_over_batch(const ConvGeometry& g) {
   const int64_t per_sample = g.out_channels * g.out_h * g.out_w * (g.in_channels / g.groups) *
                              g.kernel_h * g.kernel_w;  // multiply-adds
-  const int64_t max_threads = omp_get_max_threads();
+  const int64_t max_threads = parallel::num_threads();
   return g.batch > 1 && max_threads > 1 && g.batch * per_sample >= (int64_t{1} << 16) &&
          (g.batch >= max_threads || per_sample < (int64_t{1} << 21));
 }
@@ -71,13 +71,8 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
   std::vector<T> weight_rows(by_rows ? static_cast<size_t>(g.out_channels * kdim) : 0);
   if (by_rows) weights_by_kernel_rows(pw, g, weight_rows.data());
   const bool parallel = conv_parallel_over_batch(g);
-  const int threads = parallel ? omp_get_max_threads() : 1;
-  std::vector<T> cols(static_cast<size_t>(threads * col_size));
 
-  // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is
-  // nested, and libgomp creates fresh threads for it on every call (see gemm_blas).
-  auto run_one = [&](int64_t n) {
-    T* col = cols.data() + (parallel ? omp_get_thread_num() : 0) * col_size;
+  auto run_one = [&](int64_t n, T* col) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* in = pi + n * in_sample + grp * cg * g.in_h * g.in_w;
       T* dst = po + n * out_sample + grp * og * ohw;
@@ -119,11 +114,16 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
           for (int64_t k = 0; k < ohw; ++k) dst[o * ohw + k] += pb[grp * og + o];
     }
   };
+  // Each chunk of samples has its own im2col buffer. Inside a chunk OpenBLAS runs on the chunk's
+  // thread (Note [The intra-op pool]); a serial run leaves OpenBLAS its own threads.
+  auto run_samples = [&](int64_t begin, int64_t end) {
+    std::vector<T> col(static_cast<size_t>(col_size));
+    for (int64_t n = begin; n < end; ++n) run_one(n, col.data());
+  };
   if (parallel) {
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+    parallel::parallel_for(0, g.batch, 1, run_samples);
   } else {
-    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+    run_samples(0, g.batch);
   }
 }
 

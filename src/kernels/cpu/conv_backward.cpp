@@ -10,8 +10,7 @@
 // grad_weight accumulator (summed once at the end), BLAS single-threaded inside; a few large
 // samples run one after another and leave the threading to OpenBLAS. A 1x1 kernel with stride 1
 // and no padding needs no unrolling: the input (and the input gradient) is the column matrix.
-#include <omp.h>
-
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/im2col.h"
 #include "src/kernels/cpu/shallow_gemm.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -42,13 +42,15 @@ T sum_contiguous(const T* x, int64_t n) {
 template <typename T>
 void bias_grad(const T* go, T* gb, const ConvGeometry& g) {
   const int64_t ohw = g.out_h * g.out_w;
-#pragma omp parallel for if (g.out_channels > 1 && g.batch * g.out_channels * ohw > 65536)
-  for (int64_t o = 0; o < g.out_channels; ++o) {
-    T total = 0;
-    for (int64_t n = 0; n < g.batch; ++n)
-      total += sum_contiguous(go + (n * g.out_channels + o) * ohw, ohw);
-    gb[o] = total;
-  }
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.batch * ohw));
+  parallel::parallel_for(0, g.out_channels, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      T total = 0;
+      for (int64_t n = 0; n < g.batch; ++n)
+        total += sum_contiguous(go + (n * g.out_channels + o) * ohw, ohw);
+      gb[o] = total;
+    }
+  });
 }
 
 // Weight gradient blocks [O, kH, C_g, kW] (by kernel rows) added into grad_weight's
@@ -93,25 +95,30 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
              "BLAS takes",
              og, kdim, kdim, ohw);
   const int64_t row_depth = cg * g.kernel_w;
+  // Note [Deterministic weight gradients]
+  // The weight (and fused bias) gradient sums a product per sample. The samples are cut into
+  // `pieces` runs of consecutive samples by size alone, each summed into its own accumulator, and
+  // the accumulators are added in piece order: the same sums in the same order whatever the thread
+  // count (Note [The intra-op pool]). Pieces run in parallel; extra accumulators are capped at
+  // kAccumulatorBytes.
   const bool parallel = conv_parallel_over_batch(g);
-  const int threads = parallel ? omp_get_max_threads() : 1;
+  constexpr int64_t kMaxPieces = 8, kAccumulatorBytes = int64_t{32} << 20;
+  int64_t pieces = std::min<int64_t>(g.batch, kMaxPieces);
+  if (gw != nullptr)
+    pieces =
+        std::clamp<int64_t>(kAccumulatorBytes / (weight_numel * int64_t{sizeof(T)}), 1, pieces);
   const int64_t col_size = direct ? 0 : by_rows ? row_depth * ohw : kdim * ohw;
-  std::vector<T> cols(static_cast<size_t>(threads * col_size));
   std::vector<T> weight_rows(by_rows && gi != nullptr ? static_cast<size_t>(weight_numel) : 0);
   if (!weight_rows.empty()) weights_by_kernel_rows(w, g, weight_rows.data());
-  // Weight gradient accumulators, one per thread: by kernel rows ([O, kH, C_g, kW]) when the
-  // products run that way, else grad_weight's own layout, where thread 0 accumulates directly.
-  const int acc_count = gw == nullptr ? 0 : by_rows ? threads : threads - 1;
+  // Weight gradient accumulators, one per piece: by kernel rows ([O, kH, C_g, kW]) when the
+  // products run that way, else grad_weight's own layout, where piece 0 accumulates directly.
+  const int64_t acc_count = gw == nullptr ? 0 : by_rows ? pieces : pieces - 1;
   std::vector<T> weight_acc(static_cast<size_t>(acc_count * weight_numel), T(0));
-  // Bias gradient accumulators, one per thread, when it is summed with the weight gradient.
-  std::vector<T> bias_acc(fused_bias ? static_cast<size_t>(threads * g.out_channels) : 0, T(0));
+  // Bias gradient accumulators, one per piece, when it is summed with the weight gradient.
+  std::vector<T> bias_acc(fused_bias ? static_cast<size_t>(pieces * g.out_channels) : 0, T(0));
   const int m = static_cast<int>(og), hw = static_cast<int>(ohw), k = static_cast<int>(kdim);
 
-  // Only a parallel run opens a region: OpenBLAS's region inside a one-thread region is
-  // nested, and libgomp creates fresh threads for it on every call (see gemm_blas).
-  auto run_one = [&](int64_t n) {
-    const int t = parallel ? omp_get_thread_num() : 0;
-    T* col = cols.data() + t * col_size;
+  auto run_one = [&](int64_t n, int64_t t, T* col) {
     T* acc = nullptr;
     if (gw != nullptr) {
       acc = by_rows  ? weight_acc.data() + t * weight_numel
@@ -168,27 +175,34 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
       }
     }
   };
+  // Each piece has its own im2col buffer; inside a chunk OpenBLAS runs on the chunk's thread.
+  auto run_pieces = [&](int64_t begin, int64_t end) {
+    std::vector<T> col(static_cast<size_t>(col_size));
+    for (int64_t t = begin; t < end; ++t)
+      for (int64_t n = g.batch * t / pieces; n < g.batch * (t + 1) / pieces; ++n)
+        run_one(n, t, col.data());
+  };
   if (parallel) {
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+    parallel::parallel_for(0, pieces, 1, run_pieces);
   } else {
-    for (int64_t n = 0; n < g.batch; ++n) run_one(n);
+    run_pieces(0, pieces);
   }
   if (fused_bias) {
     for (int64_t o = 0; o < g.out_channels; ++o) {
       T total = 0;
-      for (int t = 0; t < threads; ++t) total += bias_acc[t * g.out_channels + o];
+      for (int64_t t = 0; t < pieces; ++t) total += bias_acc[t * g.out_channels + o];
       gb[o] = total;
     }
   }
   if (gw == nullptr) return;
   if (by_rows) {
-    for (int t = 0; t < acc_count; ++t)
+    for (int64_t t = 0; t < acc_count; ++t)
       add_kernel_rows_to_weights(weight_acc.data() + t * weight_numel, g, gw);
   } else if (acc_count > 0) {
-#pragma omp parallel for if (weight_numel > 65536)
-    for (int64_t i = 0; i < weight_numel; ++i)
-      for (int t = 0; t < acc_count; ++t) gw[i] += weight_acc[t * weight_numel + i];
+    parallel::parallel_for(0, weight_numel, 65536, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        for (int64_t t = 0; t < acc_count; ++t) gw[i] += weight_acc[t * weight_numel + i];
+    });
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "src/core/cast.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -29,8 +30,9 @@ void fill(const Tensor& dst, const Scalar& value) {
     if (dst.is_contiguous()) {
       T* p = static_cast<T*>(dst.data_ptr());
       const int64_t n = dst.numel();
-#pragma omp parallel for if (n > 4 * kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) p[i] = v;
+      parallel::parallel_for_if(n > 4 * kParallelGrain, 0, n, [&](int64_t i_begin, int64_t i_end) {
+        for (int64_t i = i_begin; i < i_end; ++i) p[i] = v;
+      });
       return;
     }
     TensorIter iter("fill_", {dst}, {});

@@ -9,6 +9,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -52,11 +53,12 @@ void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out) {
   const int64_t row_bytes = dim * w.element_size();
   const char* src = static_cast<const char*>(w.data_ptr());
   char* dst = static_cast<char*>(out.data_ptr());
-#pragma omp parallel for if (n * dim > kParallelGrain) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    std::memcpy(dst + i * row_bytes, src + idx[static_cast<size_t>(i)] * row_stride,
-                static_cast<size_t>(row_bytes));
-  }
+  parallel::parallel_for_if(n * dim > kParallelGrain, 0, n, [&](int64_t i_begin, int64_t i_end) {
+    for (int64_t i = i_begin; i < i_end; ++i) {
+      std::memcpy(dst + i * row_bytes, src + idx[static_cast<size_t>(i)] * row_stride,
+                  static_cast<size_t>(row_bytes));
+    }
+  });
 }
 
 void embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights,
@@ -86,21 +88,21 @@ void embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_w
     using A = opmath_t<T>;
     const T* gp = g.data_ptr<T>();
     T* op = out.data_ptr<T>();
-#pragma omp parallel if (n * dim > kParallelGrain)
-    {
-      std::vector<A> acc(static_cast<size_t>(dim));
-#pragma omp for schedule(dynamic, 16)
-      for (int64_t r = 0; r < num_weights; ++r) {
-        const int64_t b = start[static_cast<size_t>(r)], e = start[static_cast<size_t>(r + 1)];
-        if (b == e || r == pad) continue;
-        std::fill(acc.begin(), acc.end(), A(0));
-        for (int64_t k = b; k < e; ++k) {
-          const T* row = gp + order[static_cast<size_t>(k)] * dim;
-          for (int64_t j = 0; j < dim; ++j) acc[static_cast<size_t>(j)] += static_cast<A>(row[j]);
-        }
-        narrow_span(acc.data(), op + r * dim, dim);
-      }
-    }
+    parallel::parallel_for_if(
+        n * dim > kParallelGrain, 0, num_weights, [&](int64_t r_begin, int64_t r_end) {
+          std::vector<A> acc(static_cast<size_t>(dim));
+          for (int64_t r = r_begin; r < r_end; ++r) {
+            const int64_t b = start[static_cast<size_t>(r)], e = start[static_cast<size_t>(r + 1)];
+            if (b == e || r == pad) continue;
+            std::fill(acc.begin(), acc.end(), A(0));
+            for (int64_t k = b; k < e; ++k) {
+              const T* row = gp + order[static_cast<size_t>(k)] * dim;
+              for (int64_t j = 0; j < dim; ++j)
+                acc[static_cast<size_t>(j)] += static_cast<A>(row[j]);
+            }
+            narrow_span(acc.data(), op + r * dim, dim);
+          }
+        });
   });
 }
 

@@ -1,11 +1,10 @@
 #include "src/kernels/cpu/index.h"
 
-#include <omp.h>
-
 #include <cstring>
 
 #include "src/core/cast.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -33,8 +32,9 @@ void gather_offsets(const Tensor& out, const Tensor& src, const std::vector<int6
   auto run = [&]<typename U>() {
     U* op = reinterpret_cast<U*>(o);
     const U* sp = reinterpret_cast<const U*>(s);
-#pragma omp parallel for if (n > kParallelGrain)
-    for (int64_t p = 0; p < n; ++p) op[p] = sp[src_offsets[static_cast<size_t>(p)]];
+    parallel::parallel_for_if(n > kParallelGrain, 0, n, [&](int64_t p_begin, int64_t p_end) {
+      for (int64_t p = p_begin; p < p_end; ++p) op[p] = sp[src_offsets[static_cast<size_t>(p)]];
+    });
   };
   switch (es) {
     case 1:
@@ -88,9 +88,11 @@ void for_each_row(const AdvancedOffsets& offsets, size_t row_bytes, bool paralle
   const int64_t k = static_cast<int64_t>(offsets.index.size());
   const int64_t rows = static_cast<int64_t>(offsets.before.size()) * k;
   const bool threads = parallel && rows * static_cast<int64_t>(row_bytes) > kParallelGrain * 8;
-#pragma omp parallel for if (threads)
-  for (int64_t r = 0; r < rows; ++r)
-    copy(r, offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)]);
+  parallel::parallel_for_if(threads, 0, rows, [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r)
+      copy(r,
+           offsets.before[static_cast<size_t>(r / k)] + offsets.index[static_cast<size_t>(r % k)]);
+  });
 }
 
 }  // namespace
@@ -128,7 +130,8 @@ void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tenso
       if (to_of(r) % row_elems != 0) return false;
     return true;
   };
-  const bool parallel = dst.is_contiguous() && !omp_in_parallel() && omp_get_max_threads() > 1 &&
+  const bool parallel = dst.is_contiguous() && !parallel::in_parallel_region() &&
+                        parallel::num_threads() > 1 &&
                         rows * static_cast<int64_t>(row_bytes) > kParallelGrain * 8 && whole_rows();
   if (!parallel) {
     for (int64_t r = 0; r < rows; ++r)
@@ -136,17 +139,18 @@ void scatter_rows(const Tensor& dst, const AdvancedOffsets& offsets, const Tenso
     return;
   }
   const int64_t dst_rows = dst.numel() / row_elems;
-#pragma omp parallel
-  {
-    const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
-    const int64_t lo = dst_rows * part / parts, hi = dst_rows * (part + 1) / parts;
+  // Each part writes the destination rows in its range (rows may repeat: the last write wins,
+  // as serially).
+  const int64_t parts = parallel::num_threads();
+  parallel::parallel_for(0, parts, 1, [&](int64_t part_begin, int64_t part_end) {
+    const int64_t lo = dst_rows * part_begin / parts, hi = dst_rows * part_end / parts;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t to = to_of(r);
       const int64_t row = to / row_elems;
       if (row >= lo && row < hi)
         std::memcpy(d + to * es, v + r * static_cast<int64_t>(row_bytes), row_bytes);
     }
-  }
+  });
 }
 
 std::vector<int64_t> AdvancedOffsets::flatten() const {

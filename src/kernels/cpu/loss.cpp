@@ -10,6 +10,7 @@
 #include "src/kernels/cpu/loss_utils.h"
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -71,11 +72,9 @@ void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, R
     // Rows of classes that are strided (inner > 1) or of a reduced float type go through a
     // buffer; contiguous float/double rows are read in place.
     const bool buffered = !std::is_same_v<T, A> || inner > 1;
-#pragma omp parallel if (n * C > kParallelGrain)
-    {
+    parallel::parallel_for_if(n * C > kParallelGrain, 0, n, [&](int64_t s_begin, int64_t s_end) {
       std::vector<A> buf(buffered ? static_cast<size_t>(C) : 0);
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n; ++s) {
+      for (int64_t s = s_begin; s < s_end; ++s) {
         const int64_t t = idx[static_cast<size_t>(s)];
         if (t < 0) continue;  // ignored: zero loss, zero weight
         const int64_t base = s / inner * C * inner + s % inner;
@@ -103,7 +102,7 @@ void nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, R
           smooth[static_cast<size_t>(s)] = (log_softmax ? lse * w_sum : 0.0) - wx;
         }
       }
-    }
+    });
   });
   const double a = 1.0 - eps, b = C > 0 ? eps / static_cast<double>(C) : 0.0;
   if (reduction == Reduction::None) {
@@ -144,11 +143,9 @@ void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor
   const Tensor x = input.contiguous();
   visit_dtype_in<dtypes::kFloating>(x.dtype(), "cross_entropy", [&]<typename T>() {
     const T* xp = x.data_ptr<T>();
-#pragma omp parallel if (n * C > kParallelGrain)
-    {
+    parallel::parallel_for_if(n * C > kParallelGrain, 0, n, [&](int64_t s_begin, int64_t s_end) {
       std::vector<double> lp(static_cast<size_t>(C));
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n; ++s) {
+      for (int64_t s = s_begin; s < s_end; ++s) {
         const int64_t o = s / inner, d = s % inner;
         log_probs(xp + o * C * inner + d, C, inner, true, lp.data());
         double l = 0;
@@ -158,7 +155,7 @@ void cross_entropy_probs(const Tensor& input, const Tensor& target, const Tensor
         }
         loss[static_cast<size_t>(s)] = l;
       }
-    }
+    });
   });
   if (reduction == Reduction::None) {
     visit_dtype_in<dtypes::kFloating>(out.dtype(), "cross_entropy", [&]<typename T>() {
@@ -183,14 +180,26 @@ void elementwise_loss(const Tensor& out, Reduction reduction, int64_t n, std::st
   if (reduction == Reduction::None) {
     visit_dtype_in<dtypes::kFloating>(out.dtype(), op, [&]<typename T>() {
       T* p = out.data_ptr<T>();
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(f(i));
+      parallel::parallel_for_if(n > kParallelGrain, 0, n, [&](int64_t i_begin, int64_t i_end) {
+        for (int64_t i = i_begin; i < i_end; ++i) p[i] = static_cast<T>(f(i));
+      });
     });
     return;
   }
+  // Partial sums over pieces of a fixed length, added in order: the same sum whatever the thread
+  // count (Note [The intra-op pool]).
+  const int64_t pieces = std::max<int64_t>(1, (n + kParallelGrain - 1) / kParallelGrain);
+  std::vector<double> partial(static_cast<size_t>(pieces), 0.0);
+  parallel::parallel_for(0, pieces, 1, [&](int64_t piece_begin, int64_t piece_end) {
+    for (int64_t k = piece_begin; k < piece_end; ++k) {
+      double s = 0;
+      for (int64_t i = k * kParallelGrain; i < std::min(n, (k + 1) * kParallelGrain); ++i)
+        s += f(i);
+      partial[static_cast<size_t>(k)] = s;
+    }
+  });
   double sum = 0;
-#pragma omp parallel for reduction(+ : sum) if (n > kParallelGrain) schedule(static)
-  for (int64_t i = 0; i < n; ++i) sum += f(i);
+  for (double s : partial) sum += s;
   write_scalar(out,
                reduction == Reduction::Sum ? sum : (n == 0 ? kNaN : sum / static_cast<double>(n)));
 }

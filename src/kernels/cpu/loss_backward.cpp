@@ -18,6 +18,7 @@
 #include "src/kernels/cpu/loss_utils.h"
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -74,13 +75,11 @@ void cross_entropy_backward(const Tensor& grad_output, const Tensor& input, cons
     T* yp = grad_input.data_ptr<T>();
     std::vector<A> wa(w.begin(), w.end());
     const A* wp = wa.empty() ? nullptr : wa.data();
-#pragma omp parallel if (n * C > kParallelGrain)
-    {
+    parallel::parallel_for_if(n * C > kParallelGrain, 0, n, [&](int64_t s_begin, int64_t s_end) {
       // Rows that are strided (inner > 1) or of a reduced float type go through a buffer.
       const bool buffered = !kDirect || inner > 1;
       std::vector<A> xbuf(buffered ? C : 0), ybuf(buffered ? C : 0);
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n; ++s) {
+      for (int64_t s = s_begin; s < s_end; ++s) {
         const int64_t o = s / inner, d = s % inner;
         const int64_t base = o * C * inner + d;
         const int64_t t = idx[static_cast<size_t>(s)];
@@ -109,7 +108,7 @@ void cross_entropy_backward(const Tensor& grad_output, const Tensor& input, cons
           for (int64_t c = 0; c < C; ++c) yp[base + c * inner] = static_cast<T>(yr[c]);
         }
       }
-    }
+    });
   });
 }
 

@@ -8,13 +8,13 @@
 // matmul does (signed overflow in C++ would be undefined; this is not). uint16 is the reason
 // the accumulator is never narrower than 32 bits: uint16 * uint16 promotes to int and can
 // overflow it.
-#include <omp.h>
 
 #include <type_traits>
 #include <vector>
 
 #include "src/kernels/cpu/gemm.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -48,11 +48,9 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
 
-  // B packed row-major in the accumulator type (the inner loop then vectorizes), and one
-  // accumulator row per thread; both allocated before the parallel region (no throw inside).
+  // B packed row-major in the accumulator type (the inner loop then vectorizes); each chunk of
+  // rows has its own accumulator row.
   std::vector<Acc> packed(static_cast<size_t>(k * n));
-  const int threads = omp_get_max_threads();
-  std::vector<Acc> rows(static_cast<size_t>(threads) * static_cast<size_t>(n));
   const bool parallel = m > 1 && m * n * k > 32768;
 
   for (int64_t bi = 0; bi < batch; ++bi) {
@@ -62,28 +60,30 @@ void gemm_int(const Tensor& a, const Tensor& b, const Tensor& out, const Scalar&
     for (int64_t kk = 0; kk < k; ++kk)
       for (int64_t j = 0; j < n; ++j)
         packed[kk * n + j] = static_cast<Acc>(static_cast<U>(bb[kk * b_sk + j * b_sn]));
-#pragma omp parallel for if (parallel)
-    for (int64_t i = 0; i < m; ++i) {
-      Acc* acc = rows.data() + static_cast<int64_t>(omp_get_thread_num()) * n;
-      for (int64_t j = 0; j < n; ++j) acc[j] = 0;
-      for (int64_t j0 = 0; j0 < n; j0 += kColumnBlock) {
-        const int64_t j1 = std::min(n, j0 + kColumnBlock);
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const Acc av = static_cast<Acc>(static_cast<U>(ab[i * a_sm + kk * a_sk]));
-          const Acc* brow = packed.data() + kk * n;
-          for (int64_t j = j0; j < j1; ++j) acc[j] += av * brow[j];
+    parallel::parallel_for_if(parallel, 0, m, [&](int64_t i_begin, int64_t i_end) {
+      std::vector<Acc> acc_row(static_cast<size_t>(n));
+      Acc* acc = acc_row.data();
+      for (int64_t i = i_begin; i < i_end; ++i) {
+        for (int64_t j = 0; j < n; ++j) acc[j] = 0;
+        for (int64_t j0 = 0; j0 < n; j0 += kColumnBlock) {
+          const int64_t j1 = std::min(n, j0 + kColumnBlock);
+          for (int64_t kk = 0; kk < k; ++kk) {
+            const Acc av = static_cast<Acc>(static_cast<U>(ab[i * a_sm + kk * a_sk]));
+            const Acc* brow = packed.data() + kk * n;
+            for (int64_t j = j0; j < j1; ++j) acc[j] += av * brow[j];
+          }
+        }
+        T* crow = cb + i * n;
+        if (be == 0) {
+          for (int64_t j = 0; j < n; ++j) crow[j] = static_cast<T>(static_cast<U>(al * acc[j]));
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            const Acc old = static_cast<Acc>(static_cast<U>(crow[j]));
+            crow[j] = static_cast<T>(static_cast<U>(be * old + al * acc[j]));
+          }
         }
       }
-      T* crow = cb + i * n;
-      if (be == 0) {
-        for (int64_t j = 0; j < n; ++j) crow[j] = static_cast<T>(static_cast<U>(al * acc[j]));
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          const Acc old = static_cast<Acc>(static_cast<U>(crow[j]));
-          crow[j] = static_cast<T>(static_cast<U>(be * old + al * acc[j]));
-        }
-      }
-    }
+    });
   }
 }
 

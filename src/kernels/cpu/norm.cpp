@@ -8,6 +8,7 @@
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
 #include "src/kernels/cpu/streaming_store.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -58,12 +59,10 @@ void layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, d
     T* rp = rstd.data_ptr<T>();
     const A inv_n = A(1) / static_cast<A>(N);
     const bool streaming = M * N * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
-#pragma omp parallel if (M * N > kParallelGrain)
-    {
+    parallel::parallel_for_if(M * N > kParallelGrain, 0, M, [&](int64_t r_begin, int64_t r_end) {
       // Reduced floats are widened into per-thread row buffers once, then share the float code.
       std::vector<A> xbuf(kReduced ? N : 0), ybuf(kReduced ? N : 0);
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < M; ++r) {
+      for (int64_t r = r_begin; r < r_end; ++r) {
         const A* xr;
         A* yr;
         if constexpr (kReduced) {
@@ -90,7 +89,7 @@ void layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, d
         mp[r] = static_cast<T>(m);
         rp[r] = static_cast<T>(rs);
       }
-    }
+    });
   });
 }
 
@@ -108,18 +107,21 @@ void batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   if (training) {
     visit_dtype_in<dtypes::kFloating>(x.dtype(), "batch_norm", [&]<typename T>() {
       const T* xp = x.data_ptr<T>();
-#pragma omp parallel for if (N * C * S > kParallelGrain) schedule(static)
-      for (int64_t c = 0; c < C; ++c) {
-        double sum = 0;
-        for (int64_t n = 0; n < N; ++n) sum += sum_span<double>(xp + (n * C + c) * S, S);
-        const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
-        double sq = 0;
-        for (int64_t n = 0; n < N; ++n) sq += sum_sq_dev_span<double>(xp + (n * C + c) * S, S, m);
-        const double var = count > 0 ? sq / static_cast<double>(count) : 0.0;
-        ch_mean[c] = m;
-        ch_invstd[c] = 1.0 / std::sqrt(var + eps);
-        ch_var_unbiased[c] = count > 1 ? sq / static_cast<double>(count - 1) : var;
-      }
+      parallel::parallel_for_if(
+          N * C * S > kParallelGrain, 0, C, [&](int64_t c_begin, int64_t c_end) {
+            for (int64_t c = c_begin; c < c_end; ++c) {
+              double sum = 0;
+              for (int64_t n = 0; n < N; ++n) sum += sum_span<double>(xp + (n * C + c) * S, S);
+              const double m = count > 0 ? sum / static_cast<double>(count) : 0.0;
+              double sq = 0;
+              for (int64_t n = 0; n < N; ++n)
+                sq += sum_sq_dev_span<double>(xp + (n * C + c) * S, S, m);
+              const double var = count > 0 ? sq / static_cast<double>(count) : 0.0;
+              ch_mean[c] = m;
+              ch_invstd[c] = 1.0 / std::sqrt(var + eps);
+              ch_var_unbiased[c] = count > 1 ? sq / static_cast<double>(count - 1) : var;
+            }
+          });
     });
     visit_dtype_in<dtypes::kFloating>(save_mean.dtype(), "batch_norm", [&]<typename T>() {
       T* mp = save_mean.data_ptr<T>();
@@ -159,16 +161,16 @@ void batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     using A = opmath_t<T>;
     const T* xp = x.data_ptr<T>();
     T* yp = out.data_ptr<T>();
-#pragma omp parallel for collapse(2) if (N * C * S > kParallelGrain) schedule(static)
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t c = 0; c < C; ++c) {
+    parallel::parallel_for_if(N * C * S > kParallelGrain, 0, N * C, [&](int64_t b0, int64_t e0) {
+      for (int64_t nc = b0; nc < e0; ++nc) {
+        const int64_t c = nc % C;
         // Folded into one multiply-add: y = x * scale + shift.
         const double scale = ch_invstd[c] * (w.empty() ? 1.0 : w[c]);
         const double shift = (b.empty() ? 0.0 : b[c]) - ch_mean[c] * scale;
-        const int64_t off = (n * C + c) * S;
+        const int64_t off = nc * S;
         affine_span<T, A>(xp + off, yp + off, S, static_cast<A>(scale), static_cast<A>(shift));
       }
-    }
+    });
   });
 }
 
@@ -187,26 +189,28 @@ void group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, i
     T* yp = out.data_ptr<T>();
     T* mp = mean.data_ptr<T>();
     T* rp = rstd.data_ptr<T>();
-#pragma omp parallel for if (N * C * S > kParallelGrain) schedule(static)
-    for (int64_t ng = 0; ng < N * groups; ++ng) {
-      const T* xb = xp + ng * block;
-      const double m =
-          block > 0 ? sum_span<double>(xb, block) / static_cast<double>(block) : std::nan("");
-      const double var = block > 0
-                             ? sum_sq_dev_span<double>(xb, block, m) / static_cast<double>(block)
-                             : std::nan("");
-      const double rs = 1.0 / std::sqrt(var + eps);
-      mp[ng] = static_cast<T>(m);
-      rp[ng] = static_cast<T>(rs);
-      const int64_t g = ng % groups;
-      for (int64_t j = 0; j < cpg; ++j) {
-        const int64_t c = g * cpg + j;
-        const double scale = rs * (w.empty() ? 1.0 : w[c]);
-        const double shift = (b.empty() ? 0.0 : b[c]) - m * scale;
-        affine_span<T, A>(xb + j * S, yp + ng * block + j * S, S, static_cast<A>(scale),
-                          static_cast<A>(shift));
-      }
-    }
+    parallel::parallel_for_if(
+        N * C * S > kParallelGrain, 0, N * groups, [&](int64_t ng_begin, int64_t ng_end) {
+          for (int64_t ng = ng_begin; ng < ng_end; ++ng) {
+            const T* xb = xp + ng * block;
+            const double m =
+                block > 0 ? sum_span<double>(xb, block) / static_cast<double>(block) : std::nan("");
+            const double var =
+                block > 0 ? sum_sq_dev_span<double>(xb, block, m) / static_cast<double>(block)
+                          : std::nan("");
+            const double rs = 1.0 / std::sqrt(var + eps);
+            mp[ng] = static_cast<T>(m);
+            rp[ng] = static_cast<T>(rs);
+            const int64_t g = ng % groups;
+            for (int64_t j = 0; j < cpg; ++j) {
+              const int64_t c = g * cpg + j;
+              const double scale = rs * (w.empty() ? 1.0 : w[c]);
+              const double shift = (b.empty() ? 0.0 : b[c]) - m * scale;
+              affine_span<T, A>(xb + j * S, yp + ng * block + j * S, S, static_cast<A>(scale),
+                                static_cast<A>(shift));
+            }
+          }
+        });
   });
 }
 

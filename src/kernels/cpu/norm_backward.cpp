@@ -21,6 +21,7 @@
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/norm_utils.h"
 #include "src/kernels/cpu/streaming_store.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -134,53 +135,54 @@ void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
     const int64_t rows_per_block = (M + blocks - 1) / blocks;
     std::vector<A> dw_part(want_w ? static_cast<size_t>(blocks * N) : 0, A(0));
     std::vector<A> db_part(want_b ? static_cast<size_t>(blocks * N) : 0, A(0));
-#pragma omp parallel if (M * N > kParallelGrain)
-    {
-      std::vector<A> xbuf(kReduced ? N : 0), gbuf(kReduced ? N : 0), dxbuf(kReduced ? N : 0);
-#pragma omp for schedule(static)
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        A* dw = want_w ? dw_part.data() + blk * N : nullptr;
-        A* db = want_b ? db_part.data() + blk * N : nullptr;
-        for (int64_t r = blk * rows_per_block; r < std::min(M, (blk + 1) * rows_per_block); ++r) {
-          const A* xr;
-          const A* gr;
-          if constexpr (kReduced) {
-            widen(xp + r * N, xbuf.data(), N);
-            widen(gp + r * N, gbuf.data(), N);
-            xr = xbuf.data();
-            gr = gbuf.data();
-          } else {
-            xr = xp + r * N;
-            gr = gp + r * N;
-          }
-          const A m = mv[static_cast<size_t>(r)], rs = rv[static_cast<size_t>(r)];
-          if (dxp != nullptr) {
-            A sum_a, sum_ax;
-            sum_a_ax(gr, xr, w.data(), N, sum_a, sum_ax);
-            const DxCoefficients k = dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(N));
-            const A c2 = static_cast<A>(k.c2), c3 = static_cast<A>(k.c3);
-            const A* wp = w.data();
-            auto compute = [&](int64_t b, int64_t e, A* dst) {
-              for (int64_t i = b; i < e; ++i) dst[i - b] = rs * wp[i] * gr[i] + c2 * xr[i] + c3;
-            };
-            if constexpr (kReduced) {
-              compute(0, N, dxbuf.data());
-              narrow_span(dxbuf.data(), dxp + r * N, N);
-            } else if (streaming) {  // Note [Streaming stores]
-              stream_blocks(dxp + r * N, 0, N, compute);
-            } else {
-              compute(0, N, dxp + r * N);
+    parallel::parallel_for_if(
+        M * N > kParallelGrain, 0, blocks, [&](int64_t blk_begin, int64_t blk_end) {
+          std::vector<A> xbuf(kReduced ? N : 0), gbuf(kReduced ? N : 0), dxbuf(kReduced ? N : 0);
+          for (int64_t blk = blk_begin; blk < blk_end; ++blk) {
+            A* dw = want_w ? dw_part.data() + blk * N : nullptr;
+            A* db = want_b ? db_part.data() + blk * N : nullptr;
+            for (int64_t r = blk * rows_per_block; r < std::min(M, (blk + 1) * rows_per_block);
+                 ++r) {
+              const A* xr;
+              const A* gr;
+              if constexpr (kReduced) {
+                widen(xp + r * N, xbuf.data(), N);
+                widen(gp + r * N, gbuf.data(), N);
+                xr = xbuf.data();
+                gr = gbuf.data();
+              } else {
+                xr = xp + r * N;
+                gr = gp + r * N;
+              }
+              const A m = mv[static_cast<size_t>(r)], rs = rv[static_cast<size_t>(r)];
+              if (dxp != nullptr) {
+                A sum_a, sum_ax;
+                sum_a_ax(gr, xr, w.data(), N, sum_a, sum_ax);
+                const DxCoefficients k =
+                    dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(N));
+                const A c2 = static_cast<A>(k.c2), c3 = static_cast<A>(k.c3);
+                const A* wp = w.data();
+                auto compute = [&](int64_t b, int64_t e, A* dst) {
+                  for (int64_t i = b; i < e; ++i) dst[i - b] = rs * wp[i] * gr[i] + c2 * xr[i] + c3;
+                };
+                if constexpr (kReduced) {
+                  compute(0, N, dxbuf.data());
+                  narrow_span(dxbuf.data(), dxp + r * N, N);
+                } else if (streaming) {  // Note [Streaming stores]
+                  stream_blocks(dxp + r * N, 0, N, compute);
+                } else {
+                  compute(0, N, dxp + r * N);
+                }
+              }
+              if (dw != nullptr) {
+                for (int64_t i = 0; i < N; ++i) dw[i] += gr[i] * ((xr[i] - m) * rs);
+              }
+              if (db != nullptr) {
+                for (int64_t i = 0; i < N; ++i) db[i] += gr[i];
+              }
             }
           }
-          if (dw != nullptr) {
-            for (int64_t i = 0; i < N; ++i) dw[i] += gr[i] * ((xr[i] - m) * rs);
-          }
-          if (db != nullptr) {
-            for (int64_t i = 0; i < N; ++i) db[i] += gr[i];
-          }
-        }
-      }
-    }
+        });
     std::vector<A> dw_total(want_w ? static_cast<size_t>(N) : 0, A(0));
     std::vector<A> db_total(want_b ? static_cast<size_t>(N) : 0, A(0));
     for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -224,17 +226,19 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
       const int64_t per_block = (N + blocks - 1) / blocks;
       std::vector<double> sg(static_cast<size_t>(blocks * C), 0.0),
           sgx(static_cast<size_t>(blocks * C), 0.0);
-#pragma omp parallel for if (N * C * S > kParallelGrain) schedule(static)
-      for (int64_t blk = 0; blk < blocks; ++blk) {
-        for (int64_t n = blk * per_block; n < std::min(N, (blk + 1) * per_block); ++n) {
-          for (int64_t c = 0; c < C; ++c) {
-            double a, b;
-            sum_g_gx<double>(gp + (n * C + c) * S, xp + (n * C + c) * S, S, a, b);
-            sg[static_cast<size_t>(blk * C + c)] += a;
-            sgx[static_cast<size_t>(blk * C + c)] += b;
-          }
-        }
-      }
+      parallel::parallel_for_if(
+          N * C * S > kParallelGrain, 0, blocks, [&](int64_t blk_begin, int64_t blk_end) {
+            for (int64_t blk = blk_begin; blk < blk_end; ++blk) {
+              for (int64_t n = blk * per_block; n < std::min(N, (blk + 1) * per_block); ++n) {
+                for (int64_t c = 0; c < C; ++c) {
+                  double a, b;
+                  sum_g_gx<double>(gp + (n * C + c) * S, xp + (n * C + c) * S, S, a, b);
+                  sg[static_cast<size_t>(blk * C + c)] += a;
+                  sgx[static_cast<size_t>(blk * C + c)] += b;
+                }
+              }
+            }
+          });
       for (int64_t blk = 0; blk < blocks; ++blk) {
         for (int64_t c = 0; c < C; ++c) {
           sum_g[static_cast<size_t>(c)] += sg[static_cast<size_t>(blk * C + c)];
@@ -265,19 +269,19 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
       }
       T* dxp = grad_input.data_ptr<T>();
       const bool streaming = N * C * S * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes;
-#pragma omp parallel for collapse(2) if (N * C * S > kParallelGrain) schedule(static)
-      for (int64_t n = 0; n < N; ++n) {
-        for (int64_t c = 0; c < C; ++c) {
-          const int64_t off = (n * C + c) * S;
-          if (streaming) {  // Note [Streaming stores]
-            stream_blocks(dxp + off, 0, S, [&](int64_t b, int64_t e, T* dst) {
-              affine2_span<T, A>(gp + off + b, xp + off + b, dst, e - b, k1[c], k2[c], k3[c]);
-            });
-          } else {
-            affine2_span<T, A>(gp + off, xp + off, dxp + off, S, k1[c], k2[c], k3[c]);
-          }
-        }
-      }
+      parallel::parallel_for_if(
+          N * C * S > kParallelGrain, 0, N * C, [&](int64_t nc_begin, int64_t nc_end) {
+            for (int64_t nc = nc_begin; nc < nc_end; ++nc) {
+              const int64_t c = nc % C, off = nc * S;
+              if (streaming) {  // Note [Streaming stores]
+                stream_blocks(dxp + off, 0, S, [&](int64_t b, int64_t e, T* dst) {
+                  affine2_span<T, A>(gp + off + b, xp + off + b, dst, e - b, k1[c], k2[c], k3[c]);
+                });
+              } else {
+                affine2_span<T, A>(gp + off, xp + off, dxp + off, S, k1[c], k2[c], k3[c]);
+              }
+            }
+          });
     }
     if (grad_weight.defined()) {
       T* p = grad_weight.data_ptr<T>();
@@ -313,32 +317,34 @@ void group_norm_backward(const Tensor& grad_out, const Tensor& input, const Tens
     const T* xp = x.data_ptr<T>();
     const T* gp = g.data_ptr<T>();
     const bool parallel = N * C * S > kParallelGrain;
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t nc = 0; nc < N * C; ++nc)
-      sum_g_gx<double>(gp + nc * S, xp + nc * S, S, db[static_cast<size_t>(nc)],
-                       ds[static_cast<size_t>(nc)]);
+    parallel::parallel_for_if(parallel, 0, N * C, [&](int64_t nc_begin, int64_t nc_end) {
+      for (int64_t nc = nc_begin; nc < nc_end; ++nc)
+        sum_g_gx<double>(gp + nc * S, xp + nc * S, S, db[static_cast<size_t>(nc)],
+                         ds[static_cast<size_t>(nc)]);
+    });
     if (grad_input.defined()) {
       T* dxp = grad_input.data_ptr<T>();
-#pragma omp parallel for if (parallel) schedule(static)
-      for (int64_t ng = 0; ng < N * groups; ++ng) {
-        const int64_t n = ng / groups, grp = ng % groups;
-        double sum_a = 0, sum_ax = 0;
-        for (int64_t j = 0; j < cpg; ++j) {
-          const int64_t c = grp * cpg + j;
-          sum_a += w[static_cast<size_t>(c)] * db[static_cast<size_t>(n * C + c)];
-          sum_ax += w[static_cast<size_t>(c)] * ds[static_cast<size_t>(n * C + c)];
+      parallel::parallel_for_if(parallel, 0, N * groups, [&](int64_t ng_begin, int64_t ng_end) {
+        for (int64_t ng = ng_begin; ng < ng_end; ++ng) {
+          const int64_t n = ng / groups, grp = ng % groups;
+          double sum_a = 0, sum_ax = 0;
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t c = grp * cpg + j;
+            sum_a += w[static_cast<size_t>(c)] * db[static_cast<size_t>(n * C + c)];
+            sum_ax += w[static_cast<size_t>(c)] * ds[static_cast<size_t>(n * C + c)];
+          }
+          const double m = mv[static_cast<size_t>(ng)], rs = rv[static_cast<size_t>(ng)];
+          const DxCoefficients k =
+              dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(cpg * S));
+          for (int64_t j = 0; j < cpg; ++j) {
+            const int64_t c = grp * cpg + j;
+            const int64_t off = (n * C + c) * S;
+            affine2_span<T, A>(gp + off, xp + off, dxp + off, S,
+                               static_cast<A>(rs * w[static_cast<size_t>(c)]), static_cast<A>(k.c2),
+                               static_cast<A>(k.c3));
+          }
         }
-        const double m = mv[static_cast<size_t>(ng)], rs = rv[static_cast<size_t>(ng)];
-        const DxCoefficients k =
-            dx_coefficients(sum_a, sum_ax, m, rs, static_cast<double>(cpg * S));
-        for (int64_t j = 0; j < cpg; ++j) {
-          const int64_t c = grp * cpg + j;
-          const int64_t off = (n * C + c) * S;
-          affine2_span<T, A>(gp + off, xp + off, dxp + off, S,
-                             static_cast<A>(rs * w[static_cast<size_t>(c)]), static_cast<A>(k.c2),
-                             static_cast<A>(k.c3));
-        }
-      }
+      });
     }
     if (grad_weight.defined() || grad_bias.defined()) {
       std::vector<double> dw(static_cast<size_t>(C), 0.0), dbias(static_cast<size_t>(C), 0.0);

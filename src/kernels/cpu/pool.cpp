@@ -12,6 +12,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/pool_window.h"
 #include "src/kernels/cpu/vector_spans.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -66,17 +67,17 @@ void max_pool_typed(const T* in, T* values, int64_t* indices, const PoolGeometry
     if (indices == nullptr && g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
         g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 &&
         g.in_h == 2 * g.out_h && g.in_w == 2 * g.out_w) {
-#pragma omp parallel for if (parallel_planes(g))
-      for (int64_t p = 0; p < g.planes; ++p)
-        max_pool_2x2_plane(in + p * in_plane, values + p * out_plane, g.out_h, g.out_w);
+      parallel::parallel_for_if(
+          parallel_planes(g), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
+            for (int64_t p = p_begin; p < p_end; ++p)
+              max_pool_2x2_plane(in + p * in_plane, values + p * out_plane, g.out_h, g.out_w);
+          });
       return;
     }
   }
-#pragma omp parallel if (parallel_planes(g))
-  {
+  parallel::parallel_for_if(parallel_planes(g), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
     std::vector<Acc> best(static_cast<size_t>(g.out_w));
-#pragma omp for
-    for (int64_t p = 0; p < g.planes; ++p) {
+    for (int64_t p = p_begin; p < p_end; ++p) {
       for (int64_t oy = 0; oy < g.out_h; ++oy) {
         const int64_t o = p * out_plane + oy * g.out_w;
         if (indices != nullptr) {
@@ -87,7 +88,7 @@ void max_pool_typed(const T* in, T* values, int64_t* indices, const PoolGeometry
         for (int64_t ox = 0; ox < g.out_w; ++ox) values[o + ox] = static_cast<T>(best[ox]);
       }
     }
-  }
+  });
 }
 
 template <typename T>
@@ -95,55 +96,59 @@ void avg_pool_typed(const T* in, T* out, const PoolGeometry& g, bool count_inclu
                     std::optional<int64_t> divisor_override) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-#pragma omp parallel for if (parallel_planes(g))
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const T* src = in + p * in_plane;
-    for (int64_t oy = 0; oy < g.out_h; ++oy) {
-      int64_t y0 = oy * g.stride_h - g.pad_h;
-      int64_t y1 = std::min(y0 + g.kernel_h, g.in_h + g.pad_h);
-      const int64_t padded_h = y1 - y0;
-      y0 = std::max<int64_t>(y0, 0);
-      y1 = std::min(y1, g.in_h);
-      for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        int64_t x0 = ox * g.stride_w - g.pad_w;
-        int64_t x1 = std::min(x0 + g.kernel_w, g.in_w + g.pad_w);
-        // The divisor with padding counts the window clipped to the padded input (as PyTorch).
-        const int64_t padded_size = padded_h * (x1 - x0);
-        x0 = std::max<int64_t>(x0, 0);
-        x1 = std::min(x1, g.in_w);
-        Acc sum = 0;
-        for (int64_t y = y0; y < y1; ++y)
-          for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
-        const int64_t divisor = divisor_override    ? *divisor_override
-                                : count_include_pad ? padded_size
-                                                    : (y1 - y0) * (x1 - x0);
-        out[p * out_plane + oy * g.out_w + ox] = static_cast<T>(sum / static_cast<Acc>(divisor));
+  parallel::parallel_for_if(parallel_planes(g), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const T* src = in + p * in_plane;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        int64_t y0 = oy * g.stride_h - g.pad_h;
+        int64_t y1 = std::min(y0 + g.kernel_h, g.in_h + g.pad_h);
+        const int64_t padded_h = y1 - y0;
+        y0 = std::max<int64_t>(y0, 0);
+        y1 = std::min(y1, g.in_h);
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          int64_t x0 = ox * g.stride_w - g.pad_w;
+          int64_t x1 = std::min(x0 + g.kernel_w, g.in_w + g.pad_w);
+          // The divisor with padding counts the window clipped to the padded input (as PyTorch).
+          const int64_t padded_size = padded_h * (x1 - x0);
+          x0 = std::max<int64_t>(x0, 0);
+          x1 = std::min(x1, g.in_w);
+          Acc sum = 0;
+          for (int64_t y = y0; y < y1; ++y)
+            for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
+          const int64_t divisor = divisor_override    ? *divisor_override
+                                  : count_include_pad ? padded_size
+                                                      : (y1 - y0) * (x1 - x0);
+          out[p * out_plane + oy * g.out_w + ox] = static_cast<T>(sum / static_cast<Acc>(divisor));
+        }
       }
     }
-  }
+  });
 }
 
 template <typename T>
 void adaptive_avg_pool_typed(const T* in, T* out, const PoolGeometry& g) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
-#pragma omp parallel for if (g.planes > 1 && g.planes * in_plane > 32768)
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const T* src = in + p * in_plane;
-    for (int64_t oy = 0; oy < g.out_h; ++oy) {
-      const int64_t y0 = oy * g.in_h / g.out_h;
-      const int64_t y1 = ((oy + 1) * g.in_h + g.out_h - 1) / g.out_h;
-      for (int64_t ox = 0; ox < g.out_w; ++ox) {
-        const int64_t x0 = ox * g.in_w / g.out_w;
-        const int64_t x1 = ((ox + 1) * g.in_w + g.out_w - 1) / g.out_w;
-        Acc sum = 0;
-        for (int64_t y = y0; y < y1; ++y)
-          for (int64_t x = x0; x < x1; ++x) sum += static_cast<Acc>(src[y * g.in_w + x]);
-        out[p * out_plane + oy * g.out_w + ox] =
-            static_cast<T>(sum / static_cast<Acc>((y1 - y0) * (x1 - x0)));
-      }
-    }
-  }
+  parallel::parallel_for_if(g.planes > 1 && g.planes * in_plane > 32768, 0, g.planes,
+                            [&](int64_t p_begin, int64_t p_end) {
+                              for (int64_t p = p_begin; p < p_end; ++p) {
+                                const T* src = in + p * in_plane;
+                                for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                                  const int64_t y0 = oy * g.in_h / g.out_h;
+                                  const int64_t y1 = ((oy + 1) * g.in_h + g.out_h - 1) / g.out_h;
+                                  for (int64_t ox = 0; ox < g.out_w; ++ox) {
+                                    const int64_t x0 = ox * g.in_w / g.out_w;
+                                    const int64_t x1 = ((ox + 1) * g.in_w + g.out_w - 1) / g.out_w;
+                                    Acc sum = 0;
+                                    for (int64_t y = y0; y < y1; ++y)
+                                      for (int64_t x = x0; x < x1; ++x)
+                                        sum += static_cast<Acc>(src[y * g.in_w + x]);
+                                    out[p * out_plane + oy * g.out_w + ox] = static_cast<T>(
+                                        sum / static_cast<Acc>((y1 - y0) * (x1 - x0)));
+                                  }
+                                }
+                              }
+                            });
 }
 
 }  // namespace

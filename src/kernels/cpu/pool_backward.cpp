@@ -13,6 +13,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/pool_window.h"
 #include "src/kernels/cpu/vector_spans.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -28,24 +29,23 @@ void for_each_plane(T* grad_input, const PoolGeometry& g, int64_t work_per_plane
                     const Body& body) {
   using Acc = opmath_t<T>;
   const int64_t in_plane = g.in_h * g.in_w;
-#pragma omp parallel if (parallel_planes(g, work_per_plane))
-  {
-    std::vector<Acc> buffer(std::is_same_v<Acc, T> ? 0 : static_cast<size_t>(in_plane));
-#pragma omp for
-    for (int64_t p = 0; p < g.planes; ++p) {
-      T* dst = grad_input + p * in_plane;
-      Acc* acc;
-      if constexpr (std::is_same_v<Acc, T>) {
-        acc = dst;
-      } else {
-        acc = buffer.data();
-      }
-      std::fill(acc, acc + in_plane, Acc(0));
-      body(p, acc);
-      if constexpr (!std::is_same_v<Acc, T>)
-        for (int64_t i = 0; i < in_plane; ++i) dst[i] = static_cast<T>(acc[i]);
-    }
-  }
+  parallel::parallel_for_if(
+      parallel_planes(g, work_per_plane), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
+        std::vector<Acc> buffer(std::is_same_v<Acc, T> ? 0 : static_cast<size_t>(in_plane));
+        for (int64_t p = p_begin; p < p_end; ++p) {
+          T* dst = grad_input + p * in_plane;
+          Acc* acc;
+          if constexpr (std::is_same_v<Acc, T>) {
+            acc = dst;
+          } else {
+            acc = buffer.data();
+          }
+          std::fill(acc, acc + in_plane, Acc(0));
+          body(p, acc);
+          if constexpr (!std::is_same_v<Acc, T>)
+            for (int64_t i = 0; i < in_plane; ++i) dst[i] = static_cast<T>(acc[i]);
+        }
+      });
 }
 
 template <typename T>
@@ -159,23 +159,24 @@ void max_pool_rescan_backward_typed(const T* go, const T* in, T* gi, const PoolG
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (tiled && g.kernel_h == 2 && g.kernel_w == 2 && g.in_h == 2 * g.out_h &&
         g.in_w == 2 * g.out_w) {
-#pragma omp parallel for if (parallel_planes(g, in_plane))
-      for (int64_t p = 0; p < g.planes; ++p)
-        max_pool_2x2_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane,
-                                    g.out_h, g.out_w);
+      parallel::parallel_for_if(
+          parallel_planes(g, in_plane), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
+            for (int64_t p = p_begin; p < p_end; ++p)
+              max_pool_2x2_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane,
+                                          g.out_h, g.out_w);
+          });
       return;
     }
   }
   if (tiled) {
-#pragma omp parallel if (parallel_planes(g, in_plane))
-    {
-      std::vector<Acc> best(static_cast<size_t>(g.out_w));
-      std::vector<int64_t> index(static_cast<size_t>(g.out_w));
-#pragma omp for
-      for (int64_t p = 0; p < g.planes; ++p)
-        max_pool_tiled_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane, g,
-                                      best.data(), index.data());
-    }
+    parallel::parallel_for_if(
+        parallel_planes(g, in_plane), 0, g.planes, [&](int64_t p_begin, int64_t p_end) {
+          std::vector<Acc> best(static_cast<size_t>(g.out_w));
+          std::vector<int64_t> index(static_cast<size_t>(g.out_w));
+          for (int64_t p = p_begin; p < p_end; ++p)
+            max_pool_tiled_backward_plane(go + p * out_plane, in + p * in_plane, gi + p * in_plane,
+                                          g, best.data(), index.data());
+        });
     return;
   }
   // Without padding every window has an in-bounds tap; with it, a window whose taps all fall in

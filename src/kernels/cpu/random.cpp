@@ -6,6 +6,7 @@
 #include "kiln/generator.h"
 #include "src/core/cast.h"
 #include "src/kernels/cpu/loops.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -26,8 +27,9 @@ template <typename T, typename F>
 void fill_each(const Tensor& out, const F& f) {
   T* p = static_cast<T*>(out.data_ptr());
   const int64_t n = out.numel();
-#pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) p[i] = f(i);
+  parallel::parallel_for_if(n > kParallelGrain, 0, n, [&](int64_t i_begin, int64_t i_end) {
+    for (int64_t i = i_begin; i < i_end; ++i) p[i] = f(i);
+  });
 }
 
 }  // namespace

@@ -10,8 +10,6 @@
 // overflow wraps like two's complement without UB).
 #include "src/kernels/cpu/reduce.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -19,6 +17,7 @@
 #include "src/core/cast.h"
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -140,6 +139,38 @@ typename R::acc_t reduce_row(const T* p, int64_t n) {
   return a[0];
 }
 
+// Note [Deterministic partial sums]
+// A sum split over threads must add in an order that does not depend on the thread count (Note
+// [The intra-op pool]). reduce_row's pairwise tree is fixed by n alone, so a long row is split
+// along that tree: row_pieces lists the subtrees `leaves` levels down (or fewer, where a subtree
+// is a single block), those run in parallel, and combine_row_pieces adds their results up the same
+// tree. The sum equals the serial reduce_row's exactly.
+template <typename T>
+struct RowPiece {
+  const T* data;
+  int64_t n;
+};
+
+template <typename T>
+void row_pieces(const T* p, int64_t n, int64_t leaves, std::vector<RowPiece<T>>& out) {
+  if (leaves <= 1 || n <= kRowBlock) {
+    out.push_back({p, n});
+    return;
+  }
+  const int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;  // as reduce_row splits
+  row_pieces(p, half, leaves / 2, out);
+  row_pieces(p + half, n - half, leaves - leaves / 2, out);
+}
+
+template <typename R>
+typename R::acc_t combine_row_pieces(int64_t n, int64_t leaves,
+                                     const std::vector<typename R::acc_t>& partial, size_t& next) {
+  if (leaves <= 1 || n <= kRowBlock) return partial[next++];
+  const int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
+  const auto a = combine_row_pieces<R>(half, leaves / 2, partial, next);
+  return R::combine(a, combine_row_pieces<R>(n - half, leaves - leaves / 2, partial, next));
+}
+
 // acc[c] (c < ncols <= kColChunk) = combine over rows of p[r * stride + c], pairwise over rows.
 template <typename R, typename T>
 void reduce_cols(const T* p, int64_t rows, int64_t stride, int64_t ncols, typename R::acc_t* acc) {
@@ -165,38 +196,39 @@ void run_reduce(const ReducePlan& plan, Out* out, const Finish& finish) {
   const T* x = plan.x.data_ptr<T>();
   const int64_t outer = plan.outer, n = plan.reduce, inner = plan.inner;
   const int64_t total = outer * n * inner;
-  const bool parallel = total > kParallelGrain && omp_get_max_threads() > 1;
+  const int64_t threads = parallel::num_threads();
+  const bool parallel = total > kParallelGrain && threads > 1;
   if (inner == 1) {
-    if (parallel && outer < omp_get_max_threads()) {
-      // Few long rows: split each row across threads, combine the pieces in order.
-      const int64_t pieces = omp_get_max_threads();
-      std::vector<acc_t> partial(static_cast<size_t>(outer * pieces));
-#pragma omp parallel for collapse(2)
+    if (parallel && outer < threads && n > kRowBlock) {
+      // Few long rows: the subtrees of each row's pairwise sum run in parallel, so the sum is
+      // the serial one to the last bit (See Note [Deterministic partial sums]).
+      std::vector<RowPiece<T>> pieces;
+      for (int64_t o = 0; o < outer; ++o) row_pieces(x + o * n, n, threads * 4, pieces);
+      std::vector<acc_t> partial(pieces.size());
+      parallel::parallel_for(0, static_cast<int64_t>(pieces.size()), 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          partial[static_cast<size_t>(i)] = reduce_row<R>(pieces[i].data, pieces[i].n);
+      });
+      size_t next = 0;
       for (int64_t o = 0; o < outer; ++o)
-        for (int64_t k = 0; k < pieces; ++k) {
-          const int64_t b = n * k / pieces, e = n * (k + 1) / pieces;
-          partial[o * pieces + k] = reduce_row<R>(x + o * n + b, e - b);
-        }
-      for (int64_t o = 0; o < outer; ++o) {
-        acc_t a = partial[o * pieces];
-        for (int64_t k = 1; k < pieces; ++k) a = R::combine(a, partial[o * pieces + k]);
-        out[o] = finish(a);
-      }
+        out[o] = finish(combine_row_pieces<R>(n, threads * 4, partial, next));
       return;
     }
-#pragma omp parallel for if (parallel)
-    for (int64_t o = 0; o < outer; ++o) out[o] = finish(reduce_row<R>(x + o * n, n));
+    parallel::parallel_for_if(parallel, 0, outer, [&](int64_t o_begin, int64_t o_end) {
+      for (int64_t o = o_begin; o < o_end; ++o) out[o] = finish(reduce_row<R>(x + o * n, n));
+    });
     return;
   }
   const int64_t chunks = (inner + kColChunk - 1) / kColChunk;
-#pragma omp parallel for collapse(2) if (parallel)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t ch = 0; ch < chunks; ++ch) {
+  parallel::parallel_for_if(parallel, 0, outer * chunks, [&](int64_t b, int64_t e) {
+    for (int64_t oc = b; oc < e; ++oc) {
+      const int64_t o = oc / chunks, ch = oc % chunks;
       const int64_t c0 = ch * kColChunk, nc = std::min(kColChunk, inner - c0);
       acc_t acc[kColChunk];
       reduce_cols<R>(x + o * n * inner + c0, n, inner, nc, acc);
       for (int64_t c = 0; c < nc; ++c) out[o * inner + c0 + c] = finish(acc[c]);
     }
+  });
 }
 
 template <ReduceKind K, typename T, typename Out>

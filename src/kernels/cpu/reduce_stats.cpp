@@ -1,7 +1,6 @@
 // Reductions that are not a single associative combine: arg-reductions (max/min with indices),
 // variance, logsumexp, norms; and the scans cumsum/cumprod. They compute in double (integers in
 // uint64, modular) per output, parallel over outputs above the grain.
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -11,6 +10,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/reduce.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -40,8 +40,11 @@ void for_each_row_floating(const Tensor& out, const Tensor& x, uint64_t mask, co
     ReducePlan plan = rows_plan(x, mask);
     const T* p = plan.x.data_ptr<T>();
     const int64_t rows = plan.outer, n = plan.reduce;
-#pragma omp parallel for if (rows * n > kParallelGrain && rows > 1)
-    for (int64_t r = 0; r < rows; ++r) o[r] = static_cast<T>(f(p + r * n, n));
+    parallel::parallel_for_if(rows * n > kParallelGrain && rows > 1, 0, rows,
+                              [&](int64_t r_begin, int64_t r_end) {
+                                for (int64_t r = r_begin; r < r_end; ++r)
+                                  o[r] = static_cast<T>(f(p + r * n, n));
+                              });
   });
 }
 
@@ -118,24 +121,26 @@ void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const 
     T* vals = values.defined() ? values.data_ptr<T>() : nullptr;
     int64_t* idx = indices.data_ptr<int64_t>();
     const int64_t outer = plan.outer, n = plan.reduce, inner = plan.inner;
-#pragma omp parallel for if (outer * n * inner > kParallelGrain)
-    for (int64_t oi = 0; oi < outer * inner; ++oi) {
-      const int64_t o = oi / inner, i = oi % inner;
-      const T* base = p + o * n * inner + i;
-      acc_t best = static_cast<acc_t>(base[0]);
-      int64_t best_r = 0;
-      for (int64_t r = 1; r < n; ++r) {
-        const acc_t v = static_cast<acc_t>(base[r * inner]);
-        bool better = is_max ? v > best : v < best;
-        if constexpr (is_floating_v<T>) {
-          if (best != best) break;  // the first NaN is final
-          better = better || v != v;
-        }
-        if (better) best = v, best_r = r;
-      }
-      if (vals != nullptr) vals[oi] = base[best_r * inner];
-      idx[oi] = best_r;
-    }
+    parallel::parallel_for_if(outer * n * inner > kParallelGrain, 0, outer * inner,
+                              [&](int64_t oi_begin, int64_t oi_end) {
+                                for (int64_t oi = oi_begin; oi < oi_end; ++oi) {
+                                  const int64_t o = oi / inner, i = oi % inner;
+                                  const T* base = p + o * n * inner + i;
+                                  acc_t best = static_cast<acc_t>(base[0]);
+                                  int64_t best_r = 0;
+                                  for (int64_t r = 1; r < n; ++r) {
+                                    const acc_t v = static_cast<acc_t>(base[r * inner]);
+                                    bool better = is_max ? v > best : v < best;
+                                    if constexpr (is_floating_v<T>) {
+                                      if (best != best) break;  // the first NaN is final
+                                      better = better || v != v;
+                                    }
+                                    if (better) best = v, best_r = r;
+                                  }
+                                  if (vals != nullptr) vals[oi] = base[best_r * inner];
+                                  idx[oi] = best_r;
+                                }
+                              });
   });
 }
 
@@ -154,18 +159,21 @@ void cumulative(bool is_prod, const Tensor& out, const Tensor& x, int64_t dim) {
       else
         return static_cast<uint64_t>(v);
     };
-#pragma omp parallel for if (outer * n * inner > kParallelGrain && outer > 1)
-    for (int64_t k = 0; k < outer; ++k) {
-      std::vector<acc_t> acc(static_cast<size_t>(inner), is_prod ? acc_t(1) : acc_t(0));
-      for (int64_t r = 0; r < n; ++r) {
-        const T* src = p + (k * n + r) * inner;
-        T* dst = o + (k * n + r) * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          acc[i] = is_prod ? acc[i] * load(src[i]) : acc[i] + load(src[i]);
-          dst[i] = cast_value<T>(acc[i]);
-        }
-      }
-    }
+    parallel::parallel_for_if(
+        outer * n * inner > kParallelGrain && outer > 1, 0, outer,
+        [&](int64_t k_begin, int64_t k_end) {
+          for (int64_t k = k_begin; k < k_end; ++k) {
+            std::vector<acc_t> acc(static_cast<size_t>(inner), is_prod ? acc_t(1) : acc_t(0));
+            for (int64_t r = 0; r < n; ++r) {
+              const T* src = p + (k * n + r) * inner;
+              T* dst = o + (k * n + r) * inner;
+              for (int64_t i = 0; i < inner; ++i) {
+                acc[i] = is_prod ? acc[i] * load(src[i]) : acc[i] + load(src[i]);
+                dst[i] = cast_value<T>(acc[i]);
+              }
+            }
+          }
+        });
   });
 }
 

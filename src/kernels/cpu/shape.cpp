@@ -7,6 +7,7 @@
 #include "src/core/tensor_factory.h"
 #include "src/kernels/cpu/copy.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -42,26 +43,27 @@ void gather_loop(U* out, const U* src, IntArrayRef sizes,
   const int64_t inner = sizes[nd - 1];
   const int64_t rows = numel / inner;
   const int64_t* last = tables[nd - 1].data();
-#pragma omp parallel for if (numel > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t rem = r, base = 0;
-    bool outside = false;
-    for (int64_t d = nd - 2; d >= 0; --d) {
-      const int64_t o = tables[d][rem % sizes[d]];
-      rem /= sizes[d];
-      if (o == kOutside)
-        outside = true;
-      else
-        base += o;
+  parallel::parallel_for_if(numel > kParallelGrain, 0, rows, [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      int64_t rem = r, base = 0;
+      bool outside = false;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        const int64_t o = tables[d][rem % sizes[d]];
+        rem /= sizes[d];
+        if (o == kOutside)
+          outside = true;
+        else
+          base += o;
+      }
+      U* row = out + r * inner;
+      if (outside) {
+        for (int64_t j = 0; j < inner; ++j) row[j] = fill;
+        continue;
+      }
+      const U* s = src + base;
+      for (int64_t j = 0; j < inner; ++j) row[j] = last[j] == kOutside ? fill : s[last[j]];
     }
-    U* row = out + r * inner;
-    if (outside) {
-      for (int64_t j = 0; j < inner; ++j) row[j] = fill;
-      continue;
-    }
-    const U* s = src + base;
-    for (int64_t j = 0; j < inner; ++j) row[j] = last[j] == kOutside ? fill : s[last[j]];
-  }
+  });
 }
 
 template <typename F>
@@ -108,22 +110,25 @@ void triangle(const Tensor& out, const Tensor& src, int64_t k, bool lower) {
   const int64_t es = out.element_size();
   char* base = static_cast<char*>(out.data_ptr());
   // Zero bytes are the value 0 (and +0.0) in every dtype, so one memset per row suffices.
-#pragma omp parallel for if (out.numel() > kParallelGrain)
-  for (int64_t m = 0; m < mats; ++m) {
-    for (int64_t i = 0; i < rows; ++i) {
-      char* row = base + (m * rows + i) * cols * es;
-      // tril keeps j <= i + k; triu keeps j >= i + k.
-      int64_t begin, end;
-      if (lower) {
-        begin = std::clamp<int64_t>(i + k + 1, 0, cols);
-        end = cols;
-      } else {
-        begin = 0;
-        end = std::clamp<int64_t>(i + k, 0, cols);
-      }
-      if (end > begin) std::memset(row + begin * es, 0, static_cast<size_t>((end - begin) * es));
-    }
-  }
+  parallel::parallel_for_if(
+      out.numel() > kParallelGrain, 0, mats, [&](int64_t m_begin, int64_t m_end) {
+        for (int64_t m = m_begin; m < m_end; ++m) {
+          for (int64_t i = 0; i < rows; ++i) {
+            char* row = base + (m * rows + i) * cols * es;
+            // tril keeps j <= i + k; triu keeps j >= i + k.
+            int64_t begin, end;
+            if (lower) {
+              begin = std::clamp<int64_t>(i + k + 1, 0, cols);
+              end = cols;
+            } else {
+              begin = 0;
+              end = std::clamp<int64_t>(i + k, 0, cols);
+            }
+            if (end > begin)
+              std::memset(row + begin * es, 0, static_cast<size_t>((end - begin) * es));
+          }
+        }
+      });
 }
 
 Tensor nonzero(const Tensor& src) {

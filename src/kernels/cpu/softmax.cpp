@@ -17,6 +17,7 @@
 #include "src/kernels/cpu/nn_kernels.h"
 #include "src/kernels/cpu/reduce.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -149,19 +150,21 @@ void softmax(const Tensor& out, const Tensor& x, int64_t dim, bool log) {
     const int64_t outer = plan.outer, n = plan.reduce, inner = plan.inner;
     const bool parallel = outer * n * inner > kParallelGrain && outer > 1;
     if (inner == 1) {
-#pragma omp parallel for if (parallel)
-      for (int64_t r = 0; r < outer; ++r) {
-        if constexpr (std::is_same_v<T, float>) {
-          softmax_row_f32(p + r * n, o + r * n, n, log);
-        } else {
-          softmax_row(p + r * n, o + r * n, n, log);
+      parallel::parallel_for_if(parallel, 0, outer, [&](int64_t r_begin, int64_t r_end) {
+        for (int64_t r = r_begin; r < r_end; ++r) {
+          if constexpr (std::is_same_v<T, float>) {
+            softmax_row_f32(p + r * n, o + r * n, n, log);
+          } else {
+            softmax_row(p + r * n, o + r * n, n, log);
+          }
         }
-      }
+      });
       return;
     }
-#pragma omp parallel for if (parallel)
-    for (int64_t r = 0; r < outer; ++r)
-      softmax_cols(p + r * n * inner, o + r * n * inner, n, inner, log);
+    parallel::parallel_for_if(parallel, 0, outer, [&](int64_t r_begin, int64_t r_end) {
+      for (int64_t r = r_begin; r < r_end; ++r)
+        softmax_cols(p + r * n * inner, o + r * n * inner, n, inner, log);
+    });
   });
 }
 

@@ -8,6 +8,7 @@
 #include "src/kernels/cpu/loops.h"
 #include "src/kernels/cpu/reduce.h"
 #include "src/kernels/cpu/tensor_iter.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -35,22 +36,26 @@ void sort_lines(const Tensor& values, const Tensor& indices, const Tensor& x, in
     T* vals = values.data_ptr<T>();
     int64_t* idx = indices.data_ptr<int64_t>();
     const int64_t outer = plan.outer, n = plan.reduce, inner = plan.inner;
-#pragma omp parallel for if (outer * inner * n > kParallelGrain && outer * inner > 1)
-    for (int64_t line = 0; line < outer * inner; ++line) {
-      const int64_t o = line / inner, i = line % inner;
-      std::vector<std::pair<key_t, int64_t>> v(static_cast<size_t>(n));
-      const T* src = p + o * n * inner + i;
-      for (int64_t r = 0; r < n; ++r) v[r] = {static_cast<key_t>(src[r * inner]), r};
-      auto cmp = [descending](const auto& a, const auto& b) {
-        return descending ? less_nan_last(b.first, a.first) : less_nan_last(a.first, b.first);
-      };
-      std::stable_sort(v.begin(), v.end(), cmp);
-      const int64_t base = o * k * inner + i;
-      for (int64_t r = 0; r < k; ++r) {
-        vals[base + r * inner] = src[v[r].second * inner];
-        idx[base + r * inner] = v[r].second;
-      }
-    }
+    parallel::parallel_for_if(outer * inner * n > kParallelGrain && outer * inner > 1, 0,
+                              outer * inner, [&](int64_t line_begin, int64_t line_end) {
+                                for (int64_t line = line_begin; line < line_end; ++line) {
+                                  const int64_t o = line / inner, i = line % inner;
+                                  std::vector<std::pair<key_t, int64_t>> v(static_cast<size_t>(n));
+                                  const T* src = p + o * n * inner + i;
+                                  for (int64_t r = 0; r < n; ++r)
+                                    v[r] = {static_cast<key_t>(src[r * inner]), r};
+                                  auto cmp = [descending](const auto& a, const auto& b) {
+                                    return descending ? less_nan_last(b.first, a.first)
+                                                      : less_nan_last(a.first, b.first);
+                                  };
+                                  std::stable_sort(v.begin(), v.end(), cmp);
+                                  const int64_t base = o * k * inner + i;
+                                  for (int64_t r = 0; r < k; ++r) {
+                                    vals[base + r * inner] = src[v[r].second * inner];
+                                    idx[base + r * inner] = v[r].second;
+                                  }
+                                }
+                              });
   });
 }
 

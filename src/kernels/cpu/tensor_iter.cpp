@@ -1,10 +1,9 @@
 #include "src/kernels/cpu/tensor_iter.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "src/core/shape.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 
@@ -128,18 +127,8 @@ void TensorIter::serial_for_each(const Loop& loop, int64_t begin, int64_t end) c
 
 void TensorIter::for_each(const Loop& loop, int64_t grain) const {
   if (numel_ == 0) return;
-  const int threads = omp_get_max_threads();
-  if (numel_ < grain || threads <= 1 || omp_in_parallel()) {
-    serial_for_each(loop, 0, numel_);
-    return;
-  }
-  const int chunks = static_cast<int>(std::min<int64_t>(threads, (numel_ + grain - 1) / grain));
-#pragma omp parallel for num_threads(chunks) schedule(static)
-  for (int c = 0; c < chunks; ++c) {
-    const int64_t begin = numel_ * c / chunks;
-    const int64_t end = numel_ * (c + 1) / chunks;
-    serial_for_each(loop, begin, end);
-  }
+  parallel::parallel_for(0, numel_, grain,
+                         [&](int64_t begin, int64_t end) { serial_for_each(loop, begin, end); });
 }
 
 }  // namespace kiln::cpu

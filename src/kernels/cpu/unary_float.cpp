@@ -16,6 +16,7 @@
 #include "src/kernels/cpu/unary.h"
 #include "src/kernels/cpu/vec_math.h"
 #include "src/numerics/scalar_ops.h"
+#include "src/util/parallel.h"
 
 namespace kiln::cpu {
 namespace {
@@ -38,11 +39,12 @@ void run_vector(UnaryOp op, const T* in, T* out, int64_t n) {
     return;
   }
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    vec_unary(op, in + begin, out + begin, std::min(kChunk, n - begin));
-  }
+  parallel::parallel_for_if(true, 0, chunks, [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      const int64_t begin = c * kChunk;
+      vec_unary(op, in + begin, out + begin, std::min(kChunk, n - begin));
+    }
+  });
 }
 
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi), gelu's tanh form

@@ -1,0 +1,90 @@
+// LibTorch programs (tests/libtorch) run side by side: each built against Kiln's torch:: front end
+// (build/bin/libtorch_<name>) and against Debian's LibTorch (`make bench` builds them in
+// build/libtorch-ref). Both run as separate processes with the user's environment as is (no
+// OMP_WAIT_POLICY added), as a LibTorch program would run.
+//   eager_cnn_step_busy_machine  cnn_step (the demo's CNN, batch 128, eager SGD step) while another
+//                                process spins on one core; ms per step, ref `libtorch`
+//   eager_cnn_step_idle_machine  the same without the spinning process (for scale)
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "bench/bench.h"
+
+namespace kiln::bench {
+namespace {
+
+// A process that spins on the machine's last CPU while it lives (the "busy machine").
+class BusyCore {
+ public:
+  BusyCore() {
+    pid_ = fork();
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+      CPU_SET(static_cast<int>(cpus > 0 ? cpus - 1 : 0), &set);
+      sched_setaffinity(0, sizeof(set), &set);
+      volatile uint64_t spin = 0;
+      for (;;) spin = spin + 1;
+    }
+  }
+  ~BusyCore() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  BusyCore(const BusyCore&) = delete;
+  BusyCore& operator=(const BusyCore&) = delete;
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Runs `binary args` and parses "RESULT median_ms=<x>"; nullopt (with a note) when it fails.
+std::optional<double> median_ms_of(const std::filesystem::path& binary, const std::string& args) {
+  if (!std::filesystem::exists(binary)) {
+    std::cout << "  (" << binary.string() << " is not built: its result is omitted)\n";
+    return std::nullopt;
+  }
+  int status = 0;
+  const std::string out = run_command(binary.string() + " " + args + " 2>&1", status);
+  const size_t at = out.rfind("RESULT median_ms=");
+  if (status != 0 || at == std::string::npos) {
+    std::cout << "  (" << binary.string() << " failed: " << out.substr(0, 400) << ")\n";
+    return std::nullopt;
+  }
+  return std::stod(out.substr(at + 17));
+}
+
+}  // namespace
+
+std::vector<Result> bench_libtorch(const Options& options) {
+  const std::filesystem::path kiln_bin = std::filesystem::path(KILN_BIN_DIR) / "libtorch_cnn_step";
+  const std::filesystem::path ref_bin = std::filesystem::path(KILN_LIBTORCH_REF_DIR) / "cnn_step";
+  const std::string args = fmt::format("128 {}", std::max(5, options.repetitions));
+  std::vector<Result> results;
+  for (bool busy : {true, false}) {
+    std::optional<BusyCore> spinner;
+    if (busy) spinner.emplace();
+    Result r{busy ? "eager_cnn_step_busy_machine" : "eager_cnn_step_idle_machine", "ms"};
+    const std::optional<double> kiln_ms = median_ms_of(kiln_bin, args);
+    const std::optional<double> ref_ms = median_ms_of(ref_bin, args);
+    if (!kiln_ms) continue;
+    r.kiln = *kiln_ms;
+    if (ref_ms) r.refs["libtorch"] = *ref_ms;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace kiln::bench

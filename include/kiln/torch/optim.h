@@ -1,0 +1,193 @@
+// torch::optim: LibTorch's optimizer classes and options builders over Kiln's optimizers
+// (kiln/optim/). `torch::optim::SGD opt(model->parameters(), SGDOptions(0.01).momentum(0.5))` is a
+// kiln::optim::SGD; Optimizer is Kiln's base (step, zero_grad, param_groups, state_dict).
+//
+// Param groups as LibTorch builds them: each OptimizerParamGroup holds parameters and, optionally,
+// options of its own (a std::unique_ptr<XOptions>) that override the optimizer's defaults:
+//   std::vector<torch::optim::OptimizerParamGroup> groups;
+//   groups.emplace_back(net->body->parameters());
+//   groups.emplace_back(net->head->parameters(), std::make_unique<torch::optim::SGDOptions>(0.1));
+//   torch::optim::SGD opt(std::move(groups), torch::optim::SGDOptions(0.01));
+// A running optimizer's groups are Kiln's (param_groups()[g].lr, Optimizer::set_lr).
+#pragma once
+
+#include <memory>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kiln/optim/adagrad.h"
+#include "kiln/optim/adam.h"
+#include "kiln/optim/adamw.h"
+#include "kiln/optim/lr_scheduler.h"
+#include "kiln/optim/rmsprop.h"
+#include "kiln/optim/sgd.h"
+#include "kiln/torch/arg.h"
+#include "kiln/torch/types.h"
+
+namespace torch::optim {
+
+using kiln::optim::Optimizer;
+
+// The base of the options builders: what a param group's own options write into Kiln's group.
+class OptimizerOptions {
+ public:
+  virtual ~OptimizerOptions() = default;
+  virtual double get_lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  // Writes every option into the group (lr and Kiln's option names).
+  virtual void write_to(kiln::optim::ParamGroup& group) const = 0;
+};
+
+class OptimizerParamGroup {
+ public:
+  OptimizerParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}
+  OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
+      : params_(std::move(params)), options_(std::move(options)) {}
+
+  const std::vector<Tensor>& params() const { return params_; }
+  bool has_options() const { return options_ != nullptr; }
+  // Kiln's group: the parameters and, when given, this group's own options.
+  kiln::optim::ParamGroup kiln_group() const;
+
+ private:
+  std::vector<Tensor> params_;
+  std::shared_ptr<OptimizerOptions> options_;
+};
+
+std::vector<kiln::optim::ParamGroup> kiln_groups(const std::vector<OptimizerParamGroup>& groups);
+
+class SGDOptions : public OptimizerOptions {
+ public:
+  SGDOptions(double lr) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's (SGD(params, 0.1))
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, momentum) = 0;
+  TORCH_ARG(double, dampening) = 0;
+  TORCH_ARG(double, weight_decay) = 0;
+  TORCH_ARG(bool, nesterov) = false;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::SGDOptions kiln_options() const {
+    return {.lr = lr_,
+            .momentum = momentum_,
+            .dampening = dampening_,
+            .weight_decay = weight_decay_,
+            .nesterov = nesterov_};
+  }
+};
+
+using betas_t = std::tuple<double, double>;
+
+class AdamOptions : public OptimizerOptions {
+ public:
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's
+  TORCH_ARG(double, lr);
+  TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.999);
+  TORCH_ARG(double, eps) = 1e-8;
+  TORCH_ARG(double, weight_decay) = 0;
+  TORCH_ARG(bool, amsgrad) = false;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::AdamOptions kiln_options() const {
+    return {.lr = lr_,
+            .betas = {std::get<0>(betas_), std::get<1>(betas_)},
+            .eps = eps_,
+            .weight_decay = weight_decay_,
+            .amsgrad = amsgrad_};
+  }
+};
+
+class AdamWOptions : public OptimizerOptions {
+ public:
+  AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's
+  TORCH_ARG(double, lr);
+  TORCH_ARG(betas_t, betas) = std::make_tuple(0.9, 0.999);
+  TORCH_ARG(double, eps) = 1e-8;
+  TORCH_ARG(double, weight_decay) = 1e-2;
+  TORCH_ARG(bool, amsgrad) = false;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::AdamWOptions kiln_options() const {
+    return {.lr = lr_,
+            .betas = {std::get<0>(betas_), std::get<1>(betas_)},
+            .eps = eps_,
+            .weight_decay = weight_decay_,
+            .amsgrad = amsgrad_};
+  }
+};
+
+class RMSpropOptions : public OptimizerOptions {
+ public:
+  RMSpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, alpha) = 0.99;
+  TORCH_ARG(double, eps) = 1e-8;
+  TORCH_ARG(double, weight_decay) = 0;
+  TORCH_ARG(double, momentum) = 0;
+  TORCH_ARG(bool, centered) = false;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::RMSpropOptions kiln_options() const {
+    return {.lr = lr_,
+            .alpha = alpha_,
+            .eps = eps_,
+            .weight_decay = weight_decay_,
+            .momentum = momentum_,
+            .centered = centered_};
+  }
+};
+
+class AdagradOptions : public OptimizerOptions {
+ public:
+  AdagradOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's
+  TORCH_ARG(double, lr);
+  TORCH_ARG(double, lr_decay) = 0;
+  TORCH_ARG(double, weight_decay) = 0;
+  TORCH_ARG(double, initial_accumulator_value) = 0;
+  TORCH_ARG(double, eps) = 1e-10;
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::AdagradOptions kiln_options() const {
+    return {.lr = lr_,
+            .lr_decay = lr_decay_,
+            .weight_decay = weight_decay_,
+            .initial_accumulator_value = initial_accumulator_value_,
+            .eps = eps_};
+  }
+};
+
+// Each optimizer: Kiln's, constructed from LibTorch's arguments.
+#define KILN_TORCH_OPTIMIZER(Name)                                                      \
+  class Name : public kiln::optim::Name {                                               \
+   public:                                                                              \
+    Name(std::vector<Tensor> params, const Name##Options& defaults)                     \
+        : kiln::optim::Name(std::move(params), defaults.kiln_options()) {}              \
+    Name(const std::vector<OptimizerParamGroup>& groups, const Name##Options& defaults) \
+        : kiln::optim::Name(kiln_groups(groups), defaults.kiln_options()) {}            \
+  }
+KILN_TORCH_OPTIMIZER(SGD);
+KILN_TORCH_OPTIMIZER(Adam);
+KILN_TORCH_OPTIMIZER(AdamW);
+KILN_TORCH_OPTIMIZER(RMSprop);
+KILN_TORCH_OPTIMIZER(Adagrad);
+#undef KILN_TORCH_OPTIMIZER
+
+// LibTorch's StepLR(optimizer, step_size, gamma): Kiln's.
+using kiln::optim::StepLR;
+
+}  // namespace torch::optim

@@ -1,0 +1,63 @@
+#include "kiln/torch/optim.h"
+
+namespace torch::optim {
+
+kiln::optim::ParamGroup OptimizerParamGroup::kiln_group() const {
+  kiln::optim::ParamGroup group{.params = params_};
+  if (options_) options_->write_to(group);
+  return group;
+}
+
+std::vector<kiln::optim::ParamGroup> kiln_groups(const std::vector<OptimizerParamGroup>& groups) {
+  std::vector<kiln::optim::ParamGroup> out;
+  out.reserve(groups.size());
+  for (const OptimizerParamGroup& g : groups) out.push_back(g.kiln_group());
+  return out;
+}
+
+// Kiln's option names are PyTorch's (kiln/optim/optimizer.h ParamGroup::options); betas are
+// stored as beta1 and beta2.
+void SGDOptions::write_to(kiln::optim::ParamGroup& group) const {
+  group.lr = lr_;
+  group.options = {{"momentum", momentum_},
+                   {"dampening", dampening_},
+                   {"weight_decay", weight_decay_},
+                   {"nesterov", nesterov_ ? 1.0 : 0.0}};
+}
+
+void AdamOptions::write_to(kiln::optim::ParamGroup& group) const {
+  group.lr = lr_;
+  group.options = {{"beta1", std::get<0>(betas_)},
+                   {"beta2", std::get<1>(betas_)},
+                   {"eps", eps_},
+                   {"weight_decay", weight_decay_},
+                   {"amsgrad", amsgrad_ ? 1.0 : 0.0}};
+}
+
+void AdamWOptions::write_to(kiln::optim::ParamGroup& group) const {
+  group.lr = lr_;
+  group.options = {{"beta1", std::get<0>(betas_)},
+                   {"beta2", std::get<1>(betas_)},
+                   {"eps", eps_},
+                   {"weight_decay", weight_decay_},
+                   {"amsgrad", amsgrad_ ? 1.0 : 0.0}};
+}
+
+void RMSpropOptions::write_to(kiln::optim::ParamGroup& group) const {
+  group.lr = lr_;
+  group.options = {{"alpha", alpha_},
+                   {"eps", eps_},
+                   {"weight_decay", weight_decay_},
+                   {"momentum", momentum_},
+                   {"centered", centered_ ? 1.0 : 0.0}};
+}
+
+void AdagradOptions::write_to(kiln::optim::ParamGroup& group) const {
+  group.lr = lr_;
+  group.options = {{"lr_decay", lr_decay_},
+                   {"weight_decay", weight_decay_},
+                   {"initial_accumulator_value", initial_accumulator_value_},
+                   {"eps", eps_}};
+}
+
+}  // namespace torch::optim
