@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -59,11 +60,11 @@ struct Job {
   std::atomic<bool> failed{false};
   std::exception_ptr error;  // written once, by the thread that set `failed`
 
-  // Takes and runs chunks until none is left.
-  void work() {
-    for (;;) {
+  // Takes and runs chunks until none is left; returns how many this thread ran.
+  int work() {
+    for (int ran = 0;; ++ran) {
       const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= chunks) return;
+      if (c >= chunks) return ran;
       if (!failed.load(std::memory_order_relaxed)) {
         const int64_t b = begin + c * chunk, e = std::min(end, b + chunk);
         try {
@@ -82,6 +83,11 @@ struct Job {
 // once.
 constexpr int kSpinsBeforeSleeping = 2000;
 
+using Clock = std::chrono::steady_clock;
+constexpr Clock::duration kStall = std::chrono::microseconds(250);
+constexpr Clock::duration kMinBackoff = std::chrono::milliseconds(1);
+constexpr Clock::duration kMaxBackoff = std::chrono::milliseconds(256);
+
 class Pool {
  public:
   static Pool& instance() {
@@ -93,18 +99,26 @@ class Pool {
   // (the caller then runs the range itself).
   bool run(const std::shared_ptr<Job>& job) {
     if (busy_.exchange(true, std::memory_order_acquire)) return false;
-    job->workers = add_workers(job->workers);
-    {
-      std::lock_guard lock(mutex_);
-      job_ = job;
+    const Clock::time_point start = Clock::now();
+    // See Note [Backing off a busy machine].
+    job->workers = start < serial_until_ ? 0 : add_workers(job->workers);
+    if (job->workers > 0) {
+      {
+        std::lock_guard lock(mutex_);
+        job_ = job;
+      }
+      generation_.fetch_add(1, std::memory_order_release);
+      generation_.notify_all();
     }
-    generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
-    job->work();
+    const int own_chunks = job->work();
+    const Clock::time_point own_done = Clock::now();
     wait_until_finished(*job);
-    {
-      std::lock_guard lock(mutex_);
-      job_.reset();
+    if (job->workers > 0) {
+      {
+        std::lock_guard lock(mutex_);
+        job_.reset();
+      }
+      note_wait(own_chunks, job->chunks, start, own_done, Clock::now());
     }
     busy_.store(false, std::memory_order_release);
     return true;
@@ -142,8 +156,35 @@ class Pool {
         std::lock_guard lock(mutex_);
         job = job_;
       }
-      if (job && index < job->workers) job->work();
+      if (job && index < job->workers) (void)job->work();
     }
+  }
+
+  // Note [Backing off a busy machine]
+  // A worker that the OS deschedules in the middle of a chunk (another process wants its core)
+  // holds the caller for a scheduler slice, milliseconds, however small the chunks; a worker
+  // sharing its core runs its chunks at a fraction of the caller's speed. On 2 cores with a process
+  // spinning on one, 2 threads trained the mnist CNN 1.9x slower than 1 (6.3 s an epoch against
+  // 3.4 s). So the caller judges each job by its own speed: `own` is the time it spent in its own
+  // chunks. A job is a loss when it took at least 90% of what the caller alone would have taken
+  // (own time per chunk times the chunks), or when the caller waited for the workers' last chunks
+  // longer than kStall and than two of its chunks. After a loss the following jobs run on the
+  // caller alone for a backoff that doubles with each loss in a row (1 ms to 256 ms); a job the
+  // workers sped up resets it. On an idle machine large kernels keep their workers, and kernels
+  // too small to gain from them run on the caller, as they would below the grain.
+  void note_wait(int own_chunks, int64_t chunks, Clock::time_point start,
+                 Clock::time_point own_done, Clock::time_point finished) {
+    const Clock::duration own = own_done - start, wait = finished - own_done;
+    const Clock::duration total = finished - start;
+    const Clock::duration per_chunk = own / std::max(own_chunks, 1);
+    const bool stalled = wait > kStall && wait > 2 * per_chunk;
+    const bool no_gain = own_chunks > 0 && total * 10 >= per_chunk * chunks * 9;
+    if (!stalled && !no_gain) {
+      backoff_ = Clock::duration::zero();
+      return;
+    }
+    backoff_ = std::clamp<Clock::duration>(2 * backoff_, kMinBackoff, kMaxBackoff);
+    serial_until_ = finished + backoff_;
   }
 
   static void wait_until_finished(Job& job) {
@@ -162,7 +203,10 @@ class Pool {
   std::atomic<uint32_t> generation_{0};  // a futex word: workers sleep on it
   std::mutex mutex_;
   std::shared_ptr<Job> job_;
-  int workers_ = 0;  // touched only by the thread holding busy_
+  // Touched only by the thread holding busy_.
+  int workers_ = 0;
+  Clock::time_point serial_until_{};  // Note [Backing off a busy machine]
+  Clock::duration backoff_ = Clock::duration::zero();
 };
 
 // Marks the calling thread as running chunks for the scope.

@@ -13,6 +13,9 @@
 //  - Work below `grain` elements runs on the calling thread (as ATen's grain size decides).
 //  - Idle workers spin only briefly and then sleep in the kernel (futex); waiting never burns a
 //    core that another process needs.
+//  - A worker descheduled in the middle of a chunk still holds the caller; when that happens the
+//    following kernels run on the caller alone for a while (Note [Backing off a busy machine] in
+//    parallel.cpp).
 //  - A parallel_for inside a chunk, or while another thread's parallel_for holds the pool, runs on
 //    the calling thread.
 // How the range is cut depends on the thread count, so a kernel must give the same result for any

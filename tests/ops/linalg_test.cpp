@@ -55,9 +55,9 @@ TEST(Linalg, OneRowAndOneColumnProductsMatchTheSumOfProducts) {
   }
 }
 
-// Note [Small products on the calling thread]: the tests run with OMP_WAIT_POLICY=PASSIVE, so a
-// batch-1 linear layer runs on the calling thread; the OpenMP thread count is restored after it,
-// and small and large products (single and batched) still match float64.
+// Note [Products on Kiln's threads] (src/kernels/cpu/blas.cpp): every product runs BLAS with one
+// OpenMP thread; the OpenMP thread count is restored after it, and small and large products
+// (single and batched) still match float64.
 TEST(Linalg, SmallProductsRunSeriallyAndRestoreTheThreadCount) {
   const int threads = omp_get_max_threads();
   Tensor x = randn({1, 784}), w = randn({512, 784}), b = randn({4, 3, 40}), c = randn({4, 40, 5});

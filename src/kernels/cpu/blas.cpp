@@ -110,25 +110,15 @@ bool try_gemv(const BlasOperand& oa, const BlasOperand& ob, int64_t m, int64_t n
   return false;
 }
 
-// Note [Small products on the calling thread]
-// With OMP_WAIT_POLICY=passive, OpenMP's threads sleep between parallel regions and every region
-// wakes them (futex round trips): a [1, 784] x [784, 512] product (a batch-1 linear layer) took
-// 54 us on 2 threads and 18 us on the calling thread alone. Under that policy, products below
-// 2^20 multiply-adds run single-threaded: OpenBLAS's OpenMP build sizes its team by
-// omp_get_max_threads(), which SerialRegion sets to 1 for the call. With the default policy the
-// threads spin for a while between regions, waking them is cheap, and OpenBLAS keeps its own
-// choice (8.8 us on 2 threads for the same product).
-bool threads_sleep_between_regions() {
-  static const bool passive = [] {
-    const char* policy = std::getenv("OMP_WAIT_POLICY");
-    if (policy == nullptr) return false;
-    std::string p(policy);
-    for (char& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return p == "passive";
-  }();
-  return passive;
-}
-
+// Note [Products on Kiln's threads]
+// OpenBLAS and oneDNN thread with libgomp, whose parallel regions end in a barrier that waits for
+// every team thread: on a loaded machine a descheduled one stalls the product for a scheduler
+// slice (Note [The intra-op pool] in src/util/parallel.h), and with the default wait policy the
+// team spins between regions against Kiln's own threads. So every product runs with one OpenMP
+// thread (SerialRegion sets omp_get_max_threads(), which both libraries size their teams by), and
+// products of 2^20 multiply-adds or more are split into bands over Kiln's pool (Note [Splitting a
+// product over the threads]). Below that size one thread is as fast: a [1, 784] x [784, 512]
+// product took 18 us on the calling thread, 54 us on 2 sleeping OpenMP threads.
 class SerialRegion {
  public:
   explicit SerialRegion(bool on) : saved_(on ? omp_get_max_threads() : 0) {
@@ -145,15 +135,15 @@ class SerialRegion {
 };
 
 // Note [Splitting a product over the threads]
-// For OpenBLAS's products (float64, and float32 where oneDNN does not take them: Note [oneDNN for
-// float32 products]). OpenBLAS threads one product itself, but on the few-core machines Kiln runs
+// For OpenBLAS's and oneDNN's products alike (Note [Products on Kiln's threads]); measured first
+// for OpenBLAS's. OpenBLAS threads one product itself, but on the few-core machines Kiln runs
 // on its own partition loses to a plain split of the output: each thread computing a band of rows
 // (or of columns) of C with single-threaded BLAS. Measured on 2 cores (an AMD EPYC with AVX-512,
 // OpenBLAS 0.3.21 OpenMP), median ms of OpenBLAS's threading vs the split: [4096, 256] x [256, 8]
 // (a router's logits) 0.54 vs 0.13; [512, 256] x [256, 256] 0.43 vs 0.34; [4096, 256] x [256,
 // 256] 3.23 vs 2.84; [8, 256] x [256, 4096] 0.39 vs 0.18 (by columns); [1024]^3 11.5 vs 11.1;
-// [64]^3 0.006 vs 0.007, so products below 2^20 multiply-adds are left to OpenBLAS. The split is
-// along the larger of M and N, in bands that are multiples of 16 (whole register blocks of the
+// [64]^3 0.006 vs 0.007, so products below 2^20 multiply-adds run whole, on one thread. The split
+// is along the larger of M and N, in bands that are multiples of 16 (whole register blocks of the
 // kernel); inside a chunk of the intra-op pool OpenBLAS runs single-threaded, so each band is
 // one thread's call.
 struct Band {
@@ -183,9 +173,7 @@ void split_gemm(const BlasOperand& oa, const BlasOperand& ob, int64_t m, int64_t
               static_cast<int>(k), alpha, pa, static_cast<int>(oa.ld), pb, static_cast<int>(ob.ld),
               beta, pc, static_cast<int>(n));
   };
-  // oneDNN threads its products well itself (Note [oneDNN for float32 products]).
-  const bool onednn = std::is_same_v<T, float> && onednn_sgemm_enabled();
-  const int64_t bands = onednn ? 1 : split_bands(m, n, k);
+  const int64_t bands = split_bands(m, n, k);
   if (bands <= 1) {
     call(a, b, c, m, n);
     return;
@@ -236,9 +224,8 @@ void gemm_blas(Tensor a, Tensor b, const Tensor& out, T alpha, T beta) {
   const BlasOperand oa = make_operand(a);
   const BlasOperand ob = make_operand(b);
   T* c = out.data_ptr<T>();
-  // Note [Small products on the calling thread]
-  const SerialRegion serial(threads_sleep_between_regions() &&
-                            batch * m * n * k < (int64_t{1} << 20));
+  // Note [Products on Kiln's threads]
+  const SerialRegion serial(true);
   if (batch == 1 && try_gemv(oa, ob, m, n, k, alpha, beta, c)) return;
   const int64_t c_batch = m * n;
   // OpenBLAS threads one large product itself; many small ones are better spread over the
