@@ -5,6 +5,11 @@
 //   eager_cnn_step_busy_machine  cnn_step (the demo's CNN, batch 128, eager SGD step) while another
 //                                process spins on one core; ms per step, ref `libtorch`
 //   eager_cnn_step_idle_machine  the same without the spinning process (for scale)
+//   libtorch_mnist_epoch         the mnist program's training epoch (Fashion-MNIST, batch 64, SGD,
+//                                2 loader workers), ms, Kiln eager vs LibTorch
+//   libtorch_mnist_epoch_compiled  the same program with its torch::compile line (mnist_compiled),
+//                                refs `libtorch` and `kiln_eager`; the epoch includes compiling
+//                                (the code cache is warm after the first run)
 #include <fmt/format.h>
 #include <sched.h>
 #include <signal.h>
@@ -50,20 +55,36 @@ class BusyCore {
   pid_t pid_ = -1;
 };
 
-// Runs `binary args` and parses "RESULT median_ms=<x>"; nullopt (with a note) when it fails.
-std::optional<double> median_ms_of(const std::filesystem::path& binary, const std::string& args) {
+// Runs `binary args` and parses "RESULT ... <key>=<x>"; nullopt (with a note) when it fails.
+std::optional<double> result_of(const std::filesystem::path& binary, const std::string& args,
+                                const std::string& key) {
   if (!std::filesystem::exists(binary)) {
     std::cout << "  (" << binary.string() << " is not built: its result is omitted)\n";
     return std::nullopt;
   }
   int status = 0;
   const std::string out = run_command(binary.string() + " " + args + " 2>&1", status);
-  const size_t at = out.rfind("RESULT median_ms=");
+  const size_t line = out.rfind("RESULT ");
+  const size_t at = line == std::string::npos ? line : out.find(" " + key + "=", line);
   if (status != 0 || at == std::string::npos) {
     std::cout << "  (" << binary.string() << " failed: " << out.substr(0, 400) << ")\n";
     return std::nullopt;
   }
-  return std::stod(out.substr(at + 17));
+  return std::stod(out.substr(at + key.size() + 2));
+}
+
+// Fashion-MNIST's IDX files gunzipped, as LibTorch's MNIST reader opens them.
+std::optional<std::string> prepared_fashion_mnist() {
+  const std::string dir = std::string(KILN_BENCH_DIR) + "/../build/fashion-mnist-idx";
+  int status = 0;
+  const std::string out = run_command(
+      std::string(KILN_BENCH_DIR) + "/../tests/libtorch/prepare-fashion-mnist " + dir + " 2>&1",
+      status);
+  if (status != 0) {
+    std::cout << "  (Fashion-MNIST could not be prepared: " << out << ")\n";
+    return std::nullopt;
+  }
+  return dir;
 }
 
 }  // namespace
@@ -77,12 +98,32 @@ std::vector<Result> bench_libtorch(const Options& options) {
     std::optional<BusyCore> spinner;
     if (busy) spinner.emplace();
     Result r{busy ? "eager_cnn_step_busy_machine" : "eager_cnn_step_idle_machine", "ms"};
-    const std::optional<double> kiln_ms = median_ms_of(kiln_bin, args);
-    const std::optional<double> ref_ms = median_ms_of(ref_bin, args);
+    const std::optional<double> kiln_ms = result_of(kiln_bin, args, "median_ms");
+    const std::optional<double> ref_ms = result_of(ref_bin, args, "median_ms");
     if (!kiln_ms) continue;
     r.kiln = *kiln_ms;
     if (ref_ms) r.refs["libtorch"] = *ref_ms;
     results.push_back(std::move(r));
+  }
+  if (const std::optional<std::string> data = prepared_fashion_mnist()) {
+    const std::string args = *data + " 1";
+    const std::optional<double> kiln_s =
+        result_of(std::filesystem::path(KILN_BIN_DIR) / "libtorch_mnist", args, "epoch_seconds");
+    const std::optional<double> ref_s =
+        result_of(std::filesystem::path(KILN_LIBTORCH_REF_DIR) / "mnist", args, "epoch_seconds");
+    if (kiln_s) {
+      Result r{"libtorch_mnist_epoch", "ms", *kiln_s * 1e3};
+      if (ref_s) r.refs["libtorch"] = *ref_s * 1e3;
+      results.push_back(std::move(r));
+    }
+    const std::optional<double> compiled_s = result_of(
+        std::filesystem::path(KILN_BIN_DIR) / "libtorch_mnist_compiled", args, "epoch_seconds");
+    if (compiled_s) {
+      Result r{"libtorch_mnist_epoch_compiled", "ms", *compiled_s * 1e3};
+      if (ref_s) r.refs["libtorch"] = *ref_s * 1e3;
+      if (kiln_s) r.refs["kiln_eager"] = *kiln_s * 1e3;
+      results.push_back(std::move(r));
+    }
   }
   return results;
 }

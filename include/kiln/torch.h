@@ -15,10 +15,13 @@
 //  - Devices: LibTorch programs name CUDA; torch::Device can, and using it raises
 //    NotImplementedError (kiln::Device has no CUDA, so no Kiln tensor can claim to live there).
 //  - Files: torch::save/load write Kiln checkpoints (safetensors), not LibTorch's zip archives.
+//  - torch::compile is kiln::compile (PyTorch 2's torch.compile): a LibTorch program compiles a
+//    function of its model with one added line.
 // What differs from LibTorch, and what is not there yet, is listed in README.md ("Coming from
 // LibTorch").
 #pragma once
 
+#include "kiln/compile.h"
 #include "kiln/kiln.h"
 #include "kiln/torch/arg.h"
 #include "kiln/torch/autograd.h"

@@ -25,22 +25,25 @@ void SGDOptions::write_to(kiln::optim::ParamGroup& group) const {
                    {"nesterov", nesterov_ ? 1.0 : 0.0}};
 }
 
+namespace {
+// AdamOptions and AdamWOptions differ only in weight_decay's default.
+template <typename Options>
+void write_adam_options(const Options& o, kiln::optim::ParamGroup& group) {
+  group.lr = o.lr();
+  group.options = {{"beta1", std::get<0>(o.betas())},
+                   {"beta2", std::get<1>(o.betas())},
+                   {"eps", o.eps()},
+                   {"weight_decay", o.weight_decay()},
+                   {"amsgrad", o.amsgrad() ? 1.0 : 0.0}};
+}
+}  // namespace
+
 void AdamOptions::write_to(kiln::optim::ParamGroup& group) const {
-  group.lr = lr_;
-  group.options = {{"beta1", std::get<0>(betas_)},
-                   {"beta2", std::get<1>(betas_)},
-                   {"eps", eps_},
-                   {"weight_decay", weight_decay_},
-                   {"amsgrad", amsgrad_ ? 1.0 : 0.0}};
+  write_adam_options(*this, group);
 }
 
 void AdamWOptions::write_to(kiln::optim::ParamGroup& group) const {
-  group.lr = lr_;
-  group.options = {{"beta1", std::get<0>(betas_)},
-                   {"beta2", std::get<1>(betas_)},
-                   {"eps", eps_},
-                   {"weight_decay", weight_decay_},
-                   {"amsgrad", amsgrad_ ? 1.0 : 0.0}};
+  write_adam_options(*this, group);
 }
 
 void RMSpropOptions::write_to(kiln::optim::ParamGroup& group) const {

@@ -5,12 +5,19 @@
 #   LIBTORCH_PROGRAM_PREFIX    prefix of the executable and test names ("" or "libtorch_")
 #   LIBTORCH_PROGRAMS          which programs to build
 #   LIBTORCH_LONG_TESTS        ON: also the full-epoch mnist run
+#   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, the same source with its one
+#                              torch::compile line (-DKILN_COMPILE)
 set(_p "${LIBTORCH_PROGRAM_PREFIX}")
 set(_src ${CMAKE_CURRENT_LIST_DIR})
 foreach(program ${LIBTORCH_PROGRAMS})
   add_executable(${_p}${program} ${_src}/${program}.cpp)
   target_link_libraries(${_p}${program} PRIVATE ${TORCH_FRONT_END_LIBRARIES})
 endforeach()
+if(LIBTORCH_COMPILED AND mnist IN_LIST LIBTORCH_PROGRAMS)
+  add_executable(${_p}mnist_compiled ${_src}/mnist.cpp)
+  target_link_libraries(${_p}mnist_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+  target_compile_definitions(${_p}mnist_compiled PRIVATE KILN_COMPILE)
+endif()
 # cnn_step: kiln-bench's eager step timer (bench/libtorch.cpp), built with the programs and run by
 # the benchmark only.
 add_executable(${_p}cnn_step ${_src}/cnn_step.cpp)
@@ -33,6 +40,11 @@ if(mnist IN_LIST LIBTORCH_PROGRAMS)
   add_test(NAME ${_p}mnist_short COMMAND ${_p}mnist ${FASHION_MNIST_ROOT} 1 100)
   set_tests_properties(${_p}mnist_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
                        TIMEOUT 600 PASS_REGULAR_EXPRESSION "RESULT test_accuracy=0\\.[2-9]")
+  if(LIBTORCH_COMPILED)
+    add_test(NAME ${_p}mnist_compiled_short COMMAND ${_p}mnist_compiled ${FASHION_MNIST_ROOT} 1 100)
+    set_tests_properties(${_p}mnist_compiled_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
+                         TIMEOUT 900 PASS_REGULAR_EXPRESSION "RESULT test_accuracy=0\\.[2-9]")
+  endif()
   if(LIBTORCH_LONG_TESTS)
     add_test(NAME ${_p}mnist_epoch COMMAND ${_p}mnist ${FASHION_MNIST_ROOT} 1)
     set_tests_properties(${_p}mnist_epoch PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
