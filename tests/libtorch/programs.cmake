@@ -4,7 +4,8 @@
 #   TORCH_FRONT_END_LIBRARIES  what each program links
 #   LIBTORCH_PROGRAM_PREFIX    prefix of the executable and test names ("" or "libtorch_")
 #   LIBTORCH_PROGRAMS          which programs to build
-#   LIBTORCH_LONG_TESTS        ON: also the full-epoch mnist run
+#   LIBTORCH_LONG_TESTS        ON: also the long runs (a full mnist epoch, dcgan, mnist_compiled);
+#                              OFF under ASan, where test_torch covers the same code
 #   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, the same source with its one
 #                              torch::compile line (-DKILN_COMPILE)
 set(_p "${LIBTORCH_PROGRAM_PREFIX}")
@@ -40,7 +41,7 @@ if(mnist IN_LIST LIBTORCH_PROGRAMS)
   add_test(NAME ${_p}mnist_short COMMAND ${_p}mnist ${FASHION_MNIST_ROOT} 1 100)
   set_tests_properties(${_p}mnist_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
                        TIMEOUT 600 PASS_REGULAR_EXPRESSION "RESULT test_accuracy=0\\.[2-9]")
-  if(LIBTORCH_COMPILED)
+  if(LIBTORCH_COMPILED AND LIBTORCH_LONG_TESTS)
     add_test(NAME ${_p}mnist_compiled_short COMMAND ${_p}mnist_compiled ${FASHION_MNIST_ROOT} 1 100)
     set_tests_properties(${_p}mnist_compiled_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
                          TIMEOUT 900 PASS_REGULAR_EXPRESSION "RESULT test_accuracy=0\\.[2-9]")
@@ -56,7 +57,7 @@ if(regression IN_LIST LIBTORCH_PROGRAMS)
   add_test(NAME ${_p}regression COMMAND ${_p}regression)
   set_tests_properties(${_p}regression PROPERTIES TIMEOUT 300)
 endif()
-if(dcgan IN_LIST LIBTORCH_PROGRAMS)
+if(dcgan IN_LIST LIBTORCH_PROGRAMS AND LIBTORCH_LONG_TESTS)
   add_test(NAME ${_p}dcgan_short COMMAND ${_p}dcgan ${FASHION_MNIST_ROOT} 20)
   set_tests_properties(${_p}dcgan_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
                        TIMEOUT 600 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
