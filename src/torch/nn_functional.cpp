@@ -160,7 +160,7 @@ Tensor pad(const Tensor& input, const PadFuncOptions& o) {
 }
 
 Tensor normalize(const Tensor& input, NormalizeFuncOptions o) {
-  KILN_CHECK(!o.out().has_value(), NotImplementedError,
+  KILN_CHECK(!o.out().defined(), NotImplementedError,
              "normalize: out= is not supported; use the returned tensor");
   const Tensor norm = kiln::norm(input, o.p(), {o.dim()}, /*keepdim=*/true);
   return input / norm.clamp(o.eps()).expand_as(input);

@@ -44,7 +44,9 @@ struct NormalizeFuncOptions {
   TORCH_ARG(double, eps) = 1e-12;
   // LibTorch writes the result into `out` when given; Kiln's functional has no out= form, so a
   // given out raises NotImplementedError.
-  TORCH_ARG(std::optional<kiln::Tensor>, out) = std::nullopt;
+  // An undefined tensor stands for LibTorch's nullopt (an optional<Tensor> trips GCC 12's
+  // -Wmaybe-uninitialized under ASan).
+  TORCH_ARG(kiln::Tensor, out);
 };
 
 // input / max(||input||_p over dim, eps), composed of Kiln's norm, clamp and div.
