@@ -8,21 +8,35 @@
 #                              OFF under ASan, where test_torch covers the same code
 #   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, the same source with its one
 #                              torch::compile line (-DKILN_COMPILE)
+#   LIBTORCH_BENCH             ON: also cnn_step, kiln-bench's step timer
+#   LIBTORCH_PCH               ON: the programs share one precompiled <torch/torch.h> (most of
+#                              each program's compile time is that header)
 set(_p "${LIBTORCH_PROGRAM_PREFIX}")
 set(_src ${CMAKE_CURRENT_LIST_DIR})
+set(_pch_owner "")
 foreach(program ${LIBTORCH_PROGRAMS})
   add_executable(${_p}${program} ${_src}/${program}.cpp)
   target_link_libraries(${_p}${program} PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+  if(LIBTORCH_PCH AND _pch_owner STREQUAL "")
+    set(_pch_owner ${_p}${program})
+    target_precompile_headers(${_pch_owner} PRIVATE <torch/torch.h>)
+  elseif(LIBTORCH_PCH)
+    target_precompile_headers(${_p}${program} REUSE_FROM ${_pch_owner})
+  endif()
 endforeach()
 if(LIBTORCH_COMPILED AND mnist IN_LIST LIBTORCH_PROGRAMS)
   add_executable(${_p}mnist_compiled ${_src}/mnist.cpp)
   target_link_libraries(${_p}mnist_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
   target_compile_definitions(${_p}mnist_compiled PRIVATE KILN_COMPILE)
 endif()
-# cnn_step: kiln-bench's eager step timer (bench/libtorch.cpp), built with the programs and run by
-# the benchmark only.
-add_executable(${_p}cnn_step ${_src}/cnn_step.cpp)
-target_link_libraries(${_p}cnn_step PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+# cnn_step: kiln-bench's eager step timer (bench/libtorch.cpp), run by the benchmark only.
+if(LIBTORCH_BENCH)
+  add_executable(${_p}cnn_step ${_src}/cnn_step.cpp)
+  target_link_libraries(${_p}cnn_step PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+  if(LIBTORCH_PCH)
+    target_precompile_headers(${_p}cnn_step REUSE_FROM ${_pch_owner})
+  endif()
+endif()
 
 # The MNIST reader opens ROOT/train-images-idx3-ubyte etc. uncompressed; Debian ships them
 # gzipped. The test fixture below writes them, gunzipped, into BUILD_DIR/fashion-mnist.
