@@ -171,8 +171,9 @@ RequiredTensors required_tensors(const OpDef& op) {
       op.name, i, name, which, op.schema));
 }
 
-// A composite op reads its arguments' metadata before any kernel's check could: the same refusal
-// as keys_of_args', before it runs.
+// Refuses an undefined tensor where the schema requires one (a `Tensor`, or an element of a
+// `Tensor[]`), naming the first. keys_of_args calls it when it meets an undefined tensor; a
+// composite op, which reads its arguments' metadata itself, before it runs.
 void check_required_tensors(const OpDef& op, const Stack& args) {
   const RequiredTensors required = required_tensors(op);
   for (size_t i = 0; i < args.size() && i < 64; ++i) {
@@ -189,26 +190,27 @@ void check_required_tensors(const OpDef& op, const Stack& args) {
 
 DispatchKeySet keys_of_args(const OpDef& op, const Stack& args) {
   DispatchKeySet keys;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const IValue& v = args[i];
+  bool undefined = false;
+  for (const IValue& v : args) {
     if (v.is_tensor()) {
       const Tensor& t = v.tensor();
       if (t.defined()) {
         keys = keys | t.impl()->keys();
-      } else if (i < 64 && (required_tensors(op).tensors >> i & 1) != 0) {
-        undefined_tensor_argument(op, i);
+      } else {
+        undefined = true;
       }
     } else if (v.is_tensor_list()) {
-      const std::vector<Tensor>& list = v.tensor_list();
-      for (size_t j = 0; j < list.size(); ++j) {
-        if (list[j].defined()) {
-          keys = keys | list[j].impl()->keys();
-        } else if (i < 64 && (required_tensors(op).lists >> i & 1) != 0) {
-          undefined_tensor_argument(op, i, static_cast<int64_t>(j));
+      for (const Tensor& t : v.tensor_list()) {
+        if (t.defined()) {
+          keys = keys | t.impl()->keys();
+        } else {
+          undefined = true;
         }
       }
     }
   }
+  // An undefined tensor is fine where the schema takes `Tensor?`; elsewhere it is refused here.
+  if (undefined) check_required_tensors(op, args);
   if (op.device_arg >= 0 && static_cast<size_t>(op.device_arg) < args.size() &&
       !args[op.device_arg].is_none()) {
     keys = keys.add(args[op.device_arg].device() == Device::Meta ? DispatchKey::Meta
