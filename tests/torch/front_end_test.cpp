@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 
+#include "kiln/compile.h"
 #include "kiln/torch/autograd.h"
 #include "kiln/torch/module_holder.h"
+#include "kiln/torch/nn.h"
 #include "kiln/torch/optim.h"
 #include "kiln/torch/serialize.h"
 #include "kiln/torch/tensor_ops.h"
@@ -344,3 +347,46 @@ TEST_F(TorchFiles, ModulesOptimizersAndTensorsRoundTrip) {
 }
 
 }  // namespace
+
+// ---- torch::compile over a LibTorch-style user module ----
+
+struct TwoLayerImpl : torch::nn::Module {
+  TwoLayerImpl() : fc1(4, 8), drop(0.5), fc2(8, 3) {
+    register_module("fc1", fc1);
+    register_module("drop", drop);
+    register_module("fc2", fc2);
+  }
+  torch::Tensor forward(torch::Tensor x) { return fc2(drop(torch::relu(fc1(x)))); }
+  torch::nn::Linear fc1;
+  torch::nn::Dropout drop;
+  torch::nn::Linear fc2;
+};
+TORCH_MODULE(TwoLayer);
+
+TEST(TorchFrontEnd, ACompiledForwardFollowsTrainEvalWeightsAndTwoModules) {
+  torch::manual_seed(7);
+  TwoLayer a, b;
+  using Forward = std::function<torch::Tensor(TwoLayerImpl&, torch::Tensor)>;
+  Forward eager = [](TwoLayerImpl& m, torch::Tensor x) { return m.forward(x); };
+  Forward compiled = torch::compile(eager, {.backend = "eager"});
+  const torch::Tensor x = torch::randn({5, 4});
+  for (TwoLayer* m : {&a, &b}) {
+    (*m)->eval();
+    EXPECT_TRUE(torch::allclose(compiled(**m, x), eager(**m, x)));
+    // Training mode is guarded: the compiled forward applies dropout, unlike the eval graph.
+    (*m)->train();
+    const torch::Tensor trained = compiled(**m, x);
+    (*m)->eval();
+    EXPECT_FALSE(torch::allclose(trained, eager(**m, x)));
+    // A weight changed in place between calls is read fresh.
+    {
+      torch::NoGradGuard no_grad;
+      (*m)->fc2->weight.mul_(2);
+    }
+    EXPECT_TRUE(torch::allclose(compiled(**m, x), eager(**m, x)));
+    // Sizes 0 and 1.
+    EXPECT_EQ(compiled(**m, torch::randn({0, 4})).size(0), 0);
+    EXPECT_TRUE(torch::allclose(compiled(**m, x.narrow(0, 0, 1)), eager(**m, x.narrow(0, 0, 1))));
+  }
+  EXPECT_FALSE(torch::allclose(compiled(*a, x), compiled(*b, x)));
+}
