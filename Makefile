@@ -38,7 +38,8 @@ consumer-test: build
 bench:
 	@scripts/install-bench-deps
 	cmake --preset release -DKILN_BUILD_BENCH=ON $(CMAKE_ARGS) >/dev/null
-	cmake --build --preset release --target kiln-bench libtorch_cnn_step libtorch_mnist libtorch_mnist_compiled
+	cmake --build --preset release --target kiln-bench libtorch_cnn_step libtorch_mnist libtorch_mnist_compiled \
+	  libtorch_lstm_step libtorch_lstm_step_compiled
 	cmake -S tests/libtorch -B build/libtorch-ref -DLIBTORCH_FRONT_END=libtorch >/dev/null
 	cmake --build build/libtorch-ref
 	build/bin/kiln-bench --json build/bench.json

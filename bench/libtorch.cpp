@@ -10,6 +10,9 @@
 //   libtorch_mnist_epoch_compiled  the same program with its torch::compile line (mnist_compiled),
 //                                refs `libtorch` and `kiln_eager`; the epoch includes compiling
 //                                (the code cache is warm after the first run)
+//   lstm_seq128_b32_train_step   lstm_step_compiled (a 2-layer LSTM, hidden 256, with its
+//                                torch::compile line): ms per training step, refs `libtorch` and
+//                                `kiln_eager` (lstm_step built against Kiln)
 #include <fmt/format.h>
 #include <sched.h>
 #include <signal.h>
@@ -104,6 +107,21 @@ std::vector<Result> bench_libtorch(const Options& options) {
     r.kiln = *kiln_ms;
     if (ref_ms) r.refs["libtorch"] = *ref_ms;
     results.push_back(std::move(r));
+  }
+  {
+    const std::string lstm_args = fmt::format("128 32 {}", std::max(5, options.repetitions));
+    const std::filesystem::path bin(KILN_BIN_DIR), ref(KILN_LIBTORCH_REF_DIR);
+    const std::optional<double> compiled_ms =
+        result_of(bin / "libtorch_lstm_step_compiled", lstm_args, "median_ms");
+    const std::optional<double> eager_ms =
+        result_of(bin / "libtorch_lstm_step", lstm_args, "median_ms");
+    const std::optional<double> ref_ms = result_of(ref / "lstm_step", lstm_args, "median_ms");
+    if (compiled_ms) {
+      Result r{"lstm_seq128_b32_train_step", "ms", *compiled_ms};
+      if (ref_ms) r.refs["libtorch"] = *ref_ms;
+      if (eager_ms) r.refs["kiln_eager"] = *eager_ms;
+      results.push_back(std::move(r));
+    }
   }
   if (const std::optional<std::string> data = prepared_fashion_mnist()) {
     const std::string args = *data + " 1";

@@ -28,6 +28,7 @@
 #include "kiln/nn/module.h"
 #include "kiln/nn/norm.h"
 #include "kiln/nn/pooling.h"
+#include "kiln/nn/rnn.h"
 #include "kiln/nn/transformer.h"
 #include "kiln/ops/binary.h"
 #include "kiln/ops/creation.h"

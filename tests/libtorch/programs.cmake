@@ -8,7 +8,8 @@
 #                              OFF under ASan, where test_torch covers the same code
 #   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, the same source with its one
 #                              torch::compile line (-DKILN_COMPILE)
-#   LIBTORCH_BENCH             ON: also cnn_step, kiln-bench's step timer
+#   LIBTORCH_BENCH             ON: also cnn_step and lstm_step, kiln-bench's step timers (and
+#                              with LIBTORCH_COMPILED, lstm_step_compiled)
 #   LIBTORCH_PCH               ON: the programs share one precompiled <torch/torch.h> (most of
 #                              each program's compile time is that header)
 set(_p "${LIBTORCH_PROGRAM_PREFIX}")
@@ -29,12 +30,20 @@ if(LIBTORCH_COMPILED AND mnist IN_LIST LIBTORCH_PROGRAMS)
   target_link_libraries(${_p}mnist_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
   target_compile_definitions(${_p}mnist_compiled PRIVATE KILN_COMPILE)
 endif()
-# cnn_step: kiln-bench's eager step timer (bench/libtorch.cpp), run by the benchmark only.
+# cnn_step, lstm_step: kiln-bench's step timers (bench/libtorch.cpp), run by the benchmark only.
 if(LIBTORCH_BENCH)
-  add_executable(${_p}cnn_step ${_src}/cnn_step.cpp)
-  target_link_libraries(${_p}cnn_step PRIVATE ${TORCH_FRONT_END_LIBRARIES})
-  if(LIBTORCH_PCH)
-    target_precompile_headers(${_p}cnn_step REUSE_FROM ${_pch_owner})
+  set(_bench_programs cnn_step lstm_step)
+  foreach(program ${_bench_programs})
+    add_executable(${_p}${program} ${_src}/${program}.cpp)
+    target_link_libraries(${_p}${program} PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+    if(LIBTORCH_PCH)
+      target_precompile_headers(${_p}${program} REUSE_FROM ${_pch_owner})
+    endif()
+  endforeach()
+  if(LIBTORCH_COMPILED)
+    add_executable(${_p}lstm_step_compiled ${_src}/lstm_step.cpp)
+    target_link_libraries(${_p}lstm_step_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+    target_compile_definitions(${_p}lstm_step_compiled PRIVATE KILN_COMPILE)
   endif()
 endif()
 

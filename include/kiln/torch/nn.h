@@ -10,7 +10,7 @@
 //   namespace F = torch::nn::functional;
 //   auto loss = F::cross_entropy(net(x), y, F::CrossEntropyFuncOptions().reduction(torch::kSum));
 //
-// What Kiln has no layer for (Conv3d, BatchNorm3d, RNNs, 1-d/3-d pools, ...) is not declared,
+// What Kiln has no layer for (BatchNorm3d, packed sequences, ...) is not declared,
 // so a program that uses it fails to build, naming it.
 #pragma once
 
@@ -33,6 +33,7 @@
 #include "kiln/torch/nn_module_list.h"
 #include "kiln/torch/nn_norm.h"
 #include "kiln/torch/nn_pooling.h"
+#include "kiln/torch/nn_rnn.h"
 #include "kiln/torch/nn_sequential.h"
 #include "kiln/torch/nn_transformer.h"
 #include "kiln/torch/types.h"
