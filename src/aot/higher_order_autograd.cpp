@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "kiln/ops/creation.h"
+#include "kiln/ops/linalg.h"
 #include "src/aot/joint_graph.h"
 #include "src/aot/recorder.h"
 #include "src/autograd/autograd_meta.h"
@@ -349,6 +350,27 @@ std::vector<Tensor> record_while_loop(const graph::Node& node, const Stack& args
 // then the gradients of the floating step outputs; its combine_fn runs the vjp graph of
 // combine_fn at step i and returns the gradients of that step's slices as step outputs, which
 // stack into the xs' gradients. As PyTorch's ScanAutogradOp: the memory is the history.
+// Note [Weight gradients of a scan]
+// An additional input used by a product in every step (an RNN's W_hh in h W_hh^T) gets a
+// gradient per step, A_t B_t: the backward scan would compute that [m, n] product from a [m, b]
+// and a [b, n] operand in each of its n steps and add it to a carry, n small products and n
+// passes over an [m, n] sum. The sum over steps of A_t B_t is one product of the operands
+// stacked along the batch dim: sum_t A_t B_t = [A_0 .. A_{n-1}] [B_0; ..; B_{n-1}]. So when the
+// vjp of combine_fn gives an additional input's gradient as one mm (up to transposes), the
+// backward scan returns the two operands as step outputs instead (when A_t is X_t^T, X_t itself,
+// so the stacked X is already [n * b, m] row-major) and one mm after the scan sums them; a
+// gradient that is sum(Y_t, 0) (the bias of that product) becomes one sum of the stacked Y_t.
+// Any other gradient is summed in a carry, as before. The memory is the operands' (n * b rows),
+// which the history already holds for h; the sums' order differs from the carry's, so results
+// equal eager's within rounding, not bit for bit.
+struct BatchedGradient {
+  int additional = 0;               // index into Plan::additional
+  int left = 0;                     // step output (among the batched ones) holding X_t or A_t
+  int right = -1;                   // step output holding B_t; -1: a sum of the left over dim 0
+  bool left_is_transposed = false;  // the step output is X_t with A_t = X_t^T
+  bool result_is_transposed = false;
+};
+
 class ScanBackward final : public autograd::Node {
  public:
   struct Plan {
@@ -358,7 +380,12 @@ class ScanBackward final : public autograd::Node {
     size_t floating_carries = 0;      // inputs 0 .. floating_carries-1 are their finals' grads
     std::vector<int> floating_carry;  // the carry index of each
     std::vector<int> carries_needing_grad, xs_needing_grad, additional_needing_grad;
-    std::vector<graph::Subgraph> bodies;  // the backward scan's combine_fn
+    // See Note [Weight gradients of a scan]: the additional inputs whose gradients the backward
+    // scan sums in carries, and those summed after it from stacked step outputs.
+    std::vector<int> additional_summed;
+    std::vector<BatchedGradient> additional_batched;
+    std::vector<graph::TensorMeta> batched_steps;  // one step of each of those step outputs
+    std::vector<graph::Subgraph> bodies;           // the backward scan's combine_fn
   };
   ScanBackward(Recorder& recorder, Plan plan) : recorder_(recorder), plan_(std::move(plan)) {}
 
@@ -374,7 +401,7 @@ class ScanBackward final : public autograd::Node {
     {
       RecordScope record(recorder_);
       for (size_t k = 0; k < f; ++k) carried.push_back(grad_or_zeros(k));
-      for (int j : plan_.additional_needing_grad)
+      for (int j : plan_.additional_summed)
         carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
       read.insert(read.end(), plan_.xs.begin(), plan_.xs.end());
       for (size_t k = f; k < input_metadata().size(); ++k) read.push_back(grad_or_zeros(k));
@@ -383,6 +410,12 @@ class ScanBackward final : public autograd::Node {
     for (const Tensor& t : carried) metas.push_back(contiguous_meta(t));
     for (int j : plan_.xs_needing_grad)
       metas.push_back(contiguous_meta(plan_.xs[static_cast<size_t>(j)]));
+    const SymInt length = plan_.xs[0].sym_sizes()[0];
+    for (const graph::TensorMeta& step : plan_.batched_steps) {
+      SymDimVector sizes{length};
+      for (SymInt s : step.sizes) sizes.push_back(s);
+      metas.push_back(graph::TensorMeta::contiguous(step.dtype, sizes));
+    }
     const std::vector<Tensor> out =
         record_call_with_subgraphs(recorder_, plan_.scan,
                                    {list_of(recorder_, carried, "scan's backward"),
@@ -390,14 +423,37 @@ class ScanBackward final : public autograd::Node {
                                     list_of(recorder_, plan_.additional, "scan's backward"),
                                     graph::Arg::constant(IValue(!plan_.reverse))},
                                    metas, plan_.bodies);
-    const size_t g = plan_.additional_needing_grad.size();
+    const size_t g = plan_.additional_summed.size(), gx = plan_.xs_needing_grad.size();
     autograd::TensorList result;
     for (int k : plan_.carries_needing_grad) {
       const auto at = std::find(plan_.floating_carry.begin(), plan_.floating_carry.end(), k);
       result.push_back(out[static_cast<size_t>(at - plan_.floating_carry.begin())]);
     }
-    for (size_t j = 0; j < plan_.xs_needing_grad.size(); ++j) result.push_back(out[f + g + j]);
-    for (size_t j = 0; j < g; ++j) result.push_back(out[f + j]);
+    for (size_t j = 0; j < gx; ++j) result.push_back(out[f + g + j]);
+    RecordScope record(recorder_);
+    for (int j : plan_.additional_needing_grad) {
+      const auto summed =
+          std::find(plan_.additional_summed.begin(), plan_.additional_summed.end(), j);
+      if (summed != plan_.additional_summed.end()) {
+        result.push_back(out[f + static_cast<size_t>(summed - plan_.additional_summed.begin())]);
+        continue;
+      }
+      const BatchedGradient& b =
+          *std::find_if(plan_.additional_batched.begin(), plan_.additional_batched.end(),
+                        [&](const BatchedGradient& x) { return x.additional == j; });
+      const Tensor& left = out[f + g + gx + static_cast<size_t>(b.left)];
+      if (b.right < 0) {
+        result.push_back(
+            left.sum({0, 1}).view(plan_.additional[static_cast<size_t>(j)].sym_sizes()));
+        continue;
+      }
+      const Tensor& right = out[f + g + gx + static_cast<size_t>(b.right)];
+      // [m, n * b] times [n * b, n']: See Note [Weight gradients of a scan].
+      const Tensor a =
+          b.left_is_transposed ? left.flatten(0, 1).t() : left.permute({1, 0, 2}).flatten(1, 2);
+      const Tensor product = mm(a, right.flatten(0, 1));
+      result.push_back(b.result_is_transposed ? product.t().contiguous() : product);
+    }
     return result;
   }
 
@@ -410,23 +466,108 @@ bool contains(const std::vector<int>& v, size_t i) {
   return std::find(v.begin(), v.end(), static_cast<int>(i)) != v.end();
 }
 
+// A 2-d transpose (t, transpose of the two dims, permute [1, 0]) of its first argument.
+bool is_2d_transpose(const graph::Node* n) {
+  if (n == nullptr || n->kind() != graph::NodeKind::Call || !n->args()[0].is_value() ||
+      n->args()[0].as_value()->meta().sizes.size() != 2)
+    return false;
+  const std::string& op = n->op_def().name;
+  if (op == "t") return true;
+  auto wrapped = [](int64_t d) { return d < 0 ? d + 2 : d; };
+  if (op == "transpose")
+    return wrapped(n->args()[1].as_constant().to_int()) !=
+           wrapped(n->args()[2].as_constant().to_int());
+  if (op == "permute") {
+    const IntArrayRef dims = n->args()[1].as_constant().int_list();
+    return dims.size() == 2 && wrapped(dims[0]) != wrapped(dims[1]);
+  }
+  return false;
+}
+
+// `v` with its 2-d transposes peeled off, and whether an odd number was.
+std::pair<graph::Value*, bool> peel_transposes(graph::Value* v) {
+  bool transposed = false;
+  while (is_2d_transpose(v->producer())) {
+    v = v->producer()->args()[0].as_value();
+    transposed = !transposed;
+  }
+  return {v, transposed};
+}
+
+bool is_call(const graph::Value* v, std::string_view op) {
+  const graph::Node* n = v->producer();
+  return n != nullptr && n->kind() == graph::NodeKind::Call && n->op_def().name == op;
+}
+
+// Y when `grad` is sum(Y, [0]) of a 2-d Y (keepdim or not, maybe viewed as the gradient's shape:
+// a bias's gradient through broadcasting), else null.
+graph::Value* summed_rows(graph::Value* grad) {
+  if (is_call(grad, "view") || is_call(grad, "reshape"))
+    grad = grad->producer()->args()[0].as_value();
+  if (!is_call(grad, "sum")) return nullptr;
+  const graph::Node* n = grad->producer();
+  if (n->args().size() != 4 || !n->args()[0].is_value()) return nullptr;
+  graph::Value* rows = n->args()[0].as_value();
+  const bool sums_dim_0 = n->args()[1].is_constant() &&
+                          n->args()[1].as_constant().int_list().vec() == std::vector<int64_t>{0};
+  const bool same_dtype = n->args()[3].is_constant() && n->args()[3].as_constant().is_none();
+  return rows->meta().sizes.size() == 2 && sums_dim_0 && same_dtype ? rows : nullptr;
+}
+
+// Note [Weight gradients of a scan]: decides which additional inputs' gradients are summed after
+// the scan (filling plan.additional_summed, additional_batched and batched_steps) and returns the
+// vjp graph with their operands as extra outputs (after its own).
+graph::Graph with_batched_gradients(graph::Graph vjp, ScanBackward::Plan& plan) {
+  const size_t first = plan.floating_carries + plan.xs_needing_grad.size();
+  std::vector<graph::Value*> outputs(vjp.outputs().begin(), vjp.outputs().end());
+  std::vector<graph::Value*> extra;
+  auto step_output = [&](graph::Value* v) {
+    const auto at = std::find(extra.begin(), extra.end(), v);
+    if (at != extra.end()) return static_cast<int>(at - extra.begin());
+    extra.push_back(v);
+    plan.batched_steps.push_back(graph::TensorMeta::contiguous(v->meta().dtype, v->meta().sizes));
+    return static_cast<int>(extra.size() - 1);
+  };
+  for (size_t k = 0; k < plan.additional_needing_grad.size(); ++k) {
+    const int j = plan.additional_needing_grad[k];
+    auto [grad, transposed] = peel_transposes(outputs[first + k]);
+    const graph::Node* n = grad->producer();
+    if (is_call(grad, "mm")) {
+      auto [left, left_transposed] = peel_transposes(n->args()[0].as_value());
+      if (!left_transposed) left = n->args()[0].as_value();
+      plan.additional_batched.push_back({.additional = j,
+                                         .left = step_output(left),
+                                         .right = step_output(n->args()[1].as_value()),
+                                         .left_is_transposed = left_transposed,
+                                         .result_is_transposed = transposed});
+    } else if (graph::Value* rows = summed_rows(grad); rows != nullptr && !transposed) {
+      plan.additional_batched.push_back({.additional = j, .left = step_output(rows)});
+    } else {
+      plan.additional_summed.push_back(j);
+    }
+  }
+  outputs.insert(outputs.end(), extra.begin(), extra.end());
+  vjp.set_outputs(std::move(outputs));
+  return vjp;
+}
+
 // The backward scan's combine_fn (Note [A scan's backward]).
-graph::Graph scan_backward_body(const graph::Graph& combine, const ScanBackward::Plan& plan) {
+graph::Graph scan_backward_body(const graph::Graph& combine, ScanBackward::Plan& plan) {
   const std::span<graph::Value* const> in = combine.placeholders();
   const std::span<graph::Value* const> returned = combine.outputs();
   const size_t nc = plan.histories.size(), nx = plan.xs.size(), na = plan.additional.size();
-  const size_t f = plan.floating_carries, g = plan.additional_needing_grad.size();
   std::vector<bool> flags;  // combine_fn's inputs: carries, slices, additional inputs
   for (size_t k = 0; k < nc; ++k) flags.push_back(contains(plan.floating_carry, k));
   for (size_t j = 0; j < nx; ++j) flags.push_back(contains(plan.xs_needing_grad, j));
   for (size_t j = 0; j < na; ++j) flags.push_back(contains(plan.additional_needing_grad, j));
-  const graph::Graph vjp = build_vjp_graph(combine, flags);
+  graph::Graph vjp = with_batched_gradients(build_vjp_graph(combine, flags), plan);
+  const size_t f = plan.floating_carries, g = plan.additional_summed.size();
   auto contiguous = [](const graph::Value* v) {
     return graph::TensorMeta::contiguous(v->meta().dtype, v->meta().sizes);
   };
   std::vector<graph::TensorMeta> inputs;
   for (int k : plan.floating_carry) inputs.push_back(contiguous(in[static_cast<size_t>(k)]));
-  for (int j : plan.additional_needing_grad)
+  for (int j : plan.additional_summed)
     inputs.push_back(contiguous(in[nc + nx + static_cast<size_t>(j)]));
   for (size_t k = 0; k < nc + nx; ++k) inputs.push_back(contiguous(in[k]));  // history, slices
   std::vector<size_t> floating_steps;
@@ -447,8 +588,15 @@ graph::Graph scan_backward_body(const graph::Graph& combine, const ScanBackward:
         graph::interpret_symbolic(vjp, vjp_inputs, record_higher_order);
     const size_t gx = plan.xs_needing_grad.size();
     std::vector<Tensor> next(grads.begin(), grads.begin() + static_cast<ptrdiff_t>(f));
-    for (size_t j = 0; j < g; ++j) next.push_back(at[f + j] + grads[f + gx + j]);
+    for (size_t j = 0; j < g; ++j) {
+      const auto k = std::find(plan.additional_needing_grad.begin(),
+                               plan.additional_needing_grad.end(), plan.additional_summed[j]) -
+                     plan.additional_needing_grad.begin();
+      next.push_back(at[f + j] + grads[f + gx + static_cast<size_t>(k)]);
+    }
     for (size_t j = 0; j < gx; ++j) next.push_back(grads[f + j]);
+    const size_t extra = f + gx + plan.additional_needing_grad.size();
+    next.insert(next.end(), grads.begin() + static_cast<ptrdiff_t>(extra), grads.end());
     return next;
   });
 }

@@ -166,6 +166,46 @@ TEST_P(CompiledScan, GradientsEqualTheUnrolledRecurrence) {
   }
 }
 
+// Note [Weight gradients of a scan]: every form of a closed-over weight's per-step gradient, the
+// product forms summed by one product after the backward scan (W in h W, V in x V^T, W2 in
+// W2 h^T, the bias b), the others in a carry (U used twice per step, w elementwise), forwards
+// and reversed, with a batch of 1 and of 3.
+TEST_P(CompiledScan, GradientsOfClosedOverWeightsOfEveryForm) {
+  for (bool reverse : {false, true}) {
+    for (int64_t batch : {1, 3}) {
+      SCOPED_TRACE(fmt::format("reverse {} batch {}", reverse, batch));
+      auto fn = [&](const Tensor& h0, const Tensor& xs, const Tensor& W, const Tensor& V,
+                    const Tensor& W2, const Tensor& b, const Tensor& U, const Tensor& w) {
+        ScanResult r = scan(
+            [&](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+              const Tensor& h = c[0];
+              Tensor pre = mm(h, W) + linear(x[0], V) + mm(W2, h.t()).t() + b;
+              pre = pre + mm(h, U) + mm(x[0], U) + h * w;
+              Tensor next = pre.tanh();
+              return std::pair{std::vector<Tensor>{next}, std::vector<Tensor>{next * 2}};
+            },
+            {h0}, {xs}, 0, reverse);
+        return (r.carry[0] * 3).sum() + (r.ys[0] * r.ys[0]).sum();
+      };
+      auto f = compile(fn, fullgraph_on(GetParam()));
+      auto param = [](Tensor t) { return (t / 5).requires_grad_(); };
+      const Tensor h0 = param(randn({batch, 4}, TensorOptions().dtype(kFloat64)));
+      const Tensor xs = param(randn({5, batch, 4}, TensorOptions().dtype(kFloat64)));
+      std::vector<Tensor> weights;
+      for (int k = 0; k < 5; ++k)
+        weights.push_back(param(randn({4, 4}, TensorOptions().dtype(kFloat64))));
+      const Tensor w = param(randn({4}, TensorOptions().dtype(kFloat64)));
+      const Tensor& W = weights[0];
+      const Tensor& V = weights[1];
+      const Tensor& W2 = weights[2];
+      const Tensor& U = weights[3];
+      const Tensor b = weights[4][0].detach().requires_grad_();
+      expect_same_gradients(f(h0, xs, W, V, W2, b, U, w), fn(h0, xs, W, V, W2, b, U, w),
+                            {h0, xs, W, V, W2, b, U, w});
+    }
+  }
+}
+
 TEST_P(CompiledScan, GradientsOfSomeInputsOnlyAndOfAMap) {
   // Only w needs a gradient (a closure: an additional input), and only through the step outputs.
   auto fn = [](const Tensor& h0, const Tensor& xs, const Tensor& w) {

@@ -82,6 +82,29 @@ return (%8)
   EXPECT_EQ(s.code.source.find("kiln_loadu"), std::string::npos);
 }
 
+// Note [Computed pieces of a cat]: the cat's where() chain evaluates every piece at every index,
+// so a piece with an expensive op gets its own buffer, computed once; a cheap one stays inline.
+TEST(Lowering, ACatRealizesItsExpensivePiecesOnly) {
+  Lowered l = lower_text(R"(
+%0 : f32[8, 4] = placeholder("a")
+%1 : f32[8, 4] = placeholder("b")
+%2 : f32[8, 4] = tanh(%0)
+%3 : f32[8, 4] = add(%1, %1)
+%4 : f32[8, 8] = cat([%2, %3], 1)
+return (%4)
+)");
+  EXPECT_EQ(count_computed(l), 2);  // tanh(a) and the cat; add(b, b) is inlined into the cat
+  Lowered cheap = lower_text(R"(
+%0 : f32[8, 4] = placeholder("a")
+%1 : f32[8, 4] = placeholder("b")
+%2 : f32[8, 4] = mul(%0, %0)
+%3 : f32[8, 4] = add(%1, %1)
+%4 : f32[8, 8] = cat([%2, %3], 1)
+return (%4)
+)");
+  EXPECT_EQ(count_computed(cheap), 1);
+}
+
 // Note [Streaming stores in generated code]: a float32 output of 16 MiB or more that the kernel
 // does not read back gets non-temporal vector stores and an sfence per work item; a smaller one,
 // or one read again in the same kernel, normal stores; with a symbolic size the test is made

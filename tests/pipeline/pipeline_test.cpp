@@ -188,6 +188,40 @@ TEST(Pipeline, TrainingRunsTheAutogradPassesThenBothHalves) {
   g_recorder = nullptr;
 }
 
+// Note [Weight gradients of a scan]: W's gradient (one product per step) is summed by one mm after
+// the backward scan, U's (two products per step) in a carry of the backward scan. The joint
+// graph shows it: the backward scan carries [2, 3] (h's gradient) and one [3, 3] (U's), and an
+// mm of [3, 10] by [10, 3] (the five steps' rows, stacked) follows it.
+TEST(Pipeline, AScanWeightsProductGradientIsOneProductAfterTheBackwardScan) {
+  Recorder recorder;
+  g_recorder = &recorder;
+  auto fn = [](const Tensor& h0, const Tensor& xs, const Tensor& W, const Tensor& U) {
+    ScanResult r = scan(
+        [&](const std::vector<Tensor>& c, const std::vector<Tensor>& x) {
+          Tensor h = (mm(c[0], W) + mm(c[0], U) + mm(x[0], U)).tanh();
+          return std::pair{std::vector<Tensor>{h}, std::vector<Tensor>{h * 2}};
+        },
+        {h0}, {xs});
+    return r.ys[0].sum();
+  };
+  const Tensor h0 = randn({2, 3}), xs = randn({5, 2, 3});
+  const Tensor W = randn({3, 3}).requires_grad_(), U = randn({3, 3}).requires_grad_();
+  auto f = compile(fn, watched_options());
+  f(h0, xs, W, U).backward();
+  const std::string joint = recorder.output_of("joint_graph");
+  const size_t backward_scan = joint.find("], True)");
+  ASSERT_NE(backward_scan, std::string::npos) << joint;
+  const size_t line = joint.rfind('\n', backward_scan) + 1;
+  const std::string outputs = joint.substr(line, joint.find(" = scan(", line) - line);
+  EXPECT_EQ(outputs.find("f32[3, 3]"), outputs.rfind("f32[3, 3]")) << outputs;
+  EXPECT_THAT(joint.substr(backward_scan), HasSubstr("f32[3, 3] = mm(")) << joint;
+  Tensor W_eager = W.detach().requires_grad_(), U_eager = U.detach().requires_grad_();
+  fn(h0, xs, W_eager, U_eager).backward();
+  testing::expect_close(W.grad(), W_eager.grad(), 1e-5);
+  testing::expect_close(U.grad(), U_eager.grad(), 1e-5);
+  g_recorder = nullptr;
+}
+
 TEST(Pipeline, ATestCanStopAfterAnyPass) {
   FreshCache cache("kiln_pipeline_stop_test");
   Tensor x = randn({6, 3});

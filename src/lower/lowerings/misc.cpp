@@ -1,5 +1,7 @@
 // Lowerings of factories (full, empty, arange) and of cat.
 #include "kiln/error.h"
+#include "src/lower/handlers/dependency_handler.h"
+#include "src/lower/index_simplify.h"
 #include "src/lower/lowerings/common.h"
 
 namespace kiln::lower {
@@ -38,9 +40,29 @@ std::vector<TensorBox> lower_arange(GraphLowering&, const graph::Node& node) {
   }));
 }
 
+// Note [Computed pieces of a cat]
+// The where() chain below evaluates every piece at every output index and keeps one, so a piece
+// whose body computes (the gradient of an LSTM's four gates, each a chain of sigmoids and
+// products, concatenated by chunk's backward) would be computed once per piece of the cat:
+// four times the work, in scalar code (the clamped indices do not vectorize). A piece of more
+// than kMaxInlineCatPieceOps operations, or with an expensive one, is therefore realized first:
+// its own kernel computes it once, and the cat reads it back (one more store and load of the
+// piece, far cheaper than recomputing it). Pieces that only load, or add a little, stay inline.
+constexpr int kMaxInlineCatPieceOps = 4;
+
+bool computes_too_much_to_inline(const TensorBox& box) {
+  if (box.storage()->is_realized()) return false;
+  DependencyHandler deps;
+  {
+    HandlerScope scope(deps);
+    box.storage()->pointwise().inner_fn(loop_vars('i', box.storage()->sizes().size()));
+  }
+  return deps.op_count() > kMaxInlineCatPieceOps || deps.expensive_op_count() > 0;
+}
+
 // cat(tensors, dim): along `dim`, input k covers [offset_k, offset_k + size_k). Each input is
 // read at an index clamped into its own range, so every load is in bounds, and a chain of
-// where() picks the input the index falls in.
+// where() picks the input the index falls in (See Note [Computed pieces of a cat]).
 std::vector<TensorBox> lower_cat(GraphLowering& l, const graph::Node& node) {
   const graph::TensorMeta& out = out_meta(node);
   const std::vector<ExprPtr> sizes = to_exprs(out.sizes);
@@ -52,15 +74,21 @@ std::vector<TensorBox> lower_cat(GraphLowering& l, const graph::Node& node) {
     ExprPtr offset;
     ExprPtr size;
   };
-  std::vector<Piece> pieces;
-  ExprPtr offset = sym::integer(0);
+  // A 1-dim empty input is skipped by cat (legacy rule); so is any input of size 0 along dim.
+  std::vector<const TensorBox*> inputs;
   for (const graph::Value* v : node.args()[0].as_list()) {
     const TensorBox& b = l.box(v);
-    // A 1-dim empty input is skipped by cat (legacy rule); so is any input of size 0 along dim.
-    if (b.dim() != sizes.size()) continue;
-    ExprPtr size = b.sizes()[dim];
-    if (size == sym::integer(0)) continue;
-    pieces.push_back({b.make_loader(), offset, size});
+    if (b.dim() == sizes.size() && b.sizes()[dim] != sym::integer(0)) inputs.push_back(&b);
+  }
+  if (inputs.size() > 1) {
+    for (const TensorBox* b : inputs)
+      if (computes_too_much_to_inline(*b)) b->storage()->realize(l);
+  }
+  std::vector<Piece> pieces;
+  ExprPtr offset = sym::integer(0);
+  for (const TensorBox* b : inputs) {
+    ExprPtr size = b->sizes()[dim];
+    pieces.push_back({b->make_loader(), offset, size});
     offset = sym::add(offset, size);
   }
   const ScalarType dtype = out.dtype, c = compute_type(dtype);
