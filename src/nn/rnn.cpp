@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kiln/autograd.h"
 #include "kiln/control_flow.h"
 #include "kiln/nn/init.h"
 #include "kiln/ops/creation.h"
@@ -9,7 +10,9 @@
 #include "kiln/ops/random.h"
 #include "kiln/ops/shape.h"
 #include "kiln/ops/unary.h"
+#include "src/autograd/autograd_meta.h"
 #include "src/core/shape.h"
+#include "src/core/tracing_hooks.h"
 #include "src/nn/naming.h"
 
 namespace kiln::nn {
@@ -113,6 +116,41 @@ Tensor initial_state(const Module& module, const char* what, const Tensor& given
              "{}: {} is {} but the input is {}; pass states of the input's dtype", describe(module),
              what, dtype_name(given.dtype()), dtype_name(input.dtype()));
   return batched ? given : given.unsqueeze(1);
+}
+
+// Note [Stepping through a sequence eagerly]
+// Eagerly, kiln::scan takes each step's slice with select, whose backward is a zero tensor of the
+// whole sequence with the step's gradient in it: L steps cost L sequence-sized tensors and their
+// sum, O(L^2) time and memory traffic (most of an eager LSTM step at L = 128). PyTorch's eager
+// RNNs split the sequence with unbind, one node whose backward stacks the steps' gradients; so
+// do these layers outside kiln::compile (RNNBase::run). Under a trace the loop is a scan
+// (Note [A recurrent layer as a scan]), whose backward is a reverse scan with no such cost.
+class UnbindBackward final : public autograd::Node {
+ public:
+  std::string name() const override { return "UnbindBackward"; }
+  autograd::TensorList apply(autograd::TensorList&& grads) override {
+    std::vector<Tensor> steps;
+    for (size_t k = 0; k < input_metadata().size(); ++k) {
+      const bool given = k < grads.size() && grads[k].defined();
+      steps.push_back(given ? grads[k]
+                            : zeros(input_metadata()[k].sizes,
+                                    TensorOptions().dtype(input_metadata()[k].dtype)));
+    }
+    return {stack(steps, 0)};
+  }
+};
+
+// The slices of `x` along dim 0, differentiable through one UnbindBackward node.
+std::vector<Tensor> unbind_steps(const Tensor& x) {
+  const bool differentiable = GradMode::is_enabled() && autograd::requires_grad(x);
+  const Tensor base = differentiable ? x.detach() : x;
+  std::vector<Tensor> steps;
+  for (int64_t i = 0; i < x.size(0); ++i) steps.push_back(base.select(0, i));
+  if (!differentiable) return steps;
+  auto node = std::make_shared<UnbindBackward>();
+  node->mutable_next_edges().push_back(autograd::gradient_edge(x));
+  for (const Tensor& s : steps) autograd::set_history(s, node, node->add_input_metadata(s));
+  return steps;
 }
 
 }  // namespace
@@ -228,14 +266,30 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input,
                           options.proj_size > 0 ? p.back() : Tensor()};
       std::vector<Tensor> init;
       for (const Tensor& s : initial) init.push_back(s.select(0, layer * directions() + direction));
-      const RecurrentMode m = mode;
-      ScanResult r = scan(
-          [m, &w](const std::vector<Tensor>& carry, const std::vector<Tensor>& xs) {
-            std::vector<Tensor> next = cell_step(m, xs[0], carry, w);
-            std::vector<Tensor> y{next[0]};
-            return std::pair{std::move(next), std::move(y)};
-          },
-          init, {linear(x, p[0], b_ih)}, 0, /*reverse=*/direction == 1);
+      const Tensor projected = linear(x, p[0], b_ih);
+      const bool reverse = direction == 1;
+      ScanResult r;
+      if (current_tracing_hooks() != nullptr) {
+        const RecurrentMode m = mode;
+        r = scan(
+            [m, &w](const std::vector<Tensor>& carry, const std::vector<Tensor>& xs) {
+              std::vector<Tensor> next = cell_step(m, xs[0], carry, w);
+              std::vector<Tensor> y{next[0]};
+              return std::pair{std::move(next), std::move(y)};
+            },
+            init, {projected}, 0, reverse);
+      } else {  // See Note [Stepping through a sequence eagerly].
+        const std::vector<Tensor> steps = unbind_steps(projected);
+        const size_t length = steps.size();
+        std::vector<Tensor> ys(length);
+        r.carry = init;
+        for (size_t step = 0; step < length; ++step) {
+          const size_t i = reverse ? length - 1 - step : step;
+          r.carry = cell_step(mode, steps[i], r.carry, w);
+          ys[i] = r.carry[0];
+        }
+        r.ys = {stack(ys, 0)};
+      }
       outputs.push_back(std::move(r.ys[0]));
       for (size_t k = 0; k < finals.size(); ++k) finals[k].push_back(std::move(r.carry[k]));
     }
