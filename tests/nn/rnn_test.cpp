@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "kiln/compile.h"
 #include "kiln/kiln.h"
@@ -295,6 +297,26 @@ TEST(Recurrent, StatesThreadThroughCalls) {
   auto [one, h_one] = gru.forward(randn({1, 1, 3}), Tensor());
   EXPECT_EQ(one.sizes().vec(), (std::vector<int64_t>{1, 1, 4}));
   EXPECT_EQ(h_one.sizes().vec(), (std::vector<int64_t>{2, 1, 4}));
+}
+
+// Note [Stepping through a sequence eagerly]: the eager backward graph splits the projected
+// sequence with one UnbindBackward node, not one select per step (whose gradients would each be
+// the size of the whole sequence).
+TEST(Recurrent, TheEagerBackwardSplitsTheSequenceOnce) {
+  nn::GRU gru(3, 4);
+  const Tensor out = gru.forward(randn({6, 2, 3}));
+  std::map<std::string, int> names;
+  std::vector<std::shared_ptr<autograd::Node>> todo{out.grad_fn()};
+  std::set<autograd::Node*> seen;
+  while (!todo.empty()) {
+    std::shared_ptr<autograd::Node> n = todo.back();
+    todo.pop_back();
+    if (n == nullptr || !seen.insert(n.get()).second) continue;
+    ++names[n->name()];
+    for (const autograd::Edge& e : n->next_edges()) todo.push_back(e.node);
+  }
+  EXPECT_EQ(names["UnbindBackward"], 1);
+  EXPECT_EQ(names["SelectBackward"], 0);
 }
 
 TEST(Recurrent, BadInputsRaiseNamingTheLayer) {
