@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "kiln/ops/creation.h"
 #include "kiln/ops/linalg.h"
@@ -363,11 +364,19 @@ std::vector<Tensor> record_while_loop(const graph::Node& node, const Stack& args
 // Any other gradient is summed in a carry, as before. The memory is the operands' (n * b rows),
 // which the history already holds for h; the sums' order differs from the carry's, so results
 // equal eager's within rounding, not bit for bit.
+// Where the stacked per-step values of an operand come from: a step output added for it, or,
+// when the backward scan has them already, its gradient of an xs, a carry's history or an xs.
+struct StackedOperand {
+  enum class From { ExtraStepOutput, XsGradient, History, Xs };
+  From from = From::ExtraStepOutput;
+  int index = 0;
+};
+
 struct BatchedGradient {
-  int additional = 0;               // index into Plan::additional
-  int left = 0;                     // step output (among the batched ones) holding X_t or A_t
-  int right = -1;                   // step output holding B_t; -1: a sum of the left over dim 0
-  bool left_is_transposed = false;  // the step output is X_t with A_t = X_t^T
+  int additional = 0;                   // index into Plan::additional
+  StackedOperand left;                  // X_t or A_t
+  std::optional<StackedOperand> right;  // B_t; none: a sum of the left over dim 0
+  bool left_is_transposed = false;      // the left is X_t with A_t = X_t^T
   bool result_is_transposed = false;
 };
 
@@ -441,13 +450,27 @@ class ScanBackward final : public autograd::Node {
       const BatchedGradient& b =
           *std::find_if(plan_.additional_batched.begin(), plan_.additional_batched.end(),
                         [&](const BatchedGradient& x) { return x.additional == j; });
-      const Tensor& left = out[f + g + gx + static_cast<size_t>(b.left)];
-      if (b.right < 0) {
+      auto stacked = [&](const StackedOperand& o) -> const Tensor& {
+        const auto i = static_cast<size_t>(o.index);
+        switch (o.from) {
+          case StackedOperand::From::XsGradient:
+            return out[f + g + i];
+          case StackedOperand::From::History:
+            return plan_.histories[i];
+          case StackedOperand::From::Xs:
+            return plan_.xs[i];
+          case StackedOperand::From::ExtraStepOutput:
+            break;
+        }
+        return out[f + g + gx + i];
+      };
+      const Tensor& left = stacked(b.left);
+      if (!b.right) {
         result.push_back(
             left.sum({0, 1}).view(plan_.additional[static_cast<size_t>(j)].sym_sizes()));
         continue;
       }
-      const Tensor& right = out[f + g + gx + static_cast<size_t>(b.right)];
+      const Tensor& right = stacked(*b.right);
       // [m, n * b] times [n * b, n']: See Note [Weight gradients of a scan].
       const Tensor a =
           b.left_is_transposed ? left.flatten(0, 1).t() : left.permute({1, 0, 2}).flatten(1, 2);
@@ -521,12 +544,20 @@ graph::Graph with_batched_gradients(graph::Graph vjp, ScanBackward::Plan& plan) 
   const size_t first = plan.floating_carries + plan.xs_needing_grad.size();
   std::vector<graph::Value*> outputs(vjp.outputs().begin(), vjp.outputs().end());
   std::vector<graph::Value*> extra;
-  auto step_output = [&](graph::Value* v) {
+  const std::span<graph::Value* const> in = vjp.placeholders();
+  const int nc = static_cast<int>(plan.histories.size()), nx = static_cast<int>(plan.xs.size());
+  auto step_output = [&](graph::Value* v) -> StackedOperand {
+    using From = StackedOperand::From;
+    const auto input = std::find(in.begin(), in.end(), v) - in.begin();
+    if (input < nc) return {From::History, static_cast<int>(input)};
+    if (input < nc + nx) return {From::Xs, static_cast<int>(input - nc)};
+    for (size_t k = 0; k < plan.xs_needing_grad.size(); ++k)
+      if (outputs[plan.floating_carries + k] == v) return {From::XsGradient, static_cast<int>(k)};
     const auto at = std::find(extra.begin(), extra.end(), v);
-    if (at != extra.end()) return static_cast<int>(at - extra.begin());
+    if (at != extra.end()) return {From::ExtraStepOutput, static_cast<int>(at - extra.begin())};
     extra.push_back(v);
     plan.batched_steps.push_back(graph::TensorMeta::contiguous(v->meta().dtype, v->meta().sizes));
-    return static_cast<int>(extra.size() - 1);
+    return {From::ExtraStepOutput, static_cast<int>(extra.size() - 1)};
   };
   for (size_t k = 0; k < plan.additional_needing_grad.size(); ++k) {
     const int j = plan.additional_needing_grad[k];
