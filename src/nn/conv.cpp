@@ -100,8 +100,10 @@ Tensor ConvNd<D>::forward(const Tensor& input) {
   auto conv = [&](const Tensor& x, auto&& pad_arg) {
     if constexpr (D == 1) {
       return conv1d(x, weight, bias, options.stride, pad_arg, options.dilation, options.groups);
-    } else {
+    } else if constexpr (D == 2) {
       return conv2d(x, weight, bias, options.stride, pad_arg, options.dilation, options.groups);
+    } else {
+      return conv3d(x, weight, bias, options.stride, pad_arg, options.dilation, options.groups);
     }
   };
   return with_context(*this, [&]() -> Tensor {
@@ -147,5 +149,6 @@ std::string ConvNd<D>::extra_repr() const {
 
 template class ConvNd<1>;
 template class ConvNd<2>;
+template class ConvNd<3>;
 
 }  // namespace kiln::nn

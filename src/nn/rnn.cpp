@@ -103,6 +103,17 @@ RNNOptions checked(const char* who, RecurrentMode mode, int64_t input_size, int6
   return options;
 }
 
+// The input's last dim is input_size and its dtype floating (after the caller checked its rank).
+void check_features(const Module& module, const Tensor& input, int64_t input_size) {
+  KILN_CHECK(
+      static_cast<bool>(input.sym_sizes()[static_cast<size_t>(input.dim() - 1)] == input_size),
+      ShapeError, "{}: the input's last dim must be input_size = {}, got an input of shape {}",
+      describe(module), input_size, shape_str(input.sym_sizes()));
+  KILN_CHECK(input.is_floating_point(), DTypeError,
+             "{}: expected a floating input, got {}; convert it with .to(kiln::kFloat32)",
+             describe(module), dtype_name(input.dtype()));
+}
+
 // The state tensor `given` (undefined: zeros) as (layers * directions, N, size), checked.
 Tensor initial_state(const Module& module, const char* what, const Tensor& given, bool batched,
                      const std::vector<SymInt>& expected, const Tensor& input) {
@@ -235,13 +246,7 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& input,
              "{}: expected an input of shape (L, N, H_in){} or unbatched (L, H_in), got shape {}",
              describe(*this), options.batch_first ? " (batch_first: (N, L, H_in))" : "",
              shape_str(input.sym_sizes()));
-  KILN_CHECK(
-      static_cast<bool>(input.sym_sizes()[static_cast<size_t>(input.dim() - 1)] == input_size),
-      ShapeError, "{}: the input's last dim must be input_size = {}, got an input of shape {}",
-      describe(*this), input_size, shape_str(input.sym_sizes()));
-  KILN_CHECK(input.is_floating_point(), DTypeError,
-             "{}: expected a floating input, got {}; convert it with .to(kiln::kFloat32)",
-             describe(*this), dtype_name(input.dtype()));
+  check_features(*this, input, input_size);
   const bool batched = input.dim() == 3;
   Tensor x = !batched ? input.unsqueeze(1) : options.batch_first ? input.transpose(0, 1) : input;
   KILN_CHECK(static_cast<bool>(x.sym_sizes()[0] > 0), ValueError,
@@ -384,13 +389,7 @@ std::vector<Tensor> RNNCellBase::step(const Tensor& input,
   KILN_CHECK(input.dim() == 1 || input.dim() == 2, ShapeError,
              "{}: expected an input of shape (N, H_in) or unbatched (H_in), got shape {}",
              describe(*this), shape_str(input.sym_sizes()));
-  KILN_CHECK(
-      static_cast<bool>(input.sym_sizes()[static_cast<size_t>(input.dim() - 1)] == input_size),
-      ShapeError, "{}: the input's last dim must be input_size = {}, got an input of shape {}",
-      describe(*this), input_size, shape_str(input.sym_sizes()));
-  KILN_CHECK(input.is_floating_point(), DTypeError,
-             "{}: expected a floating input, got {}; convert it with .to(kiln::kFloat32)",
-             describe(*this), dtype_name(input.dtype()));
+  check_features(*this, input, input_size);
   const bool batched = input.dim() == 2;
   const Tensor x = batched ? input : input.unsqueeze(0);
   const std::vector<SymInt> expected{x.sym_sizes()[0], hidden_size};

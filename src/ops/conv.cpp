@@ -1,6 +1,7 @@
-// Convolutions: conv1d and conv2d, each with int padding and with a "same"/"valid" padding string
-// (the .padding overloads, as PyTorch). conv1d runs as conv2d over a height of 1. Registered from
-// register_linalg_ops (src/ops/linalg.cpp).
+// Convolutions: conv1d, conv2d and conv3d, each with int padding and with a "same"/"valid" padding
+// string (the .padding overloads, as PyTorch). All three run one kernel (conv1d as conv2d over a
+// height of 1, conv2d as conv3d over a depth of 1). Registered from register_linalg_ops
+// (src/ops/linalg.cpp), with the transposed convolutions (conv_transpose.cpp).
 #include <array>
 
 #include "kiln/ops/linalg.h"
@@ -13,30 +14,27 @@ namespace {
 
 // The shape rules of one convolution, in SymInt so that a trace with symbolic sizes gets
 // symbolic output sizes (Note [Symbolic convolution output size] in conv_common.h); index 0 of
-// the spatial arrays is H (1 for conv1d), 1 is W (or L). The kernel takes the concrete geometry().
+// the spatial arrays is D (1 for conv1d and conv2d), 1 is H (1 for conv1d), 2 is W (or L). The
+// kernel takes the concrete geometry().
 struct ConvSetup {
   bool batched = true;
   int spatial = 2;
   SymInt batch = 1, in_channels = 0, out_channels = 0;
-  std::array<SymInt, 2> in_size{1, 1}, kernel{1, 1}, pad_before{0, 0}, out_size{1, 1};
-  std::array<int64_t, 2> stride{1, 1}, dilation{1, 1};
+  std::array<SymInt, 3> in_size{1, 1, 1}, kernel{1, 1, 1}, pad_before{0, 0, 0}, out_size{1, 1, 1};
+  std::array<int64_t, 3> stride{1, 1, 1}, dilation{1, 1, 1};
   int64_t groups = 1;
   SymDimVector out_shape;
 
   // Kernels only: they never see symbolic sizes (expect_int throws if one slipped through).
   cpu::ConvGeometry geometry() const {
-    cpu::ConvGeometry g;
-    g.batch = batch.expect_int();
-    g.in_channels = in_channels.expect_int();
-    g.in_h = in_size[0].expect_int(), g.in_w = in_size[1].expect_int();
-    g.out_channels = out_channels.expect_int();
-    g.kernel_h = kernel[0].expect_int(), g.kernel_w = kernel[1].expect_int();
-    g.out_h = out_size[0].expect_int(), g.out_w = out_size[1].expect_int();
-    g.stride_h = stride[0], g.stride_w = stride[1];
-    g.pad_h = pad_before[0].expect_int(), g.pad_w = pad_before[1].expect_int();
-    g.dilation_h = dilation[0], g.dilation_w = dilation[1];
-    g.groups = groups;
-    return g;
+    ConvSizes s;
+    for (int i = 0; i < 3; ++i) {
+      s.in[i] = in_size[i].expect_int(), s.kernel[i] = kernel[i].expect_int();
+      s.out[i] = out_size[i].expect_int(), s.pad[i] = pad_before[i].expect_int();
+    }
+    s.stride = stride, s.dilation = dilation;
+    return conv_geometry(batch.expect_int(), in_channels.expect_int(), out_channels.expect_int(),
+                         groups, s);
   }
 };
 
@@ -88,26 +86,26 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
 
   s.stride = conv_spatial_arg(op, "stride", call.ints(3), spatial, 1);
   s.dilation = conv_spatial_arg(op, "dilation", call.ints(5), spatial, 1);
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     KILN_CHECK(s.stride[i] > 0, ValueError, "{}: stride must be positive, got {}", op,
                shape_str(call.ints(3)));
     KILN_CHECK(s.dilation[i] > 0, ValueError, "{}: dilation must be positive, got {}", op,
                shape_str(call.ints(5)));
   }
-  std::array<SymInt, 2> pad_after{0, 0};
+  std::array<SymInt, 3> pad_after{0, 0, 0};
   for (int i = 0; i < spatial; ++i) {
-    s.in_size[2 - spatial + i] = in_sizes[lead + 1 + i];
-    s.kernel[2 - spatial + i] = w_sizes[2 + i];
+    s.in_size[3 - spatial + i] = in_sizes[lead + 1 + i];
+    s.kernel[3 - spatial + i] = w_sizes[2 + i];
   }
   if (call.arg(4).is_string()) {
     const std::string& mode = call.arg(4).string();
     KILN_CHECK(mode == "same" || mode == "valid", ValueError,
                "{}: padding must be \"same\" or \"valid\", got \"{}\"", op, mode);
     if (mode == "same") {
-      KILN_CHECK(s.stride[0] == 1 && s.stride[1] == 1, ValueError,
+      KILN_CHECK(s.stride[0] == 1 && s.stride[1] == 1 && s.stride[2] == 1, ValueError,
                  "{}: padding=\"same\" needs stride 1, got {}", op, shape_str(call.ints(3)));
       // Total padding dilation * (k - 1); an odd total puts the extra zero at the end.
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 3; ++i) {
         const SymInt total = s.dilation[i] * (s.kernel[i] - 1);
         s.pad_before[i] = total / 2;
         pad_after[i] = total - s.pad_before[i];
@@ -115,13 +113,13 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
     }
   } else {
     const auto padding = conv_spatial_arg(op, "padding", call.ints(4), spatial, 0);
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < 3; ++i) {
       KILN_CHECK(padding[i] >= 0, ValueError, "{}: padding must be non-negative, got {}", op,
                  shape_str(call.ints(4)));
       s.pad_before[i] = pad_after[i] = padding[i];
     }
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     const SymInt padded = s.in_size[i] + s.pad_before[i] + pad_after[i];
     const SymInt span = s.dilation[i] * (s.kernel[i] - 1) + 1;
     // A symbolic input size guards here: the graph is valid only for inputs the kernel fits.
@@ -134,24 +132,18 @@ ConvSetup conv_setup(const OpCall& call, int spatial) {
   s.batch = s.batched ? in_sizes[0] : SymInt(1);
   if (s.batched) s.out_shape.push_back(s.batch);
   s.out_shape.push_back(s.out_channels);
-  if (spatial == 2) s.out_shape.push_back(s.out_size[0]);
-  s.out_shape.push_back(s.out_size[1]);
+  for (int i = 3 - spatial; i < 3; ++i) s.out_shape.push_back(s.out_size[i]);
   return s;
 }
 
-void meta_conv1d(OpCall& call) {
-  call.set_output(0, call.tensor(0).dtype(), conv_setup(call, 1).out_shape);
+template <int Spatial>
+void meta_conv(OpCall& call) {
+  call.set_output(0, call.tensor(0).dtype(), conv_setup(call, Spatial).out_shape);
 }
-void meta_conv2d(OpCall& call) {
-  call.set_output(0, call.tensor(0).dtype(), conv_setup(call, 2).out_shape);
-}
-void cpu_conv1d(OpCall& call) {
-  cpu::conv2d(call.tensor(0), call.tensor(1), call.optional_tensor(2), call.output(0),
-              conv_setup(call, 1).geometry());
-}
-void cpu_conv2d(OpCall& call) {
-  cpu::conv2d(call.tensor(0), call.tensor(1), call.optional_tensor(2), call.output(0),
-              conv_setup(call, 2).geometry());
+template <int Spatial>
+void cpu_conv(OpCall& call) {
+  cpu::convolution(call.tensor(0), call.tensor(1), call.optional_tensor(2), call.output(0),
+                   conv_setup(call, Spatial).geometry());
 }
 
 IValue bias_arg(const Tensor& bias) { return bias.defined() ? IValue(bias) : IValue(); }
@@ -159,13 +151,26 @@ const char* padding_name(ConvPadding p) { return p == ConvPadding::Same ? "same"
 
 }  // namespace
 
-std::array<int64_t, 2> conv_spatial_arg(std::string_view op, std::string_view what, IntArrayRef v,
+std::array<int64_t, 3> conv_spatial_arg(std::string_view op, std::string_view what, IntArrayRef v,
                                         int spatial, int64_t fill) {
   KILN_CHECK(v.size() == 1 || static_cast<int>(v.size()) == spatial, ValueError,
              "{}: {} must have 1 or {} elements, got {}", op, what, spatial, shape_str(v));
-  std::array<int64_t, 2> out{fill, fill};
-  for (int i = 0; i < spatial; ++i) out[2 - spatial + i] = v.size() == 1 ? v[0] : v[i];
+  std::array<int64_t, 3> out{fill, fill, fill};
+  for (int i = 0; i < spatial; ++i) out[3 - spatial + i] = v.size() == 1 ? v[0] : v[i];
   return out;
+}
+
+cpu::ConvGeometry conv_geometry(int64_t batch, int64_t in_channels, int64_t out_channels,
+                                int64_t groups, const ConvSizes& s) {
+  cpu::ConvGeometry g;
+  g.batch = batch, g.in_channels = in_channels, g.out_channels = out_channels, g.groups = groups;
+  g.in_d = s.in[0], g.in_h = s.in[1], g.in_w = s.in[2];
+  g.kernel_d = s.kernel[0], g.kernel_h = s.kernel[1], g.kernel_w = s.kernel[2];
+  g.out_d = s.out[0], g.out_h = s.out[1], g.out_w = s.out[2];
+  g.stride_d = s.stride[0], g.stride_h = s.stride[1], g.stride_w = s.stride[2];
+  g.pad_d = s.pad[0], g.pad_h = s.pad[1], g.pad_w = s.pad[2];
+  g.dilation_d = s.dilation[0], g.dilation_h = s.dilation[1], g.dilation_w = s.dilation[2];
+  return g;
 }
 
 void register_conv_ops(OpRegistry& r) {
@@ -174,32 +179,48 @@ void register_conv_ops(OpRegistry& r) {
          .schema = "conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=1, "
                    "SymInt[1] padding=0, SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
          .family = "linalg",
-         .meta = meta_conv1d,
-         .cpu = cpu_conv1d,
+         .meta = meta_conv<1>,
+         .cpu = cpu_conv<1>,
          .dtypes = floating});
   r.add({.name = "conv1d.padding",
          .schema =
              "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] "
              "stride=1, str padding=\"valid\", SymInt[1] dilation=1, SymInt groups=1) -> Tensor",
          .family = "linalg",
-         .meta = meta_conv1d,
-         .cpu = cpu_conv1d,
+         .meta = meta_conv<1>,
+         .cpu = cpu_conv<1>,
          .dtypes = floating});
   r.add({.name = "conv2d",
          .schema = "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, "
                    "SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
          .family = "linalg",
-         .meta = meta_conv2d,
-         .cpu = cpu_conv2d,
+         .meta = meta_conv<2>,
+         .cpu = cpu_conv<2>,
          .dtypes = floating});
   r.add({.name = "conv2d.padding",
          .schema =
              "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] "
              "stride=1, str padding=\"valid\", SymInt[2] dilation=1, SymInt groups=1) -> Tensor",
          .family = "linalg",
-         .meta = meta_conv2d,
-         .cpu = cpu_conv2d,
+         .meta = meta_conv<2>,
+         .cpu = cpu_conv<2>,
          .dtypes = floating});
+  r.add({.name = "conv3d",
+         .schema = "conv3d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=1, "
+                   "SymInt[3] padding=0, SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+         .family = "linalg",
+         .meta = meta_conv<3>,
+         .cpu = cpu_conv<3>,
+         .dtypes = floating});
+  r.add({.name = "conv3d.padding",
+         .schema =
+             "conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] "
+             "stride=1, str padding=\"valid\", SymInt[3] dilation=1, SymInt groups=1) -> Tensor",
+         .family = "linalg",
+         .meta = meta_conv<3>,
+         .cpu = cpu_conv<3>,
+         .dtypes = floating});
+  register_conv_transpose_ops(r);
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
@@ -223,6 +244,19 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               ConvPadding padding, IntArrayRef dilation, int64_t groups) {
   static const OpId id = op_id("conv2d.padding");
+  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding_name(padding),
+                               dilation, groups);
+}
+
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  static const OpId id = op_id("conv3d");
+  return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding, dilation,
+                               groups);
+}
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              ConvPadding padding, IntArrayRef dilation, int64_t groups) {
+  static const OpId id = op_id("conv3d.padding");
   return dispatch::call_tensor(id, input, weight, bias_arg(bias), stride, padding_name(padding),
                                dilation, groups);
 }

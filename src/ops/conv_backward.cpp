@@ -1,5 +1,5 @@
-// convolution_backward: the gradients of conv1d and conv2d (both padding overloads) in one op,
-// with a GEMM kernel like the forward's (src/kernels/cpu/conv_backward.cpp). Registered from
+// convolution_backward: the gradients of conv1d, conv2d and conv3d (both padding overloads) in one
+// op, with a GEMM kernel like the forward's (src/kernels/cpu/conv_backward.cpp). Registered from
 // register_linalg_ops (src/ops/linalg.cpp).
 //
 // Note [Convolution backward padding]
@@ -29,9 +29,9 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
   const int64_t groups = call.int_arg(6);
   const SymIntArrayRef go_sizes = grad_output.sym_sizes(), in_sizes = input.sym_sizes(),
                        w_sizes = weight.sym_sizes();
-  KILN_CHECK(weight.dim() == 3 || weight.dim() == 4, ShapeError,
-             "{}: weight must be 3-D (conv1d) or 4-D (conv2d) [out_channels, in_channels / "
-             "groups, kernel...], got shape {}",
+  KILN_CHECK(weight.dim() >= 3 && weight.dim() <= 5, ShapeError,
+             "{}: weight must be 3-D (conv1d), 4-D (conv2d) or 5-D (conv3d) [out_channels, "
+             "in_channels / groups, kernel...], got shape {}",
              kOp, shape_str(w_sizes));
   const int spatial = static_cast<int>(weight.dim()) - 2;
   KILN_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, ShapeError,
@@ -64,13 +64,13 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
   const auto stride = conv_spatial_arg(kOp, "stride", call.ints(3), spatial, 1);
   const auto padding = conv_spatial_arg(kOp, "padding", call.ints(4), spatial, 0);
   const auto dilation = conv_spatial_arg(kOp, "dilation", call.ints(5), spatial, 1);
-  std::array<SymInt, 2> in_size{1, 1}, kernel{1, 1}, out_size{1, 1};
+  std::array<SymInt, 3> in_size{1, 1, 1}, kernel{1, 1, 1}, out_size{1, 1, 1};
   for (int i = 0; i < spatial; ++i) {
-    in_size[2 - spatial + i] = in_sizes[lead + 1 + i];
-    kernel[2 - spatial + i] = w_sizes[2 + i];
-    out_size[2 - spatial + i] = go_sizes[lead + 1 + i];
+    in_size[3 - spatial + i] = in_sizes[lead + 1 + i];
+    kernel[3 - spatial + i] = w_sizes[2 + i];
+    out_size[3 - spatial + i] = go_sizes[lead + 1 + i];
   }
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 3; ++i) {
     KILN_CHECK(stride[i] > 0 && dilation[i] > 0 && padding[i] >= 0, ValueError,
                "{}: stride {} and dilation {} must be positive and padding {} non-negative", kOp,
                shape_str(call.ints(3)), shape_str(call.ints(5)), shape_str(call.ints(4)));
@@ -95,19 +95,15 @@ cpu::ConvGeometry check_backward(const OpCall& call, bool want_geometry) {
         kOp, shape_str(go_sizes), shape_str(in_sizes), shape_str(w_sizes), shape_str(call.ints(3)),
         shape_str(call.ints(4)), shape_str(call.ints(5)), out_size[i], symmetric, one_more);
   }
-  cpu::ConvGeometry g;
-  if (!want_geometry) return g;
-  g.batch = batched ? in_sizes[0].expect_int() : 1;
-  g.in_channels = in_channels.expect_int();
-  g.in_h = in_size[0].expect_int(), g.in_w = in_size[1].expect_int();
-  g.out_channels = out_channels.expect_int();
-  g.kernel_h = kernel[0].expect_int(), g.kernel_w = kernel[1].expect_int();
-  g.out_h = out_size[0].expect_int(), g.out_w = out_size[1].expect_int();
-  g.stride_h = stride[0], g.stride_w = stride[1];
-  g.pad_h = padding[0], g.pad_w = padding[1];
-  g.dilation_h = dilation[0], g.dilation_w = dilation[1];
-  g.groups = groups;
-  return g;
+  if (!want_geometry) return {};
+  ConvSizes sizes;
+  for (int i = 0; i < 3; ++i) {
+    sizes.in[i] = in_size[i].expect_int(), sizes.kernel[i] = kernel[i].expect_int();
+    sizes.out[i] = out_size[i].expect_int();
+  }
+  sizes.stride = stride, sizes.pad = padding, sizes.dilation = dilation;
+  return conv_geometry(batched ? in_sizes[0].expect_int() : 1, in_channels.expect_int(),
+                       out_channels.expect_int(), groups, sizes);
 }
 
 void meta_convolution_backward(OpCall& call) {
@@ -125,8 +121,8 @@ void meta_convolution_backward(OpCall& call) {
 
 void cpu_convolution_backward(OpCall& call) {
   auto wanted = [&](size_t i) { return call.bool_arg(7 + i) ? call.output(i) : Tensor(); };
-  cpu::conv2d_backward(call.tensor(0), call.tensor(1), call.tensor(2), wanted(0), wanted(1),
-                       wanted(2), check_backward(call, true));
+  cpu::convolution_backward(call.tensor(0), call.tensor(1), call.tensor(2), wanted(0), wanted(1),
+                            wanted(2), check_backward(call, true));
 }
 
 }  // namespace

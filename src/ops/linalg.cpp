@@ -13,10 +13,14 @@
 
 namespace kiln {
 
-void register_conv_ops(OpRegistry& r);           // src/ops/conv.cpp
-void register_pool_ops(OpRegistry& r);           // src/ops/pool.cpp
-void register_conv_backward_ops(OpRegistry& r);  // src/ops/conv_backward.cpp
-void register_pool_backward_ops(OpRegistry& r);  // src/ops/pool_backward.cpp
+void register_conv_ops(OpRegistry& r);                   // src/ops/conv.cpp
+void register_pool_ops(OpRegistry& r);                   // src/ops/pool.cpp
+void register_conv_backward_ops(OpRegistry& r);          // src/ops/conv_backward.cpp
+void register_pool_backward_ops(OpRegistry& r);          // src/ops/pool_backward.cpp
+void register_pool1d_ops(OpRegistry& r);                 // src/ops/pool1d.cpp
+void register_pool3d_ops(OpRegistry& r);                 // src/ops/pool3d.cpp
+void register_adaptive_max_pool_ops(OpRegistry& r);      // src/ops/adaptive_max_pool.cpp
+void register_pool_indices_backward_ops(OpRegistry& r);  // src/ops/pool_indices_backward.cpp
 
 namespace {
 
@@ -251,6 +255,10 @@ void register_linalg_ops(OpRegistry& r) {
   register_pool_ops(r);
   register_conv_backward_ops(r);
   register_pool_backward_ops(r);
+  register_pool1d_ops(r);
+  register_pool3d_ops(r);
+  register_adaptive_max_pool_ops(r);
+  register_pool_indices_backward_ops(r);
 }
 
 Tensor mm(const Tensor& self, const Tensor& mat2) {

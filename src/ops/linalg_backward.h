@@ -13,8 +13,8 @@
 
 namespace kiln {
 
-// The gradients of conv1d/conv2d (batched or not) with respect to input, weight and bias, for
-// the forward's stride, dilation and groups and its leading padding per spatial dim (see Note
+// The gradients of conv1d/conv2d/conv3d (batched or not) with respect to input, weight and bias,
+// for the forward's stride, dilation and groups and its leading padding per spatial dim (see Note
 // [Convolution backward padding] in src/ops/conv_backward.cpp). Outputs whose output_mask entry
 // is false are not computed and come back as empty [0] tensors.
 std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output,
@@ -22,6 +22,13 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
                                                         IntArrayRef stride, IntArrayRef padding,
                                                         IntArrayRef dilation, int64_t groups,
                                                         std::array<bool, 3> output_mask);
+// The gradients of conv_transpose1d/2d/3d with respect to input, weight and bias, for the
+// forward's arguments (Note [Transposed convolution as a convolution's gradient] in
+// src/ops/conv_transpose.cpp); output_mask as for convolution_backward.
+std::tuple<Tensor, Tensor, Tensor> conv_transpose_backward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight, IntArrayRef stride,
+    IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation,
+    std::array<bool, 3> output_mask);
 
 // The input gradient of max_pool2d: grad_output added at each window's argmax in `self` (the
 // forward's input), found again.

@@ -1,5 +1,5 @@
 // Helpers shared by the nn op files (nn_norm.cpp, nn_embedding.cpp, nn_attention.cpp,
-// nn_loss.cpp, nn_backward.cpp).
+// nn_loss.cpp, nn_backward.cpp, nn_upsample.cpp, nn_pixel_shuffle.cpp).
 #pragma once
 
 #include <array>
@@ -16,6 +16,8 @@ void register_nn_embedding_ops(OpRegistry& r);
 void register_nn_attention_ops(OpRegistry& r);
 void register_nn_loss_ops(OpRegistry& r);
 void register_nn_backward_ops(OpRegistry& r);
+void register_nn_upsample_ops(OpRegistry& r);
+void register_nn_pixel_shuffle_ops(OpRegistry& r);
 
 // Boxes an optional tensor argument: None when undefined.
 inline IValue opt_tensor(const Tensor& t) { return t.defined() ? IValue(t) : IValue(); }

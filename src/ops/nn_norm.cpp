@@ -1,7 +1,10 @@
 // Normalization ops: native_layer_norm / layer_norm, native_batch_norm / batch_norm,
-// native_group_norm / group_norm. The native_* ops return the saved statistics the backward
-// needs; the plain names are composites returning only the normalized tensor, as in PyTorch.
+// native_group_norm / group_norm, and instance_norm. The native_* ops return the saved statistics
+// the backward needs; the plain names are composites returning only the normalized tensor, as in
+// PyTorch.
+#include "kiln/autograd.h"
 #include "kiln/ops/nn.h"
+#include "kiln/ops/reduce.h"
 #include "src/ops/nn_common.h"
 
 namespace kiln {
@@ -150,6 +153,69 @@ void composite_group_norm(OpCall& call) {
   call.set_output(0, std::move(out[0].tensor()));
 }
 
+// ---- instance_norm ----
+
+// Note [Instance norm through batch norm]
+// Instance norm normalizes each (sample, channel) plane over its spatial values. Without running
+// statistics that is group_norm with one channel per group. With them it is PyTorch's
+// construction (ATen's instance_norm), so the running statistics follow PyTorch's exactly: the
+// input viewed as (1, N C, *) goes through batch_norm with the running statistics, weight and bias
+// repeated N times (so each plane is one batch-norm channel, and in training each copy gets
+// (1 - momentum) r + momentum s with s the plane's mean or unbiased variance); then each running
+// statistic becomes the mean of its N updated copies. That copy-back also runs in eval mode, as
+// in PyTorch. An empty batch (N = 0) leaves the running statistics as they are (PyTorch's mean of
+// no copies would make them NaN).
+// t (C) repeated n times: a new tensor (N C), not a view, since batch_norm updates it in place.
+Tensor repeated(const Tensor& t, SymInt n) { return t.defined() ? t.repeat(SymDimVector{n}) : t; }
+
+// instance_norm(input, running_mean?, running_var?, weight?, bias?, use_input_stats, momentum,
+// eps): the argument order of torch.nn.functional.instance_norm.
+void composite_instance_norm(OpCall& call) {
+  const Tensor& input = call.tensor(0);
+  const Tensor rm = call.optional_tensor(1), rv = call.optional_tensor(2);
+  const Tensor weight = call.optional_tensor(3), bias = call.optional_tensor(4);
+  const bool use_input_stats = call.bool_arg(5);
+  const double momentum = call.double_arg(6), eps = call.double_arg(7);
+  const SymIntArrayRef sizes = input.sym_sizes();
+  KILN_CHECK(is_floating(input.dtype()), DTypeError,
+             "{}: dtype {} is not supported (input of shape {}); use a floating input", call.name(),
+             dtype_name(input.dtype()), shape_str(sizes));
+  KILN_CHECK(input.dim() >= 2, ShapeError,
+             "{}: input must have shape (N, C, *) (at least 2 dims), got shape {}", call.name(),
+             shape_str(sizes));
+  const SymInt N = sizes[0], C = sizes[1];
+  const char* names[] = {"running_mean", "running_var", "weight", "bias"};
+  for (size_t i = 0; i < 4; ++i)
+    check_param(call.name(), names[i], call.optional_tensor(1 + i), SymIntArrayRef(&C, 1), sizes);
+  KILN_CHECK(use_input_stats || (rm.defined() && rv.defined()), ValueError,
+             "{}: use_input_stats=false normalizes with running_mean and running_var, which must "
+             "be given (input of shape {})",
+             call.name(), shape_str(sizes));
+  if (use_input_stats) {
+    KILN_CHECK(sym_prod(sizes.slice(2)) != 1, ValueError,
+               "{}: expected more than 1 spatial element per channel when using the input's "
+               "statistics, got input of shape {}; use a larger input or the running statistics",
+               call.name(), shape_str(sizes));
+  }
+  if (use_input_stats && !rm.defined() && !rv.defined() && !sizes_equal(C, 0)) {
+    // num_groups is an int: a symbolic channel count is specialized here.
+    call.set_output(0, group_norm(input, static_cast<int64_t>(C), weight, bias, eps));
+    return;
+  }
+  SymDimVector planes(sizes.begin(), sizes.end());
+  planes[0] = 1;
+  planes[1] = N * C;
+  const Tensor rm_n = repeated(rm, N), rv_n = repeated(rv, N);
+  const Tensor out = batch_norm(input.reshape(planes), rm_n, rv_n, repeated(weight, N),
+                                repeated(bias, N), use_input_stats, momentum, eps);
+  if (!sizes_equal(N, 0)) {
+    const NoGradGuard no_grad;  // a statistics update, not part of the result
+    if (rm.defined()) rm.copy_(rm_n.view(SymDimVector{N, C}).mean({0}));
+    if (rv.defined()) rv.copy_(rv_n.view(SymDimVector{N, C}).mean({0}));
+  }
+  call.set_output(0, out.view(sizes));
+}
+
 }  // namespace
 
 void register_nn_norm_ops(OpRegistry& r) {
@@ -193,6 +259,13 @@ void register_nn_norm_ops(OpRegistry& r) {
                    "Tensor? bias=None, float eps=1e-05) -> Tensor",
          .family = "nn",
          .composite = composite_group_norm,
+         .dtypes = dtypes::kFloating});
+  r.add({.name = "instance_norm",
+         .schema = "instance_norm(Tensor input, Tensor(a!)? running_mean=None, "
+                   "Tensor(b!)? running_var=None, Tensor? weight=None, Tensor? bias=None, "
+                   "bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor",
+         .family = "nn",
+         .composite = composite_instance_norm,
          .dtypes = dtypes::kFloating});
 }
 
@@ -242,6 +315,15 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
                   double eps) {
   static const OpId id = op_id("group_norm");
   return dispatch::call_tensor(id, input, num_groups, opt_tensor(weight), opt_tensor(bias), eps);
+}
+
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                     const Tensor& weight, const Tensor& bias, bool use_input_stats,
+                     double momentum, double eps) {
+  static const OpId id = op_id("instance_norm");
+  return dispatch::call_tensor(id, input, opt_tensor(running_mean), opt_tensor(running_var),
+                               opt_tensor(weight), opt_tensor(bias), use_input_stats, momentum,
+                               eps);
 }
 
 }  // namespace kiln

@@ -22,16 +22,6 @@ std::pair<int64_t, int64_t> pair_arg(std::string_view op, std::string_view what,
   return v.size() == 1 ? std::pair{v[0], v[0]} : std::pair{v[0], v[1]};
 }
 
-// PyTorch's pooling output size (the convolution rule, Note [Symbolic convolution output size],
-// plus ceil_mode): windows that start in the right padding are dropped in ceil_mode. `/` on
-// SymInt is floor division; with a symbolic input size only ceil_mode's adjustment guards.
-SymInt pooled_size(SymInt in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
-                   bool ceil_mode) {
-  SymInt out = (in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0)) / stride + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) out -= 1;
-  return out;
-}
-
 void check_pool_input(std::string_view op, const Tensor& self) {
   KILN_CHECK(self.dim() == 3 || self.dim() == 4, ShapeError,
              "{}: expected a 3-D [C, H, W] or 4-D [N, C, H, W] input, got shape {}", op,
@@ -43,6 +33,16 @@ void check_pool_input(std::string_view op, const Tensor& self) {
 }
 
 }  // namespace
+
+// PyTorch's pooling output size (the convolution rule, Note [Symbolic convolution output size],
+// plus ceil_mode): windows that start in the right padding are dropped in ceil_mode. `/` on
+// SymInt is floor division; with a symbolic input size only ceil_mode's adjustment guards.
+SymInt pooled_size(SymInt in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                   bool ceil_mode) {
+  SymInt out = (in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) out -= 1;
+  return out;
+}
 
 SymDimVector pooled_shape(const Tensor& self, SymInt oh, SymInt ow) {
   SymDimVector shape(self.sym_sizes().begin(), self.sym_sizes().end());

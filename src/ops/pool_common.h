@@ -24,6 +24,9 @@ struct PoolShape {
 PoolShape pool_window_shape(const OpCall& call, size_t self_arg, bool has_dilation, bool ceil_mode);
 // The same for adaptive pooling: argument `self_arg` is the input, the next one output_size.
 PoolShape adaptive_pool_shape(const OpCall& call, size_t self_arg);
+// The pooled size of one dim of size `in` (PyTorch's rule, ceil_mode included).
+SymInt pooled_size(SymInt in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                   bool ceil_mode);
 // self's shape with the last two dims replaced by (oh, ow).
 SymDimVector pooled_shape(const Tensor& self, SymInt oh, SymInt ow);
 

@@ -33,6 +33,13 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   return kiln::group_norm(input, num_groups, weight, bias, eps);
 }
 
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                     const Tensor& running_mean, const Tensor& running_var, bool use_input_stats,
+                     double momentum, double eps, bool /*cudnn_enabled*/) {
+  return kiln::instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                             momentum, eps);
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx,
                  bool scale_grad_by_freq, bool sparse) {
   KILN_CHECK(!scale_grad_by_freq && !sparse, NotImplementedError,

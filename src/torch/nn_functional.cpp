@@ -23,8 +23,10 @@ Tensor conv(const Tensor& input, const Tensor& weight, const ConvFuncOptions<D>&
   auto run = [&](const auto& padding) {
     if constexpr (D == 1) {
       return kiln::conv1d(input, weight, o.bias(), o.stride(), padding, o.dilation(), o.groups());
-    } else {
+    } else if constexpr (D == 2) {
       return kiln::conv2d(input, weight, o.bias(), o.stride(), padding, o.dilation(), o.groups());
+    } else {
+      return kiln::conv3d(input, weight, o.bias(), o.stride(), padding, o.dilation(), o.groups());
     }
   };
   if (sizes) return run(kiln::IntArrayRef(*sizes));
@@ -48,7 +50,7 @@ Tensor dropout_nd(const char* name, int64_t spatial_dims, const Tensor& input,
 
 }  // namespace
 
-// ---- convolution, linear, pooling ----
+// ---- convolution, linear (pooling: nn_pooling.cpp) ----
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options) {
   return conv<1>(input, weight, options);
@@ -58,33 +60,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions
   return conv<2>(input, weight, options);
 }
 
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options) {
+  return conv<3>(input, weight, options);
+}
+
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   return kiln::linear(input, weight, bias);
-}
-
-Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& o) {
-  return kiln::max_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
-                          o.ceil_mode());
-}
-
-std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input,
-                                                   const MaxPool2dFuncOptions& o) {
-  return kiln::max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(),
-                                       o.dilation(), o.ceil_mode());
-}
-
-Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& o) {
-  return kiln::avg_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
-                          o.count_include_pad(), o.divisor_override());
-}
-
-Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& o) {
-  const auto& size = o.output_size();
-  KILN_CHECK(input.defined() && input.dim() >= 2, ShapeError,
-             "adaptive_avg_pool2d: expected a 3-D or 4-D input, got {}",
-             input.defined() ? kiln::shape_str(input.sym_sizes()) : "an undefined Tensor");
-  return kiln::adaptive_avg_pool2d(
-      input, {size[0].value_or(input.size(-2)), size[1].value_or(input.size(-1))});
 }
 
 // ---- activations ----
@@ -142,6 +123,11 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& o) {
 
 Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& o) {
   return kiln::group_norm(input, o.num_groups(), o.weight(), o.bias(), o.eps());
+}
+
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o) {
+  return kiln::instance_norm(input, o.running_mean(), o.running_var(), o.weight(), o.bias(),
+                             o.use_input_stats(), o.momentum(), o.eps());
 }
 
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& o) {

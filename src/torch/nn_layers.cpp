@@ -5,7 +5,6 @@
 #include "kiln/error.h"
 #include "kiln/ops/linalg.h"
 #include "kiln/torch/nn_embedding.h"
-#include "kiln/torch/nn_pooling.h"
 #include "kiln/torch/nn_transformer.h"
 #include "src/core/shape.h"
 
@@ -26,10 +25,6 @@ const EmbeddingOptions& checked(const EmbeddingOptions& o) {
              o.max_norm() ? fmt::format("{}", *o.max_norm()) : "nullopt", o.scale_grad_by_freq(),
              o.sparse());
   return o;
-}
-
-kiln::nn::ExpandingArray<2> given_or_one(const ExpandingArrayWithOptionalElem<2>& size) {
-  return {size[0].value_or(1), size[1].value_or(1)};
 }
 
 kiln::nn::MultiheadAttentionOptions kiln_options(const MultiheadAttentionOptions& o) {
@@ -83,20 +78,6 @@ Embedding Embedding::from_pretrained(const Tensor& embeddings,
                           .sparse(options.sparse()));
   embedding->weight.requires_grad_(!options.freeze());
   return embedding;
-}
-
-AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& options)
-    : kiln::nn::AdaptiveAvgPool2d(given_or_one(options.output_size())), options(options) {}
-
-Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) {
-  const ExpandingArrayWithOptionalElem<2>& size = options.output_size();
-  if (size.all_given()) return kiln::nn::AdaptiveAvgPool2d::forward(input);
-  check_input_defined(input);
-  KILN_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError,
-             "AdaptiveAvgPool2d: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape {}",
-             kiln::shape_str(input.sym_sizes()));
-  return kiln::adaptive_avg_pool2d(
-      input, {size[0].value_or(input.size(-2)), size[1].value_or(input.size(-1))});
 }
 
 MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& options)

@@ -63,4 +63,18 @@ void AdagradOptions::write_to(kiln::optim::ParamGroup& group) const {
                    {"eps", eps_}};
 }
 
+void LBFGSOptions::write_to(kiln::optim::ParamGroup& group) const {
+  const kiln::optim::LBFGSOptions o = kiln_options();
+  KILN_CHECK(o.line_search_fn.empty() || o.line_search_fn == "strong_wolfe", ValueError,
+             "LBFGS: line_search_fn must be \"strong_wolfe\" or std::nullopt, got \"{}\"",
+             o.line_search_fn);
+  group.lr = lr_;
+  group.options = {{"max_iter", static_cast<double>(o.max_iter)},
+                   {"max_eval", static_cast<double>(o.max_eval)},
+                   {"tolerance_grad", o.tolerance_grad},
+                   {"tolerance_change", o.tolerance_change},
+                   {"history_size", static_cast<double>(o.history_size)},
+                   {"line_search_fn", o.line_search_fn.empty() ? 0.0 : 1.0}};
+}
+
 }  // namespace torch::optim

@@ -18,8 +18,7 @@
 #include <vector>
 
 struct TaggerImpl : torch::nn::Module {
-  TaggerImpl()
-      : lstm(torch::nn::LSTMOptions(256, 256).num_layers(2)), head(256, 16) {
+  TaggerImpl() : lstm(torch::nn::LSTMOptions(256, 256).num_layers(2)), head(256, 16) {
     register_module("lstm", lstm);
     register_module("head", head);
   }

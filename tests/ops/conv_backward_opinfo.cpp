@@ -1,7 +1,9 @@
 // OpInfo for convolution_backward. The reference walks every (sample, output channel, output
-// position, kernel tap) of the convolution in float64 and adds each product's partial
-// derivatives where they belong: grad_output * weight into grad_input, grad_output * input into
-// grad_weight, grad_output into grad_bias. No GEMM, no unrolling: independent of the kernel.
+// position, kernel tap) of the convolution in float64 (for_each_tap, conv_ref.h) and adds each
+// product's partial derivatives where they belong: grad_output * weight into grad_input,
+// grad_output * input into grad_weight, grad_output into grad_bias. No GEMM, no unrolling:
+// independent of the kernel.
+#include "tests/ops/conv_ref.h"
 #include "tests/ops/linalg_ref.h"
 
 namespace kiln::testing {
@@ -11,69 +13,36 @@ using Shape = std::vector<int64_t>;
 
 int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
 
-// A convolution's shape as the reference and the sample builder see it: 1-D convolutions have a
-// height of 1, unbatched inputs a batch of 1.
-struct ConvShape {
-  bool batched;
-  int spatial;
-  int64_t n, c_in, h, w, c_out, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw, groups;
-};
-
-ConvShape conv_shape(const Tensor& grad_output, const Tensor& input, const Tensor& weight,
-                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                     int64_t groups) {
-  ConvShape s{};
-  s.spatial = static_cast<int>(weight.dim()) - 2;
-  s.batched = input.dim() == s.spatial + 2;
-  s.n = s.batched ? int64_t{input.size(0)} : 1;
-  s.c_in = input.size(s.batched ? 1 : 0);
-  s.c_out = weight.size(0);
-  s.h = s.spatial == 2 ? int64_t{input.size(-2)} : 1, s.w = input.size(-1);
-  s.kh = s.spatial == 2 ? int64_t{weight.size(2)} : 1, s.kw = weight.size(-1);
-  s.oh = s.spatial == 2 ? int64_t{grad_output.size(-2)} : 1, s.ow = grad_output.size(-1);
-  s.sh = s.spatial == 2 ? at(stride, 0) : 1;
-  s.ph = s.spatial == 2 ? at(padding, 0) : 0;
-  s.dh = s.spatial == 2 ? at(dilation, 0) : 1;
-  s.sw = at(stride, s.spatial - 1), s.pw = at(padding, s.spatial - 1);
-  s.dw = at(dilation, s.spatial - 1);
-  s.groups = groups;
-  return s;
-}
-
 std::vector<Tensor> conv_backward_reference(const Stack& a) {
   const Tensor& grad_output = a[0].tensor();
   const Tensor& input = a[1].tensor();
   const Tensor& weight = a[2].tensor();
-  const ConvShape s = conv_shape(grad_output, input, weight, a[3].int_list(), a[4].int_list(),
-                                 a[5].int_list(), a[6].to_int());
+  const int spatial = static_cast<int>(weight.dim()) - 2;
+  const bool batched = input.dim() == spatial + 2;
+  ConvRef g;
+  g.n = batched ? int64_t{input.size(0)} : 1;
+  g.cx = input.size(batched ? 1 : 0), g.cy = weight.size(0), g.groups = a[6].to_int();
+  g.x = ref_sizes(input, spatial), g.y = ref_sizes(grad_output, spatial);
+  g.k = ref_sizes(weight, spatial);
+  g.stride = ref_dims(a[3].int_list(), spatial, 1);
+  g.pad = ref_dims(a[4].int_list(), spatial, 0);
+  g.dilation = ref_dims(a[5].int_list(), spatial, 1);
   const std::vector<double> dy = grad_output.to_vector<double>(), x = input.to_vector<double>(),
                             w = weight.to_vector<double>();
-  std::vector<double> gi(x.size(), 0.0), gw(w.size(), 0.0), gb(static_cast<size_t>(s.c_out), 0.0);
-  const int64_t cg = s.c_in / s.groups, og = s.c_out / s.groups;
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t o = 0; o < s.c_out; ++o)
-      for (int64_t oy = 0; oy < s.oh; ++oy)
-        for (int64_t ox = 0; ox < s.ow; ++ox) {
-          const double d = dy[static_cast<size_t>(((n * s.c_out + o) * s.oh + oy) * s.ow + ox)];
-          gb[static_cast<size_t>(o)] += d;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t i = 0; i < s.kh; ++i)
-              for (int64_t j = 0; j < s.kw; ++j) {
-                const int64_t iy = oy * s.sh - s.ph + i * s.dh, ix = ox * s.sw - s.pw + j * s.dw;
-                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
-                const size_t xi =
-                    static_cast<size_t>(((n * s.c_in + (o / og) * cg + c) * s.h + iy) * s.w + ix);
-                const size_t wi = static_cast<size_t>(((o * cg + c) * s.kh + i) * s.kw + j);
-                gi[xi] += d * w[wi];
-                gw[wi] += d * x[xi];
-              }
-        }
+  std::vector<double> gi(x.size(), 0.0), gw(w.size(), 0.0), gb(static_cast<size_t>(g.cy), 0.0);
+  const int64_t positions = g.y[0] * g.y[1] * g.y[2];
+  for (size_t i = 0; i < dy.size(); ++i)
+    gb[(i / static_cast<size_t>(positions)) % gb.size()] += dy[i];
+  for_each_tap(g, [&](size_t xi, size_t yi, size_t wi) {
+    gi[xi] += dy[yi] * w[wi];
+    gw[wi] += dy[yi] * x[xi];
+  });
   const ScalarType dt = input.dtype();
   auto out = [&](size_t mask_arg, const std::vector<double>& v, Shape shape) {
     if (!a[mask_arg].to_bool()) return zeros({0}, dt);
     return from_vector(v, shape).to(dt);
   };
-  return {out(7, gi, shape_of(input)), out(8, gw, shape_of(weight)), out(9, gb, {s.c_out})};
+  return {out(7, gi, shape_of(input)), out(8, gw, shape_of(weight)), out(9, gb, {g.cy})};
 }
 
 std::pair<double, double> tolerance(ScalarType dt) {
@@ -166,6 +135,20 @@ std::vector<SampleInput> samples(ScalarType dt, std::mt19937_64& rng) {
                      "3x5, padding (1, 2): rows as one block, per kernel row"));
   s.push_back(b.make({2, 3, 5, 8}, {4, 3, 1, 3}, {1}, {0, 1}, {1}, 1,
                      "1x3, padding (0, 1): rows as one block"));
+  s.push_back(b.make({2, 3, 4, 5, 4}, {4, 3, 3, 2, 3}, {1, 2, 1}, {1, 0, 1}, {1}, 1,
+                     "conv3d: stride (1, 2, 1), padding (1, 0, 1)"));
+  s.push_back(b.make({1, 4, 5, 4, 5}, {4, 2, 2, 2, 2}, {2}, {1}, {2, 1, 1}, 2,
+                     "conv3d: groups 2, stride 2, dilation (2, 1, 1), one sample"));
+  s.push_back(b.make({3, 3, 4, 4}, {2, 3, 2, 2, 2}, {1}, {0}, {1}, 1, "conv3d unbatched"));
+  s.push_back(b.make({2, 2, 3, 4, 5}, {3, 2, 3, 3, 2}, {1}, {1}, {1}, 1,
+                     "conv3d: one more trailing zero", {}, true));
+  s.push_back(b.make({2, 3, 3, 4, 4}, {2, 3, 1, 1, 1}, {1}, {0}, {1}, 1, "conv3d 1x1x1"));
+  s.push_back(b.make({5, 8, 3, 4, 4}, {6, 8, 2, 3, 3}, {1}, {1}, {1}, 1,
+                     "conv3d: 5 samples (threads accumulate grad_weight)"));
+  s.push_back(b.make({2, 24, 1, 5, 6}, {4, 24, 1, 3, 3}, {1}, {0, 1, 1}, {1}, 1,
+                     "conv3d depth 1 (planar, per kernel row)"));
+  s.push_back(b.make({2, 3, 3, 4, 4}, {4, 3, 2, 2, 2}, {1}, {1}, {1}, 1, "conv3d input only",
+                     {true, false, false}));
   s.push_back(b.make({0, 3, 6, 7}, {4, 3, 3, 3}, {1}, {0}, {1}, 1, "zero batch"));
   s.push_back(b.make({2, 0, 4, 4}, {3, 0, 2, 2}, {1}, {0}, {1}, 1, "zero input channels"));
   return s;
@@ -186,6 +169,9 @@ std::vector<SampleInput> grad_samples(std::mt19937_64& rng) {
       b.make({1, 2, 4, 4}, {2, 2, 2, 2}, {1}, {0}, {1}, 1, "bias only", {false, false, true}));
   s.push_back(
       b.make({1, 2, 4, 4}, {2, 2, 2, 2}, {1}, {1}, {1}, 1, "weight only", {false, true, false}));
+  s.push_back(b.make({1, 1, 3, 3, 3}, {2, 1, 2, 2, 2}, {1}, {0}, {1}, 1, "conv3d 2x2x2"));
+  s.push_back(b.make({1, 2, 2, 3, 3}, {2, 1, 1, 2, 2}, {1, 2, 1}, {1, 0, 1}, {1}, 2,
+                     "conv3d: groups 2, stride (1, 2, 1), padding (1, 0, 1)"));
   return s;
 }
 

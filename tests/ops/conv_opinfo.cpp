@@ -1,5 +1,6 @@
-// OpInfos for conv1d, conv2d and their padding-string overloads. The reference is a direct
-// convolution (seven nested loops) in float64.
+// OpInfos for conv1d, conv2d, conv3d and their padding-string overloads. The reference is a
+// direct convolution in float64 (for_each_tap, tests/ops/conv_ref.h).
+#include "tests/ops/conv_ref.h"
 #include "tests/ops/linalg_ref.h"
 
 namespace kiln::testing {
@@ -13,64 +14,37 @@ std::pair<double, double> conv_tolerance(ScalarType dt) {
   return default_tolerance(dt);
 }
 
-int64_t at(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
-
-// Direct convolution; 1-D convolutions run with a height of 1.
+// Direct convolution (for_each_tap in conv_ref.h), for 1-, 2- and 3-D.
 Tensor conv_reference(const Stack& a) {
   const Tensor& input = a[0].tensor();
   const Tensor& weight = a[1].tensor();
   const int spatial = static_cast<int>(weight.dim()) - 2;
   const bool batched = input.dim() == spatial + 2;
-  const int64_t groups = a[6].to_int();
-  const std::vector<double> x = input.to_vector<double>(), w = weight.to_vector<double>();
-  std::vector<double> bias;
-  if (!a[2].is_none()) bias = a[2].tensor().to_vector<double>();
-  const int64_t n_batch = batched ? int64_t{input.size(0)} : 1;
-  const int64_t c_in = input.size(batched ? 1 : 0), c_out = weight.size(0);
-  const int64_t h = spatial == 2 ? int64_t{input.size(-2)} : 1, wd = input.size(-1);
-  const int64_t kh = spatial == 2 ? int64_t{weight.size(2)} : 1, kw = weight.size(-1);
-  int64_t sh = 1, sw = 1, dh = 1, dw = 1, ph = 0, pw = 0, pwa = 0, pha = 0;
-  IntArrayRef st = a[3].int_list(), dl = a[5].int_list();
-  sw = at(st, spatial - 1);
-  dw = at(dl, spatial - 1);
-  if (spatial == 2) sh = at(st, 0), dh = at(dl, 0);
+  ConvRef g;
+  g.groups = a[6].to_int();
+  g.n = batched ? int64_t{input.size(0)} : 1;
+  g.cx = input.size(batched ? 1 : 0), g.cy = weight.size(0);
+  g.x = ref_sizes(input, spatial), g.k = ref_sizes(weight, spatial);
+  g.stride = ref_dims(a[3].int_list(), spatial, 1);
+  g.dilation = ref_dims(a[5].int_list(), spatial, 1);
+  std::array<int64_t, 3> pad_after{0, 0, 0};
   if (a[4].is_string()) {
-    if (a[4].string() == "same") {
-      ph = dh * (kh - 1) / 2, pha = dh * (kh - 1) - ph;
-      pw = dw * (kw - 1) / 2, pwa = dw * (kw - 1) - pw;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t total = a[4].string() == "same" ? g.dilation[i] * (g.k[i] - 1) : 0;
+      g.pad[i] = total / 2, pad_after[i] = total - g.pad[i];
     }
   } else {
-    IntArrayRef pd = a[4].int_list();
-    pw = pwa = at(pd, spatial - 1);
-    if (spatial == 2) ph = pha = at(pd, 0);
+    g.pad = pad_after = ref_dims(a[4].int_list(), spatial, 0);
   }
-  const int64_t oh = (h + ph + pha - dh * (kh - 1) - 1) / sh + 1;
-  const int64_t ow = (wd + pw + pwa - dw * (kw - 1) - 1) / sw + 1;
-  const int64_t cg = c_in / groups, og = c_out / groups;
-  std::vector<double> out(static_cast<size_t>(n_batch * c_out * oh * ow));
-  for (int64_t n = 0; n < n_batch; ++n)
-    for (int64_t o = 0; o < c_out; ++o)
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t xo = 0; xo < ow; ++xo) {
-          double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(o)];
-          const int64_t grp = o / og;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                const int64_t iy = y * sh - ph + i * dh, ix = xo * sw - pw + j * dw;
-                if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
-                const int64_t ci = grp * cg + c;
-                acc += x[static_cast<size_t>(((n * c_in + ci) * h + iy) * wd + ix)] *
-                       w[static_cast<size_t>(((o * cg + c) * kh + i) * kw + j)];
-              }
-          out[static_cast<size_t>(((n * c_out + o) * oh + y) * ow + xo)] = acc;
-        }
-  Shape shape;
-  if (batched) shape.push_back(n_batch);
-  shape.push_back(c_out);
-  if (spatial == 2) shape.push_back(oh);
-  shape.push_back(ow);
-  return from_vector(out, shape).to(input.dtype());
+  for (int i = 0; i < 3; ++i)
+    g.y[i] =
+        (g.x[i] + g.pad[i] + pad_after[i] - g.dilation[i] * (g.k[i] - 1) - 1) / g.stride[i] + 1;
+  const std::vector<double> x = input.to_vector<double>(), w = weight.to_vector<double>();
+  const int64_t positions = g.y[0] * g.y[1] * g.y[2];
+  std::vector<double> out(static_cast<size_t>(g.n * g.cy * positions), 0.0);
+  if (!a[2].is_none()) add_bias_ref(out, a[2].tensor().to_vector<double>(), g.n, g.cy, positions);
+  for_each_tap(g, [&](size_t xi, size_t yi, size_t wi) { out[yi] += x[xi] * w[wi]; });
+  return from_vector(out, conv_shape_ref(batched, g.n, g.cy, g.y, spatial)).to(input.dtype());
 }
 
 Tensor mk(Shape s, ScalarType dt, std::mt19937_64& rng, Layout layout = Layout::Contiguous) {
@@ -146,12 +120,58 @@ std::vector<SampleInput> conv1d_samples(ScalarType dt, std::mt19937_64& rng) {
   return s;
 }
 
+std::vector<SampleInput> conv3d_samples(ScalarType dt, std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(mk({2, 3, 4, 5, 5}, dt, rng), mk({4, 3, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1},
+      1, "3x3x3, bias");
+  add(mk({2, 2, 5, 6, 5}, dt, rng), mk({3, 2, 2, 3, 2}, dt, rng), IValue(), {2, 1, 2}, {1, 0, 1},
+      {1}, 1, "stride (2, 1, 2), padding (1, 0, 1), no bias");
+  add(mk({1, 4, 5, 5, 6}, dt, rng), mk({4, 2, 2, 2, 3}, dt, rng), mk({4}, dt, rng), {1}, {1},
+      {2, 1, 2}, 2, "groups 2, dilation (2, 1, 2)");
+  add(mk({2, 3, 3, 4, 4}, dt, rng), mk({2, 3, 1, 1, 1}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1},
+      1, "1x1x1 (no unrolling)");
+  add(mk({2, 2, 3, 4, 4}, dt, rng), mk({3, 2, 1, 3, 3}, dt, rng), IValue(), {1}, {0, 1, 1}, {1}, 1,
+      "kernel depth 1 over depth 3");
+  add(mk({1, 2, 2, 3, 3}, dt, rng), mk({2, 2, 2, 2, 2}, dt, rng), mk({2}, dt, rng), {1}, {2, 1, 1},
+      {1}, 1, "depth padding 2: output depths no tap reaches");
+  add(mk({3, 4, 4, 5}, dt, rng), mk({2, 3, 2, 2, 2}, dt, rng), mk({2}, dt, rng), {1}, {0}, {1}, 1,
+      "unbatched");
+  add(mk({2, 3, 3, 5, 4}, dt, rng).transpose(3, 4),
+      mk({4, 3, 2, 2, 2}, dt, rng, Layout::NonContiguous), IValue(), {1}, {1}, {1}, 1,
+      "non-contiguous input and weight");
+  // A depth of 1 everywhere is a 2-D convolution: the planar kernels, per kernel row at 24
+  // channels (Note [Convolution by kernel rows]).
+  add(mk({2, 3, 1, 5, 5}, dt, rng), mk({4, 3, 1, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0, 1, 1},
+      {1}, 1, "depth 1 (planar)");
+  add(mk({2, 24, 1, 6, 7}, dt, rng), mk({5, 24, 1, 3, 3}, dt, rng), IValue(), {1}, {0, 1, 1}, {1},
+      1, "depth 1, 24 channels (planar, per kernel row)");
+  add(mk({2, 24, 3, 4, 4}, dt, rng), mk({4, 24, 2, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1},
+      1, "24 channels, 2x3x3");
+  add(mk({2, 1, 4, 5, 6}, dt, rng), mk({5, 1, 2, 2, 2}, dt, rng), mk({5}, dt, rng), {1}, {0}, {1},
+      1, "one channel, 2x2x2: depth 8 (shallow product)");
+  add(mk({1, 2, 1, 1, 1}, dt, rng), mk({3, 2, 1, 1, 1}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1},
+      1, "sizes 1");
+  add(mk({0, 3, 4, 4, 4}, dt, rng), mk({4, 3, 3, 3, 3}, dt, rng), mk({4}, dt, rng), {1}, {0}, {1},
+      1, "zero batch");
+  add(mk({2, 0, 3, 3, 3}, dt, rng), mk({3, 0, 2, 2, 2}, dt, rng), mk({3}, dt, rng), {1}, {0}, {1},
+      1, "zero input channels: bias only");
+  return s;
+}
+
 // The padding-string overloads: "same" (odd and even kernels, dilation) and "valid".
 std::vector<SampleInput> padding_samples(ScalarType dt, std::mt19937_64& rng, int spatial) {
   std::vector<SampleInput> s;
-  const Shape x = spatial == 2 ? Shape{2, 3, 6, 7} : Shape{2, 3, 9};
+  const Shape x = spatial == 3   ? Shape{2, 3, 4, 4, 5}
+                  : spatial == 2 ? Shape{2, 3, 6, 7}
+                                 : Shape{2, 3, 9};
   for (int64_t k : {3, 4}) {
-    Shape w = spatial == 2 ? Shape{4, 3, k, k - 1} : Shape{4, 3, k};
+    Shape w = spatial == 3   ? Shape{4, 3, k, k - 1, 2}
+              : spatial == 2 ? Shape{4, 3, k, k - 1}
+                             : Shape{4, 3, k};
     s.push_back({{mk(x, dt, rng), mk(w, dt, rng), mk({4}, dt, rng), ints({1}), "same", ints({1}),
                   int64_t{1}},
                  "same, kernel " + std::to_string(k)});
@@ -222,7 +242,12 @@ std::vector<SampleInput> padding_grad_samples(std::mt19937_64& rng, int spatial)
                   mode, ints(dl), int64_t{1}},
                  d});
   };
-  if (spatial == 2) {
+  if (spatial == 3) {
+    add({1, 1, 3, 3, 3}, {2, 1, 2, 3, 2}, true, {1}, "same", {1}, "same, kernel 2x3x2");
+    add({1, 1, 3, 3, 4}, {2, 1, 2, 2, 2}, false, {1}, "same", {1, 1, 2},
+        "same, kernel 2x2x2, dilation (1, 1, 2)");
+    add({1, 2, 2, 3, 3}, {2, 2, 2, 2, 2}, false, {2}, "valid", {1}, "valid, stride 2");
+  } else if (spatial == 2) {
     add({1, 2, 4, 5}, {2, 2, 3, 2}, true, {1}, "same", {1}, "same, kernel 3x2");
     add({1, 1, 5, 5}, {2, 1, 2, 2}, false, {1}, "same", {1, 3},
         "same, kernel 2x2, dilation (1, 3)");
@@ -235,6 +260,47 @@ std::vector<SampleInput> padding_grad_samples(std::mt19937_64& rng, int spatial)
     add({2, 2, 7}, {2, 2, 3}, true, {2}, "valid", {1}, "valid, stride 2");
   }
   return s;
+}
+
+// At most 80 elements in input, weight and bias.
+std::vector<SampleInput> conv3d_grad_samples(std::mt19937_64& rng) {
+  std::vector<SampleInput> s;
+  auto add = [&](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g,
+                 std::string d) {
+    s.push_back({{x, w, b, ints(st), ints(pd), ints(dl), g}, d});
+  };
+  add(g64({1, 1, 3, 3, 3}, rng), g64({2, 1, 2, 2, 2}, rng), g64({2}, rng), {1}, {0}, {1}, 1,
+      "2x2x2, bias");
+  add(g64({1, 2, 2, 3, 3}, rng), g64({2, 1, 2, 2, 2}, rng), g64({2}, rng), {1, 2, 1}, {1, 0, 1},
+      {1}, 2, "groups 2, stride (1, 2, 1), padding (1, 0, 1)");
+  add(g64({1, 3, 3, 3}, rng), g64({2, 1, 2, 2, 2}, rng), IValue(), {1}, {0}, {1, 1, 2}, 1,
+      "unbatched, dilation (1, 1, 2)");
+  add(g64({2, 1, 2, 3, 3}, rng), g64({3, 1, 1, 2, 2}, rng), g64({3}, rng), {1}, {0}, {1}, 1,
+      "two samples, kernel depth 1");
+  add(g64({1, 1, 3, 4, 3}, rng).transpose(3, 4), g64({1, 1, 2, 2, 2}, rng, Layout::NonContiguous),
+      IValue(), {1}, {1}, {1}, 1, "non-contiguous input and weight");
+  return s;
+}
+
+std::vector<ErrorCase> conv3d_errors() {
+  const Tensor x = zeros({1, 4, 4, 5, 5}), w = zeros({6, 2, 3, 3, 3});
+  auto c = [](Tensor x, Tensor w, IValue b, Shape st, Shape pd, Shape dl, int64_t g) {
+    return Stack{x, w, b, ints(st), ints(pd), ints(dl), g};
+  };
+  return {
+      {c(x, w, IValue(), {1}, {0}, {1}, 1), ErrorKind::Shape, "channels 4 vs 2 * groups 1"},
+      {c(x, zeros({6, 2, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "4-D weight"},
+      {c(zeros({4, 5, 5}), w, IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape, "3-D input"},
+      {c(x, zeros({6, 2, 5, 3, 3}), IValue(), {1}, {0}, {1}, 2), ErrorKind::Shape,
+       "kernel depth 5 > input depth 4"},
+      {c(x, w, IValue(), {1, 0, 1}, {0}, {1}, 2), ErrorKind::Value, "stride 0 in H"},
+      {c(x, w, IValue(), {1, 1}, {0}, {1}, 2), ErrorKind::Value, "two strides for three dims"},
+      {c(x, w, IValue(), {1}, {0, 0, -1}, {1}, 2), ErrorKind::Value, "negative padding"},
+      {c(x, w, zeros({5}), {1}, {0}, {1}, 2), ErrorKind::Shape, "bias size"},
+      {c(zeros({1, 4, 4, 5, 5}, kInt32), zeros({6, 2, 3, 3, 3}, kInt32), IValue(), {1}, {0}, {1},
+         2),
+       ErrorKind::DType, "int32"},
+  };
 }
 
 std::vector<ErrorCase> conv2d_errors() {
@@ -294,6 +360,29 @@ const bool registered = [] {
            },
        .tolerance = conv_tolerance,
        .grad_samples = conv1d_grad_samples});
+  register_op_info({.name = "conv3d",
+                    .samples = conv3d_samples,
+                    .reference = ref,
+                    .error_cases = conv3d_errors,
+                    .tolerance = conv_tolerance,
+                    .grad_samples = conv3d_grad_samples});
+  register_op_info(
+      {.name = "conv3d.padding",
+       .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 3); },
+       .reference = ref,
+       .error_cases =
+           [] {
+             const Tensor x = zeros({1, 4, 3, 5, 5}), w = zeros({6, 4, 3, 3, 3});
+             return std::vector<ErrorCase>{
+                 {{x, w, IValue(), ints({1, 1, 2}), "same", ints({1}), int64_t{1}},
+                  ErrorKind::Value,
+                  "same with stride 2 in W"},
+                 {{x, zeros({6, 4, 4, 3, 3}), IValue(), ints({1}), "valid", ints({1}), int64_t{1}},
+                  ErrorKind::Shape,
+                  "valid, kernel depth 4 > input depth 3"}};
+           },
+       .tolerance = conv_tolerance,
+       .grad_samples = [](std::mt19937_64& rng) { return padding_grad_samples(rng, 3); }});
   register_op_info(
       {.name = "conv2d.padding",
        .samples = [](ScalarType dt, std::mt19937_64& rng) { return padding_samples(dt, rng, 2); },

@@ -1,4 +1,5 @@
-// Conv1d and Conv2d, as torch.nn.Conv1d / torch.nn.Conv2d:
+// Conv1d, Conv2d and Conv3d, as torch.nn.Conv1d / Conv2d / Conv3d (transposed convolutions:
+// kiln/nn/conv_transpose.h):
 //
 //   nn::Conv2d conv(3, 16, 3, {.padding = 1});                 // 3x3, stride 1, "same" size
 //   nn::Conv2d down(16, 32, {3, 3}, {.stride = 2, .padding = "valid", .bias = false});
@@ -71,5 +72,6 @@ class ConvNd : public Module {
 
 using Conv1d = ConvNd<1>;
 using Conv2d = ConvNd<2>;
+using Conv3d = ConvNd<3>;
 
 }  // namespace kiln::nn

@@ -3,7 +3,10 @@
 // the rest are compositions of ops defined here, differentiable through the ops they call.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/ops/linalg.h"
 #include "kiln/ops/nn.h"
@@ -15,24 +18,43 @@
 
 namespace kiln::nn::functional {
 
+using kiln::adaptive_avg_pool1d;
 using kiln::adaptive_avg_pool2d;
+using kiln::adaptive_avg_pool3d;
+using kiln::adaptive_max_pool1d;
+using kiln::adaptive_max_pool2d;
+using kiln::adaptive_max_pool3d;
+using kiln::avg_pool1d;
 using kiln::avg_pool2d;
+using kiln::avg_pool3d;
 using kiln::batch_norm;
 using kiln::binary_cross_entropy_with_logits;
 using kiln::conv1d;
 using kiln::conv2d;
+using kiln::conv3d;
+using kiln::conv_transpose1d;
+using kiln::conv_transpose2d;
+using kiln::conv_transpose3d;
 using kiln::cross_entropy;
 using kiln::dropout;
 using kiln::embedding;
 using kiln::gelu;
 using kiln::group_norm;
+using kiln::instance_norm;
 using kiln::layer_norm;
 using kiln::linear;
 using kiln::log_softmax;
+using kiln::max_pool1d;
+using kiln::max_pool1d_with_indices;
 using kiln::max_pool2d;
+using kiln::max_pool2d_with_indices;
+using kiln::max_pool3d;
+using kiln::max_pool3d_with_indices;
 using kiln::mse_loss;
 using kiln::nll_loss;
 using kiln::pad;
+using kiln::pixel_shuffle;
+using kiln::pixel_unshuffle;
 using kiln::relu;
 using kiln::scaled_dot_product_attention;
 using kiln::sigmoid;
@@ -69,5 +91,26 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 // by input.size(0)).
 Tensor kl_div(const Tensor& input, const Tensor& target, std::string_view reduction = "mean",
               bool log_target = false);
+
+// ---- upsampling (src/nn/interpolate.cpp) ----
+
+struct InterpolateOptions {
+  // Exactly one of size and scale_factor: one value for every spatial dim or one per dim. A
+  // scale factor gives the output size floor(in * scale_factor).
+  std::vector<int64_t> size;
+  std::vector<double> scale_factor;
+  // "nearest", "nearest-exact", "linear" (3-D input), "bilinear" or "bicubic" (4-D),
+  // "trilinear" (5-D), or "area" (adaptive average pooling).
+  std::string mode = "nearest";
+  // Interpolating modes only (false when unset); ValueError for the others, as PyTorch.
+  std::optional<bool> align_corners;
+  // true: the coordinates use in / out of the computed output size instead of 1 / scale_factor.
+  // Not with an explicit size.
+  std::optional<bool> recompute_scale_factor;
+};
+
+// Resizes the spatial dims of (N, C, *spatial) as torch.nn.functional.interpolate, through the
+// upsample_* ops of kiln/ops/nn.h: F::interpolate(x, {.scale_factor = {2}, .mode = "bilinear"}).
+Tensor interpolate(const Tensor& input, const InterpolateOptions& options);
 
 }  // namespace kiln::nn::functional

@@ -1,12 +1,14 @@
-// Matrix products, convolutions and pooling, as in LibTorch (torch::matmul, torch::conv2d,
-// torch::max_pool2d, ...). All take float16, bfloat16, float32 and float64; the matrix products
-// also take every integer dtype (modular arithmetic) and max pooling every integer dtype.
-// Matrix products reject bool (as PyTorch's CPU mm does) and mixed dtypes (DTypeError).
+// Matrix products and convolutions, as in LibTorch (torch::matmul, torch::conv2d, ...), and the
+// pooling ops (kiln/ops/pooling.h, included). All take float16, bfloat16, float32 and float64;
+// the matrix products also take every integer dtype (modular arithmetic) and max pooling every
+// integer dtype. Matrix products reject bool (as PyTorch's CPU mm does) and mixed dtypes
+// (DTypeError).
 #pragma once
 
 #include <optional>
 #include <utility>
 
+#include "kiln/ops/pooling.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -30,8 +32,8 @@ Tensor matmul(const Tensor& self, const Tensor& other);
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
 
 // ---- convolution ----
-// Input [N, C_in, L] (conv1d) or [N, C_in, H, W] (conv2d), or the same without N (unbatched).
-// Weight [C_out, C_in / groups, kL] or [C_out, C_in / groups, kH, kW]; bias [C_out] or
+// Input [N, C_in, L] (conv1d), [N, C_in, H, W] (conv2d) or [N, C_in, D, H, W] (conv3d), or the
+// same without N (unbatched). Weight [C_out, C_in / groups, *kernel]; bias [C_out] or
 // undefined. One-element stride/padding/dilation lists apply to every spatial dim.
 
 // padding = Same: output as large as the input (zeros added, the odd one at the end; stride
@@ -48,23 +50,28 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
               int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               ConvPadding padding, IntArrayRef dilation = 1, int64_t groups = 1);
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              IntArrayRef stride = 1, IntArrayRef padding = 0, IntArrayRef dilation = 1,
+              int64_t groups = 1);
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+              ConvPadding padding, IntArrayRef dilation = 1, int64_t groups = 1);
 
-// ---- pooling ----
-// Input [N, C, H, W] or [C, H, W]. An empty stride means stride = kernel_size. Padding is at
-// most half the kernel. ceil_mode rounds the output size up (a window must still start inside
-// the input or its left padding).
-
-Tensor max_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {},
-                  IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
-// (values, indices): indices (int64) are flat positions h * W + w within each input plane.
-std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size,
-                                                  IntArrayRef stride = {}, IntArrayRef padding = 0,
-                                                  IntArrayRef dilation = 1, bool ceil_mode = false);
-// count_include_pad: zeros of the padding count in the divisor; divisor_override replaces it.
-Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride = {},
-                  IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
-                  std::optional<int64_t> divisor_override = std::nullopt);
-// Output [.., oH, oW]: window i spans [floor(i * H / oH), ceil((i + 1) * H / oH)).
-Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size);
+// Transposed convolutions ("deconvolutions"), ATen's argument order. Input [N, C_in, *spatial]
+// or [C_in, *spatial]; weight [C_in, C_out / groups, *kernel]; bias [C_out] or undefined. Each
+// spatial size becomes (in - 1) * stride - 2 * padding + dilation * (kernel - 1) +
+// output_padding + 1; output_padding must be smaller than the stride or the dilation. The
+// input gradient of the convolution with the same arguments.
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        IntArrayRef stride = 1, IntArrayRef padding = 0,
+                        IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        IntArrayRef stride = 1, IntArrayRef padding = 0,
+                        IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        IntArrayRef stride = 1, IntArrayRef padding = 0,
+                        IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
 
 }  // namespace kiln

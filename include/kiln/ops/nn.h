@@ -1,6 +1,7 @@
-// Neural-network ops, as torch.nn.functional: normalizations, embedding, attention and losses.
-// Optional tensors are passed as an undefined Tensor (`{}`). Floating inputs only (float16,
-// bfloat16, float32, float64); reduced floats compute in float.
+// Neural-network ops, as torch.nn.functional: normalizations, upsampling, pixel shuffle, embedding,
+// attention and losses.
+// Optional tensors are passed as an undefined Tensor (`{}`). Floating inputs (float16,
+// bfloat16, float32, float64) unless said otherwise; reduced floats compute in float.
 #pragma once
 
 #include <optional>
@@ -45,6 +46,61 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight 
 std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input, const Tensor& weight,
                                                      const Tensor& bias, int64_t num_groups,
                                                      double eps);
+
+// input (N, C, *) (at least 2 dims): each (sample, channel) plane normalized over its spatial
+// values, weight and bias per channel (C). With use_input_stats (the default) the input's
+// statistics are used and, when given, running_mean/running_var are updated in place (each
+// becomes the mean over the batch of (1 - momentum) r + momentum stat, the variance unbiased);
+// without, the running statistics normalize and must be given. As
+// torch.nn.functional.instance_norm (Note [Instance norm through batch norm]).
+Tensor instance_norm(const Tensor& input, const Tensor& running_mean = {},
+                     const Tensor& running_var = {}, const Tensor& weight = {},
+                     const Tensor& bias = {}, bool use_input_stats = true, double momentum = 0.1,
+                     double eps = 1e-5);
+
+// ---- upsampling (ATen's ops; kiln::nn::functional::interpolate picks one) ----
+// input (N, C, *spatial) with 1, 2 or 3 spatial dims (only N may be 0); output_size one positive
+// size per spatial dim. A scale is the scale_factor that gave output_size: when given (> 0), the
+// source coordinates use 1 / scale instead of in / out, as PyTorch does. The coordinate rules are
+// Note [Upsampling coordinates] in src/ops/nn_upsample.cpp. Nearest modes take floating or uint8
+// inputs, the interpolating ones floating inputs.
+
+Tensor upsample_nearest1d(const Tensor& input, SymIntArrayRef output_size,
+                          std::optional<double> scales = std::nullopt);
+Tensor upsample_nearest2d(const Tensor& input, SymIntArrayRef output_size,
+                          std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt);
+Tensor upsample_nearest3d(const Tensor& input, SymIntArrayRef output_size,
+                          std::optional<double> scales_d = std::nullopt,
+                          std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt);
+// Mode "nearest-exact": the input position nearest to the output pixel's center.
+Tensor _upsample_nearest_exact1d(const Tensor& input, SymIntArrayRef output_size,
+                                 std::optional<double> scales = std::nullopt);
+Tensor _upsample_nearest_exact2d(const Tensor& input, SymIntArrayRef output_size,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
+Tensor _upsample_nearest_exact3d(const Tensor& input, SymIntArrayRef output_size,
+                                 std::optional<double> scales_d = std::nullopt,
+                                 std::optional<double> scales_h = std::nullopt,
+                                 std::optional<double> scales_w = std::nullopt);
+Tensor upsample_linear1d(const Tensor& input, SymIntArrayRef output_size, bool align_corners,
+                         std::optional<double> scales = std::nullopt);
+Tensor upsample_bilinear2d(const Tensor& input, SymIntArrayRef output_size, bool align_corners,
+                           std::optional<double> scales_h = std::nullopt,
+                           std::optional<double> scales_w = std::nullopt);
+Tensor upsample_bicubic2d(const Tensor& input, SymIntArrayRef output_size, bool align_corners,
+                          std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt);
+Tensor upsample_trilinear3d(const Tensor& input, SymIntArrayRef output_size, bool align_corners,
+                            std::optional<double> scales_d = std::nullopt,
+                            std::optional<double> scales_h = std::nullopt,
+                            std::optional<double> scales_w = std::nullopt);
+
+// (*, C r^2, H, W) -> (*, C, H r, W r); ShapeError unless C is divisible by r^2.
+Tensor pixel_shuffle(const Tensor& input, int64_t upscale_factor);
+// (*, C, H r, W r) -> (*, C r^2, H, W); ShapeError unless H and W are divisible by r.
+Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
 
 // ---- embedding ----
 

@@ -124,5 +124,6 @@ class Optimizer {
 #include "kiln/optim/adagrad.h"
 #include "kiln/optim/adam.h"
 #include "kiln/optim/adamw.h"
+#include "kiln/optim/lbfgs.h"
 #include "kiln/optim/rmsprop.h"
 #include "kiln/optim/sgd.h"

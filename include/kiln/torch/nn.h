@@ -36,4 +36,5 @@
 #include "kiln/torch/nn_rnn.h"
 #include "kiln/torch/nn_sequential.h"
 #include "kiln/torch/nn_transformer.h"
+#include "kiln/torch/nn_upsampling.h"
 #include "kiln/torch/types.h"

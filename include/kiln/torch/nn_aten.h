@@ -32,15 +32,42 @@ using kiln::tanh;
 Tensor leaky_relu(const Tensor& input, const Scalar& negative_slope = 0.01);
 
 // ---- linear, convolution, pooling ----
+using kiln::adaptive_avg_pool1d;
 using kiln::adaptive_avg_pool2d;
+using kiln::adaptive_avg_pool3d;
+using kiln::avg_pool1d;
 using kiln::avg_pool2d;
+using kiln::avg_pool3d;
 using kiln::conv1d;
 using kiln::conv2d;
+using kiln::conv3d;
 using kiln::linear;
-// (an int kernel works: torch::max_pool2d(x, 2)). max_pool2d_with_indices returns a std::pair
-// (ATen: a std::tuple); std::get, std::tie and structured bindings read either.
+// (an int kernel works: torch::max_pool2d(x, 2)). The _with_indices pools and the adaptive max
+// pools return a std::pair (ATen: a std::tuple); std::get, std::tie and structured bindings read
+// either.
+using kiln::adaptive_max_pool1d;
+using kiln::adaptive_max_pool2d;
+using kiln::adaptive_max_pool3d;
+using kiln::max_pool1d;
+using kiln::max_pool1d_with_indices;
 using kiln::max_pool2d;
 using kiln::max_pool2d_with_indices;
+using kiln::max_pool3d;
+using kiln::max_pool3d_with_indices;
+
+// ---- upsampling and pixel shuffle (ATen's signatures; F::interpolate picks one) ----
+using kiln::_upsample_nearest_exact1d;
+using kiln::_upsample_nearest_exact2d;
+using kiln::_upsample_nearest_exact3d;
+using kiln::pixel_shuffle;
+using kiln::pixel_unshuffle;
+using kiln::upsample_bicubic2d;
+using kiln::upsample_bilinear2d;
+using kiln::upsample_linear1d;
+using kiln::upsample_nearest1d;
+using kiln::upsample_nearest2d;
+using kiln::upsample_nearest3d;
+using kiln::upsample_trilinear3d;
 
 // ---- dropout ----
 // torch::dropout(x, p, train).
@@ -56,6 +83,9 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
                   const Tensor& bias = {}, double eps = 1e-5, bool cudnn_enable = true);
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, bool cudnn_enabled = true);
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                     const Tensor& running_mean, const Tensor& running_var, bool use_input_stats,
+                     double momentum, double eps, bool cudnn_enabled);
 // padding_idx -1: none (ATen's convention; Kiln's negative padding_idx counts from the end).
 // scale_grad_by_freq and sparse raise NotImplementedError.
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,

@@ -1,9 +1,8 @@
-// torch::nn::Conv1d and Conv2d over Kiln's ConvNd (kiln/nn/conv.h), with LibTorch's options:
+// torch::nn::Conv1d, Conv2d and Conv3d over Kiln's ConvNd (kiln/nn/conv.h), with LibTorch's
+// options:
 //
 //   torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 16, 3).stride(2).padding(1).bias(false));
 //   torch::nn::Conv2d same(torch::nn::Conv2dOptions(3, 16, 3).padding(torch::kSame));
-//
-// Kiln has no 3-d convolution, so there is no Conv3d.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +65,7 @@ struct ConvOptions {
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
 
 namespace detail {
 
@@ -80,7 +80,7 @@ kiln::nn::ConvOptions<D> kiln_conv_options(const ConvOptions<D>& o) {
           .padding_mode = enumtype::kiln_name(o.padding_mode())};
 }
 
-// The shared body of Conv1dImpl and Conv2dImpl.
+// The shared body of Conv1dImpl, Conv2dImpl and Conv3dImpl.
 template <size_t D>
 class ConvImpl : public kiln::nn::ConvNd<D> {
  public:
@@ -109,6 +109,12 @@ class Conv2dImpl : public detail::ConvImpl<2> {
 };
 TORCH_MODULE(Conv2d);
 
+class Conv3dImpl : public detail::ConvImpl<3> {
+ public:
+  using ConvImpl::ConvImpl;
+};
+TORCH_MODULE(Conv3d);
+
 namespace functional {
 
 template <size_t D>
@@ -127,12 +133,15 @@ struct ConvFuncOptions {
 };
 using Conv1dFuncOptions = ConvFuncOptions<1>;
 using Conv2dFuncOptions = ConvFuncOptions<2>;
+using Conv3dFuncOptions = ConvFuncOptions<3>;
 
-// kiln::conv1d / kiln::conv2d with LibTorch's options.
+// kiln::conv1d / conv2d / conv3d with LibTorch's options.
 kiln::Tensor conv1d(const kiln::Tensor& input, const kiln::Tensor& weight,
                     const Conv1dFuncOptions& options = {});
 kiln::Tensor conv2d(const kiln::Tensor& input, const kiln::Tensor& weight,
                     const Conv2dFuncOptions& options = {});
+kiln::Tensor conv3d(const kiln::Tensor& input, const kiln::Tensor& weight,
+                    const Conv3dFuncOptions& options = {});
 
 }  // namespace functional
 

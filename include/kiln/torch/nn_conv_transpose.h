@@ -1,21 +1,15 @@
-// torch::nn::ConvTranspose1d and ConvTranspose2d ("deconvolutions", as DCGAN's generator uses),
-// with LibTorch's options, functionals and torch::conv_transpose1d/2d.
+// torch::nn::ConvTranspose1d, ConvTranspose2d and ConvTranspose3d ("deconvolutions", as DCGAN's
+// generator uses) over Kiln's ConvTransposeNd (kiln/nn/conv_transpose.h), with LibTorch's
+// options, functionals and torch::conv_transpose1d/2d/3d (Kiln's ops, kiln/ops/linalg.h):
 //
-// Note [Transposed convolution as a composite]
-// Kiln has no transposed-convolution kernel, so this is composed of Kiln's differentiable ops:
-// the input is spread out with stride - 1 zeros between its elements (pad of a reshaped view),
-// padded by dilation * (kernel - 1) - padding on each side (plus output_padding at the end;
-// negative amounts crop), and convolved at stride 1 with the weight's in/out channels swapped
-// (per group) and its kernel flipped. That is the gradient of the convolution with the same
-// settings, which is what a transposed convolution computes; its own gradient comes from the ops.
-// It costs the zeros' multiply-adds (about stride^D times a direct kernel's work).
-// The layer belongs in kiln::nn; it sits here until Kiln grows one.
+//   torch::nn::ConvTranspose2d up(torch::nn::ConvTranspose2dOptions(64, 32,
+//   4).stride(2).padding(1)); F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().stride(2));
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
 
+#include "kiln/nn/conv_transpose.h"
+#include "kiln/ops/linalg.h"
 #include "kiln/tensor.h"
 #include "kiln/torch/arg.h"
 #include "kiln/torch/module_holder.h"
@@ -26,14 +20,9 @@ namespace torch {
 
 // ATen's argument order: (input, weight, bias, stride, padding, output_padding, groups,
 // dilation). Input (N, C_in, *) or (C_in, *); weight (C_in, C_out / groups, *kernel).
-kiln::Tensor conv_transpose1d(const kiln::Tensor& input, const kiln::Tensor& weight,
-                              const kiln::Tensor& bias = {}, kiln::IntArrayRef stride = 1,
-                              kiln::IntArrayRef padding = 0, kiln::IntArrayRef output_padding = 0,
-                              int64_t groups = 1, kiln::IntArrayRef dilation = 1);
-kiln::Tensor conv_transpose2d(const kiln::Tensor& input, const kiln::Tensor& weight,
-                              const kiln::Tensor& bias = {}, kiln::IntArrayRef stride = 1,
-                              kiln::IntArrayRef padding = 0, kiln::IntArrayRef output_padding = 0,
-                              int64_t groups = 1, kiln::IntArrayRef dilation = 1);
+using kiln::conv_transpose1d;
+using kiln::conv_transpose2d;
+using kiln::conv_transpose3d;
 
 }  // namespace torch
 
@@ -58,32 +47,37 @@ struct ConvTransposeOptions {
 };
 using ConvTranspose1dOptions = ConvTransposeOptions<1>;
 using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose3dOptions = ConvTransposeOptions<3>;
 
 namespace detail {
 
-// Parameters weight (in_channels, out_channels / groups, *kernel_size) and bias (out_channels),
-// initialized as PyTorch: kaiming_uniform_(a = sqrt(5)) with fan_in = weight.size(1) * prod(kernel)
-// and bias ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+// Kiln's layer options for LibTorch's.
 template <size_t D>
-class ConvTransposeImpl : public Module {
+kiln::nn::ConvTransposeOptions<D> kiln_conv_transpose_options(const ConvTransposeOptions<D>& o) {
+  return {.stride = o.stride().to_kiln(),
+          .padding = o.padding().to_kiln(),
+          .output_padding = o.output_padding().to_kiln(),
+          .groups = o.groups(),
+          .bias = o.bias(),
+          .dilation = o.dilation().to_kiln(),
+          .padding_mode = enumtype::kiln_name(o.padding_mode())};
+}
+
+// The shared body of ConvTranspose1dImpl, 2dImpl and 3dImpl: forward(input) and
+// forward(input, output_size) are Kiln's.
+template <size_t D>
+class ConvTransposeImpl : public kiln::nn::ConvTransposeNd<D> {
  public:
   ConvTransposeImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
       : ConvTransposeImpl(ConvTransposeOptions<D>(in_channels, out_channels, kernel_size)) {}
-  explicit ConvTransposeImpl(const ConvTransposeOptions<D>& options);
+  explicit ConvTransposeImpl(const ConvTransposeOptions<D>& options)
+      : kiln::nn::ConvTransposeNd<D>(options.in_channels(), options.out_channels(),
+                                     options.kernel_size().to_kiln(),
+                                     kiln_conv_transpose_options(options)),
+        options(options) {}
 
-  kiln::Tensor forward(const kiln::Tensor& input) override;
-  // The output's spatial size chosen among those the stride allows (LibTorch's output_size):
-  // the trailing D entries of output_size give it; ValueError if it is not reachable.
-  kiln::Tensor forward(const kiln::Tensor& input, kiln::IntArrayRef output_size);
-  std::string extra_repr() const override;
-  void reset_parameters();
-
+  // LibTorch's options; hides Kiln's (kiln::nn::ConvTransposeNd<D>::options), which say the same.
   ConvTransposeOptions<D> options;
-  kiln::Tensor& weight;  // Note [Parameter slots] (kiln/nn/module.h)
-  kiln::Tensor& bias;    // undefined without bias
-
- private:
-  kiln::Tensor run(const kiln::Tensor& input, const ExpandingArray<D>& output_padding);
 };
 
 }  // namespace detail
@@ -100,6 +94,12 @@ class ConvTranspose2dImpl : public detail::ConvTransposeImpl<2> {
 };
 TORCH_MODULE(ConvTranspose2d);
 
+class ConvTranspose3dImpl : public detail::ConvTransposeImpl<3> {
+ public:
+  using ConvTransposeImpl::ConvTransposeImpl;
+};
+TORCH_MODULE(ConvTranspose3d);
+
 namespace functional {
 
 template <size_t D>
@@ -113,11 +113,15 @@ struct ConvTransposeFuncOptions {
 };
 using ConvTranspose1dFuncOptions = ConvTransposeFuncOptions<1>;
 using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions<2>;
+using ConvTranspose3dFuncOptions = ConvTransposeFuncOptions<3>;
 
+// kiln::conv_transpose1d / 2d / 3d with LibTorch's options.
 kiln::Tensor conv_transpose1d(const kiln::Tensor& input, const kiln::Tensor& weight,
                               const ConvTranspose1dFuncOptions& options = {});
 kiln::Tensor conv_transpose2d(const kiln::Tensor& input, const kiln::Tensor& weight,
                               const ConvTranspose2dFuncOptions& options = {});
+kiln::Tensor conv_transpose3d(const kiln::Tensor& input, const kiln::Tensor& weight,
+                              const ConvTranspose3dFuncOptions& options = {});
 
 }  // namespace functional
 

@@ -52,6 +52,12 @@ KILN_TORCH_ENUM(None, "none")
 KILN_TORCH_ENUM(BatchMean, "batchmean")
 KILN_TORCH_ENUM(Valid, "valid")
 KILN_TORCH_ENUM(Same, "same")
+KILN_TORCH_ENUM(Nearest, "nearest")
+KILN_TORCH_ENUM(NearestExact, "nearest-exact")
+KILN_TORCH_ENUM(Bilinear, "bilinear")
+KILN_TORCH_ENUM(Bicubic, "bicubic")
+KILN_TORCH_ENUM(Trilinear, "trilinear")
+KILN_TORCH_ENUM(Area, "area")
 
 #undef KILN_TORCH_ENUM
 

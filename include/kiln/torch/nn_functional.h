@@ -18,6 +18,7 @@
 #include "kiln/torch/nn_loss.h"
 #include "kiln/torch/nn_norm.h"
 #include "kiln/torch/nn_pooling.h"
+#include "kiln/torch/nn_upsampling.h"
 
 namespace torch::nn::functional {
 

@@ -1,11 +1,13 @@
-// torch::nn::BatchNorm1d/2d, LayerNorm and GroupNorm over Kiln's layers (kiln/nn/norm.h).
-// Kiln has no 3-d batch norm, so there is no BatchNorm3d.
+// torch::nn::BatchNorm1d/2d, LayerNorm and GroupNorm over Kiln's layers (kiln/nn/norm.h), and
+// InstanceNorm1d/2d/3d (kiln/nn/instance_norm.h). Kiln has no 3-d batch norm, so there is no
+// BatchNorm3d.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "kiln/nn/instance_norm.h"
 #include "kiln/nn/norm.h"
 #include "kiln/tensor.h"
 #include "kiln/torch/arg.h"
@@ -103,6 +105,55 @@ class GroupNormImpl : public kiln::nn::GroupNorm {
 };
 TORCH_MODULE(GroupNorm);
 
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
+  TORCH_ARG(int64_t, num_features);
+  TORCH_ARG(double, eps) = 1e-5;
+  TORCH_ARG(double, momentum) = 0.1;
+  TORCH_ARG(bool, affine) = false;
+  TORCH_ARG(bool, track_running_stats) = false;
+};
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
+
+namespace detail {
+
+// InstanceNorm1dImpl .. InstanceNorm3dImpl: Kiln's layer `Base` with LibTorch's options; a number
+// converts to InstanceNormOptions (`torch::nn::InstanceNorm2d(64)`).
+template <typename Base>
+class InstanceNormImpl : public Base {
+ public:
+  explicit InstanceNormImpl(const InstanceNormOptions& options)
+      : Base(options.num_features(), {.eps = options.eps(),
+                                      .momentum = options.momentum(),
+                                      .affine = options.affine(),
+                                      .track_running_stats = options.track_running_stats()}),
+        options(options) {}
+
+  InstanceNormOptions options;
+};
+
+}  // namespace detail
+
+class InstanceNorm1dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm1d> {
+ public:
+  using InstanceNormImpl::InstanceNormImpl;
+};
+TORCH_MODULE(InstanceNorm1d);
+
+class InstanceNorm2dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm2d> {
+ public:
+  using InstanceNormImpl::InstanceNormImpl;
+};
+TORCH_MODULE(InstanceNorm2d);
+
+class InstanceNorm3dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm3d> {
+ public:
+  using InstanceNormImpl::InstanceNormImpl;
+};
+TORCH_MODULE(InstanceNorm3d);
+
 namespace functional {
 
 struct BatchNormFuncOptions {
@@ -131,12 +182,23 @@ struct GroupNormFuncOptions {
   TORCH_ARG(double, eps) = 1e-5;
 };
 
+struct InstanceNormFuncOptions {
+  TORCH_ARG(kiln::Tensor, running_mean) = {};
+  TORCH_ARG(kiln::Tensor, running_var) = {};
+  TORCH_ARG(kiln::Tensor, weight) = {};
+  TORCH_ARG(kiln::Tensor, bias) = {};
+  TORCH_ARG(bool, use_input_stats) = true;
+  TORCH_ARG(double, momentum) = 0.1;
+  TORCH_ARG(double, eps) = 1e-5;
+};
+
 // The normalization ops of kiln/ops/nn.h with LibTorch's options. batch_norm raises ValueError
 // when momentum is nullopt.
 kiln::Tensor batch_norm(const kiln::Tensor& input, const kiln::Tensor& running_mean,
                         const kiln::Tensor& running_var, const BatchNormFuncOptions& options = {});
 kiln::Tensor layer_norm(const kiln::Tensor& input, const LayerNormFuncOptions& options);
 kiln::Tensor group_norm(const kiln::Tensor& input, const GroupNormFuncOptions& options);
+kiln::Tensor instance_norm(const kiln::Tensor& input, const InstanceNormFuncOptions& options = {});
 
 }  // namespace functional
 

@@ -11,7 +11,10 @@
 // A running optimizer's groups are Kiln's (param_groups()[g].lr, Optimizer::set_lr).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "kiln/optim/adagrad.h"
 #include "kiln/optim/adam.h"
 #include "kiln/optim/adamw.h"
+#include "kiln/optim/lbfgs.h"
 #include "kiln/optim/lr_scheduler.h"
 #include "kiln/optim/rmsprop.h"
 #include "kiln/optim/sgd.h"
@@ -186,6 +190,45 @@ KILN_TORCH_OPTIMIZER(AdamW);
 KILN_TORCH_OPTIMIZER(RMSprop);
 KILN_TORCH_OPTIMIZER(Adagrad);
 #undef KILN_TORCH_OPTIMIZER
+
+// LBFGS: one parameter group only; step(closure) returns the loss of its first evaluation.
+//   torch::optim::LBFGS opt(params, torch::optim::LBFGSOptions(1).line_search_fn("strong_wolfe"));
+//   opt.step([&] { opt.zero_grad(); auto loss = f(x); loss.backward(); return loss; });
+using LossClosure = std::function<Tensor()>;
+
+class LBFGSOptions : public OptimizerOptions {
+ public:
+  LBFGSOptions(double lr = 1) : lr_(lr) {}  // NOLINT: implicit, as LibTorch's
+  TORCH_ARG(double, lr);
+  TORCH_ARG(int64_t, max_iter) = 20;
+  TORCH_ARG(std::optional<int64_t>, max_eval) = std::nullopt;  // max_iter * 5 / 4
+  TORCH_ARG(double, tolerance_grad) = 1e-7;
+  TORCH_ARG(double, tolerance_change) = 1e-9;
+  TORCH_ARG(int64_t, history_size) = 100;
+  TORCH_ARG(std::optional<std::string>, line_search_fn) = std::nullopt;  // or "strong_wolfe"
+
+ public:
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  void write_to(kiln::optim::ParamGroup& group) const override;
+  kiln::optim::LBFGSOptions kiln_options() const {
+    return {.lr = lr_,
+            .max_iter = max_iter_,
+            .max_eval = max_eval_.value_or(-1),
+            .tolerance_grad = tolerance_grad_,
+            .tolerance_change = tolerance_change_,
+            .history_size = history_size_,
+            .line_search_fn = line_search_fn_.value_or("")};
+  }
+};
+
+class LBFGS : public kiln::optim::LBFGS {
+ public:
+  explicit LBFGS(std::vector<Tensor> params, const LBFGSOptions& defaults = {})
+      : kiln::optim::LBFGS(std::move(params), defaults.kiln_options()) {}
+  explicit LBFGS(const std::vector<OptimizerParamGroup>& groups, const LBFGSOptions& defaults = {})
+      : kiln::optim::LBFGS(kiln_groups(groups), defaults.kiln_options()) {}
+};
 
 // LibTorch's StepLR(optimizer, step_size, gamma): Kiln's.
 using kiln::optim::StepLR;

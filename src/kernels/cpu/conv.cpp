@@ -1,9 +1,10 @@
-// 2-D convolution as im2col + GEMM: each (sample, group) unrolls its input windows into a
+// Convolution as im2col + GEMM: each (sample, group) unrolls its input windows into a
 // [C_g * kH * kW, oH * oW] matrix and multiplies the group's [O_g, C_g * kH * kW] weights by it,
-// or does the same one kernel row at a time (Note [Convolution by kernel rows]). Samples run in
-// parallel, each thread with its own column buffer, and then call BLAS single-threaded
-// (OpenBLAS does so inside a parallel region); a few large samples leave the threading to
-// OpenBLAS.
+// or does the same one kernel row at a time (Note [Convolution by kernel rows]). A 3-D
+// convolution unrolls [C_g * kD * kH * kW, oD * oH * oW] (vol2col) the same way, never by rows.
+// Samples run in parallel, each thread with its own column buffer, and then call BLAS
+// single-threaded (OpenBLAS does so inside a parallel region); a few large samples leave the
+// threading to OpenBLAS.
 //
 // Note [Convolution by kernel rows]
 // When a kernel row's unrolled depth C_g * kW is enough for an efficient GEMM
@@ -39,8 +40,8 @@ Tensor contiguous_as(const Tensor& t, ScalarType dtype) {
 }
 
 bool conv_parallel_over_batch(const ConvGeometry& g) {
-  const int64_t per_sample = g.out_channels * g.out_h * g.out_w * (g.in_channels / g.groups) *
-                             g.kernel_h * g.kernel_w;  // multiply-adds
+  const int64_t per_sample = g.out_channels * out_positions(g) * (g.in_channels / g.groups) *
+                             kernel_taps(g);  // multiply-adds
   const int64_t max_threads = parallel::num_threads();
   return g.batch > 1 && max_threads > 1 && g.batch * per_sample >= (int64_t{1} << 16) &&
          (g.batch >= max_threads || per_sample < (int64_t{1} << 21));
@@ -49,18 +50,18 @@ bool conv_parallel_over_batch(const ConvGeometry& g) {
 namespace {
 
 template <typename T>
-void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
-                  const ConvGeometry& g) {
+void convolution_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                       const Tensor& out, const ConvGeometry& g) {
   const int64_t cg = g.in_channels / g.groups, og = g.out_channels / g.groups;
-  const int64_t kdim = cg * g.kernel_h * g.kernel_w;
-  const int64_t ohw = g.out_h * g.out_w;
-  const int64_t in_sample = g.in_channels * g.in_h * g.in_w;
+  const int64_t kdim = cg * kernel_taps(g);
+  const int64_t ohw = out_positions(g);  // by kernel rows only when planar: oH * oW
+  const int64_t in_sample = g.in_channels * in_positions(g);
   const int64_t out_sample = g.out_channels * ohw;
   T* po = out.data_ptr<T>();
   if (g.batch == 0 || out_sample == 0) return;
   KILN_CHECK(kdim <= INT_MAX && ohw <= INT_MAX && og <= INT_MAX, NotImplementedError,
-             "conv2d: per-group sizes [{}, {}] x [{}, {}] exceed the 32-bit sizes BLAS takes", og,
-             kdim, kdim, ohw);
+             "convolution: per-group sizes [{}, {}] x [{}, {}] exceed the 32-bit sizes BLAS takes",
+             og, kdim, kdim, ohw);
   const T* pi = input.data_ptr<T>();
   const T* pw = weight.data_ptr<T>();
   const T* pb = bias.defined() ? bias.data_ptr<T>() : nullptr;
@@ -74,7 +75,7 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
   auto run_one = [&](int64_t n, T* col) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* in = pi + n * in_sample + grp * cg * g.in_h * g.in_w;
+      const T* in = pi + n * in_sample + grp * cg * in_positions(g);
       T* dst = po + n * out_sample + grp * og * ohw;
       if (kdim == 0 || by_rows) {
         // Start from the bias (or zeros) and add each kernel row's product.
@@ -98,7 +99,7 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
       }
       const T* b = in;
       if (!direct) {
-        im2col(in, cg, g, col);
+        vol2col(in, cg, g, col);
         b = col;
       }
       if (kdim <= kMaxShallowDepth) {  // Note [Shallow products] in shallow_gemm.h
@@ -129,24 +130,24 @@ void conv2d_typed(const Tensor& input, const Tensor& weight, const Tensor& bias,
 
 }  // namespace
 
-void conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
-            const ConvGeometry& g) {
+void convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                 const ConvGeometry& g) {
   const ScalarType dt = out.dtype();
   if (dt == kFloat32 || dt == kFloat64) {
     const Tensor b = bias.defined() ? contiguous_as(bias, dt) : Tensor();
     if (dt == kFloat32) {
-      conv2d_typed<float>(contiguous_as(input, dt), contiguous_as(weight, dt), b, out, g);
+      convolution_typed<float>(contiguous_as(input, dt), contiguous_as(weight, dt), b, out, g);
     } else {
-      conv2d_typed<double>(contiguous_as(input, dt), contiguous_as(weight, dt), b, out, g);
+      convolution_typed<double>(contiguous_as(input, dt), contiguous_as(weight, dt), b, out, g);
     }
     return;
   }
   KILN_CHECK(dt == kFloat16 || dt == kBFloat16, DTypeError,
-             "conv2d: dtype {} is not supported; use a floating dtype", dtype_name(dt));
+             "convolution: dtype {} is not supported; use a floating dtype", dtype_name(dt));
   // Reduced floats compute in float32 and round once at the end.
   Tensor out32 = empty_tensor(out.sizes(), kFloat32);
-  conv2d_typed<float>(contiguous_as(input, kFloat32), contiguous_as(weight, kFloat32),
-                      bias.defined() ? contiguous_as(bias, kFloat32) : Tensor(), out32, g);
+  convolution_typed<float>(contiguous_as(input, kFloat32), contiguous_as(weight, kFloat32),
+                           bias.defined() ? contiguous_as(bias, kFloat32) : Tensor(), out32, g);
   copy_into(out, out32);
 }
 

@@ -1,6 +1,7 @@
-// Gradients of 2-D convolution, as GEMMs the way the forward (conv.cpp) is. Per (sample, group):
+// Gradients of convolution, as GEMMs the way the forward (conv.cpp) is. Per (sample, group):
 //   grad_weight += grad_out [O_g, oH*oW] x cols^T [oH*oW, C_g*kH*kW]   (cols = im2col(input))
 //   grad_input   = col2im(W^T [C_g*kH*kW, O_g] x grad_out [O_g, oH*oW])
+// (3-D: oD*oH*oW positions, C_g*kD*kH*kW rows, vol2col and col2vol_add)
 // and grad_bias sums grad_out over samples and positions. Where the forward runs per kernel row
 // (Note [Convolution by kernel rows] in conv.cpp), so do both products: kernel row i's block of
 // the weight gradient gets grad_out's rows kernel_row_outputs(g, i) times that kernel row's
@@ -41,7 +42,7 @@ T sum_contiguous(const T* x, int64_t n) {
 
 template <typename T>
 void bias_grad(const T* go, T* gb, const ConvGeometry& g) {
-  const int64_t ohw = g.out_h * g.out_w;
+  const int64_t ohw = out_positions(g);
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.batch * ohw));
   parallel::parallel_for(0, g.out_channels, grain, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
@@ -68,12 +69,12 @@ void add_kernel_rows_to_weights(const T* rows, const ConvGeometry& g, T* gw) {
 }
 
 template <typename T>
-void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T* gb,
-                           const ConvGeometry& g) {
+void convolution_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T* gb,
+                                const ConvGeometry& g) {
   const int64_t cg = g.in_channels / g.groups, og = g.out_channels / g.groups;
-  const int64_t kdim = cg * g.kernel_h * g.kernel_w;
-  const int64_t ohw = g.out_h * g.out_w;
-  const int64_t in_plane = g.in_h * g.in_w;
+  const int64_t kdim = cg * kernel_taps(g);
+  const int64_t ohw = out_positions(g);  // by kernel rows only when planar: oH * oW
+  const int64_t in_plane = in_positions(g);
   const int64_t in_sample = g.in_channels * in_plane;
   const int64_t out_sample = g.out_channels * ohw;
   const int64_t weight_numel = g.out_channels * kdim;
@@ -154,7 +155,7 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
       if (acc != nullptr) {
         const T* b = x;
         if (!direct) {
-          im2col(x, cg, g, col);
+          vol2col(x, cg, g, col);
           b = col;
         }
         if (shallow) {
@@ -170,7 +171,7 @@ void conv2d_backward_typed(const T* go, const T* in, const T* w, T* gi, T* gw, T
           blas_gemm(true, false, k, hw, m, w + grp * og * kdim, k, dy, hw, T(0), dx, hw);
         } else {
           blas_gemm(true, false, k, hw, m, w + grp * og * kdim, k, dy, hw, T(0), col, hw);
-          col2im_add(col, cg, g, dx);
+          col2vol_add(col, cg, g, dx);
         }
       }
     }
@@ -213,23 +214,26 @@ T* data_or_null(const Tensor& t) {
 
 }  // namespace
 
-void conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
-                     const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
-                     const ConvGeometry& g) {
-  const ScalarType dt = input.dtype();
+void convolution_backward(const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+                          const Tensor& grad_input, const Tensor& grad_weight,
+                          const Tensor& grad_bias, const ConvGeometry& g) {
+  const ScalarType dt = grad_out.dtype();
+  // The input is read only for the weight gradient.
+  auto input_as = [&](ScalarType t) {
+    return grad_weight.defined() ? contiguous_as(input, t) : Tensor();
+  };
   if (dt == kFloat32 || dt == kFloat64) {
-    const Tensor dy = contiguous_as(grad_out, dt), x = contiguous_as(input, dt),
-                 w = contiguous_as(weight, dt);
+    const Tensor dy = contiguous_as(grad_out, dt), x = input_as(dt), w = contiguous_as(weight, dt);
     if (dt == kFloat32) {
-      conv2d_backward_typed<float>(dy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
-                                   data_or_null<float>(grad_input),
-                                   data_or_null<float>(grad_weight), data_or_null<float>(grad_bias),
-                                   g);
+      convolution_backward_typed<float>(dy.data_ptr<float>(), data_or_null<float>(x),
+                                        w.data_ptr<float>(), data_or_null<float>(grad_input),
+                                        data_or_null<float>(grad_weight),
+                                        data_or_null<float>(grad_bias), g);
     } else {
-      conv2d_backward_typed<double>(dy.data_ptr<double>(), x.data_ptr<double>(),
-                                    w.data_ptr<double>(), data_or_null<double>(grad_input),
-                                    data_or_null<double>(grad_weight),
-                                    data_or_null<double>(grad_bias), g);
+      convolution_backward_typed<double>(dy.data_ptr<double>(), data_or_null<double>(x),
+                                         w.data_ptr<double>(), data_or_null<double>(grad_input),
+                                         data_or_null<double>(grad_weight),
+                                         data_or_null<double>(grad_bias), g);
     }
     return;
   }
@@ -241,11 +245,11 @@ void conv2d_backward(const Tensor& grad_out, const Tensor& input, const Tensor& 
     return t.defined() ? empty_tensor(t.sizes(), kFloat32) : Tensor();
   };
   const Tensor gi = widened(grad_input), gw = widened(grad_weight), gb = widened(grad_bias);
-  const Tensor dy = contiguous_as(grad_out, kFloat32), x = contiguous_as(input, kFloat32),
+  const Tensor dy = contiguous_as(grad_out, kFloat32), x = input_as(kFloat32),
                w = contiguous_as(weight, kFloat32);
-  conv2d_backward_typed<float>(dy.data_ptr<float>(), x.data_ptr<float>(), w.data_ptr<float>(),
-                               data_or_null<float>(gi), data_or_null<float>(gw),
-                               data_or_null<float>(gb), g);
+  convolution_backward_typed<float>(dy.data_ptr<float>(), data_or_null<float>(x),
+                                    w.data_ptr<float>(), data_or_null<float>(gi),
+                                    data_or_null<float>(gw), data_or_null<float>(gb), g);
   if (gi.defined()) copy_into(grad_input, gi);
   if (gw.defined()) copy_into(grad_weight, gw);
   if (gb.defined()) copy_into(grad_bias, gb);

@@ -2,7 +2,8 @@
 // im2col copies each output position's input window into a column of a
 // [channels * kH * kW, oH * oW] matrix; col2im is its adjoint, adding each column back into the
 // window it came from (what the input gradient needs). The _kernel_row variants unroll one
-// kernel row at a time (Note [Convolution by kernel rows] in conv.cpp).
+// kernel row at a time (Note [Convolution by kernel rows] in conv.cpp); vol2col and col2vol_add
+// are the 3-D forms, one depth tap and output depth at a time through the 2-D ones.
 //
 // Both loop over (channel, kernel row, kernel column, output row) and compute once, per kernel
 // column, the range of output columns whose input column lies inside the input: inside it, a
@@ -85,15 +86,17 @@ void add_shifted_block(T* src, int64_t dx, int64_t n, int64_t width, ValidRange 
 }
 
 // col [channels * kH * kW, oH * oW] <- the windows of `channels` planes of `in` ([in_h, in_w]
-// each, contiguous); positions in the padding read as zero.
+// each, contiguous); positions in the padding read as zero. Rows of col are `ld` apart (oH * oW
+// when 0). Only the 2-D fields of g are read.
 template <typename T>
-void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
+void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col, int64_t ld = 0) {
   const int64_t ohw = g.out_h * g.out_w;
+  if (ld == 0) ld = ohw;
   for (int64_t c = 0; c < channels; ++c) {
     const T* plane = in + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
-        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ld;
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
         if (same_width_rows(g)) {  // Note [Convolution rows as one block]
@@ -126,15 +129,16 @@ void im2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
 }
 
 // in += col2im(col): the adjoint of im2col. `in` holds `channels` planes (not cleared here).
-// `col` is scratch: Note [Convolution rows as one block] zeroes its padding positions.
+// `col` is scratch: Note [Convolution rows as one block] zeroes its padding positions. Rows of
+// col are `ld` apart (oH * oW when 0).
 template <typename T>
-void col2im_add(T* col, int64_t channels, const ConvGeometry& g, T* in) {
-  const int64_t ohw = g.out_h * g.out_w;
+void col2im_add(T* col, int64_t channels, const ConvGeometry& g, T* in, int64_t ld = 0) {
+  if (ld == 0) ld = g.out_h * g.out_w;
   for (int64_t c = 0; c < channels; ++c) {
     T* plane = in + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       for (int64_t j = 0; j < g.kernel_w; ++j) {
-        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ohw;
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * ld;
         const int64_t dx = j * g.dilation_w - g.pad_w;
         const ValidRange x = valid_range(dx, g.stride_w, g.in_w, g.out_w);
         if (same_width_rows(g)) {  // Note [Convolution rows as one block]
@@ -165,14 +169,63 @@ void col2im_add(T* col, int64_t channels, const ConvGeometry& g, T* in) {
 // matrix, no unrolling.
 inline bool conv_reads_input_directly(const ConvGeometry& g) {
   return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
-         g.pad_w == 0;
+         g.pad_w == 0 && g.kernel_d == 1 && g.stride_d == 1 && g.pad_d == 0;
+}
+
+// The input depth that output depth od reads for kernel depth tap kd.
+inline int64_t input_depth(const ConvGeometry& g, int64_t kd, int64_t od) {
+  return od * g.stride_d + kd * g.dilation_d - g.pad_d;
+}
+
+// The 3-D im2col: col [channels * kD * kH * kW, oD * oH * oW] <- the windows of `channels`
+// volumes of `in` ([in_d, in_h, in_w] each, contiguous). For each (channel, depth tap, output
+// depth) the block of kH * kW rows over that output depth's oH * oW columns is the 2-D im2col of
+// the input plane it reads, or zeros where that plane is depth padding. A planar geometry is
+// im2col itself.
+template <typename T>
+void vol2col(const T* in, int64_t channels, const ConvGeometry& g, T* col) {
+  if (is_planar(g)) return im2col(in, channels, g, col);
+  const int64_t ohw = g.out_h * g.out_w, ld = g.out_d * ohw, taps = g.kernel_h * g.kernel_w;
+  const int64_t plane = g.in_h * g.in_w;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kd = 0; kd < g.kernel_d; ++kd) {
+      T* rows = col + (c * g.kernel_d + kd) * taps * ld;
+      for (int64_t od = 0; od < g.out_d; ++od) {
+        const int64_t id = input_depth(g, kd, od);
+        if (id < 0 || id >= g.in_d) {
+          for (int64_t r = 0; r < taps; ++r)
+            std::fill(rows + r * ld + od * ohw, rows + r * ld + (od + 1) * ohw, T(0));
+          continue;
+        }
+        im2col(in + (c * g.in_d + id) * plane, 1, g, rows + od * ohw, ld);
+      }
+    }
+}
+
+// in += the adjoint of vol2col (`col` is scratch, as for col2im_add). A planar geometry is
+// col2im_add itself.
+template <typename T>
+void col2vol_add(T* col, int64_t channels, const ConvGeometry& g, T* in) {
+  if (is_planar(g)) return col2im_add(col, channels, g, in);
+  const int64_t ohw = g.out_h * g.out_w, ld = g.out_d * ohw, taps = g.kernel_h * g.kernel_w;
+  const int64_t plane = g.in_h * g.in_w;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kd = 0; kd < g.kernel_d; ++kd) {
+      T* rows = col + (c * g.kernel_d + kd) * taps * ld;
+      for (int64_t od = 0; od < g.out_d; ++od) {
+        const int64_t id = input_depth(g, kd, od);
+        if (id >= 0 && id < g.in_d)
+          col2im_add(rows + od * ohw, 1, g, in + (c * g.in_d + id) * plane, ld);
+      }
+    }
 }
 
 // Whether the GEMMs run per kernel row (Note [Convolution by kernel rows] in conv.cpp): when a
 // kernel row's unrolled depth C_g * kW is enough for an efficient GEMM. 64 is measured: at 48
 // (16 channels, 3 columns) the per-row backward was already slower than one full product.
+// (Planar geometries only: a 3-D one unrolls whole, vol2col.)
 inline bool conv_by_kernel_rows(const ConvGeometry& g) {
-  return g.kernel_h > 1 && g.in_channels / g.groups * g.kernel_w >= 64;
+  return is_planar(g) && g.kernel_h > 1 && g.in_channels / g.groups * g.kernel_w >= 64;
 }
 
 // Weights [O, C_g, kH, kW] reordered to [O, kH, C_g, kW], so kernel row i of output channel o is
