@@ -11,6 +11,7 @@
 #include "kiln/ops/linalg.h"
 #include "src/aot/joint_graph.h"
 #include "src/aot/recorder.h"
+#include "src/aot/scan_residuals.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/autograd/derivatives.h"
 #include "src/graph/higher_order.h"
@@ -348,7 +349,8 @@ std::vector<Tensor> record_while_loop(const graph::Node& node, const Stack& args
 // before every step, stacked ([n, ...]) like the other step outputs: its history. The backward
 // (ScanBackward) is a scan in the other direction. Its carries: the gradients of the floating
 // carries, then running sums of the additional inputs' gradients; its xs: the histories, the xs,
-// then the gradients of the floating step outputs; its combine_fn runs the vjp graph of
+// the gradients of the floating step outputs, then the residuals the forward saved (Note
+// [Residuals of a scan] in scan_residuals.h); its combine_fn runs the vjp graph of
 // combine_fn at step i and returns the gradients of that step's slices as step outputs, which
 // stack into the xs' gradients. As PyTorch's ScanAutogradOp: the memory is the history.
 // Note [Weight gradients of a scan]
@@ -386,6 +388,7 @@ class ScanBackward final : public autograd::Node {
     OpId scan = 0;
     bool reverse = false;
     std::vector<Tensor> histories, xs, additional;
+    std::vector<Tensor> residuals;    // Note [Residuals of a scan]: stacked, read as slices
     size_t floating_carries = 0;      // inputs 0 .. floating_carries-1 are their finals' grads
     std::vector<int> floating_carry;  // the carry index of each
     std::vector<int> carries_needing_grad, xs_needing_grad, additional_needing_grad;
@@ -414,6 +417,7 @@ class ScanBackward final : public autograd::Node {
         carried.push_back(zeros_like(plan_.additional[static_cast<size_t>(j)]));
       read.insert(read.end(), plan_.xs.begin(), plan_.xs.end());
       for (size_t k = f; k < input_metadata().size(); ++k) read.push_back(grad_or_zeros(k));
+      read.insert(read.end(), plan_.residuals.begin(), plan_.residuals.end());
     }
     std::vector<graph::TensorMeta> metas;
     for (const Tensor& t : carried) metas.push_back(contiguous_meta(t));
@@ -582,16 +586,29 @@ graph::Graph with_batched_gradients(graph::Graph vjp, ScanBackward::Plan& plan) 
   return vjp;
 }
 
-// The backward scan's combine_fn (Note [A scan's backward]).
-graph::Graph scan_backward_body(const graph::Graph& combine, ScanBackward::Plan& plan) {
+// The vjp graph of combine_fn for the inputs the plan differentiates.
+graph::Graph combine_vjp(const graph::Graph& combine, const ScanBackward::Plan& plan) {
+  const size_t nc = combine.placeholders().size() - plan.xs.size() - plan.additional.size();
+  std::vector<bool> flags;  // combine_fn's inputs: carries, slices, additional inputs
+  for (size_t k = 0; k < nc; ++k) flags.push_back(contains(plan.floating_carry, k));
+  for (size_t j = 0; j < plan.xs.size(); ++j) flags.push_back(contains(plan.xs_needing_grad, j));
+  for (size_t j = 0; j < plan.additional.size(); ++j)
+    flags.push_back(contains(plan.additional_needing_grad, j));
+  return build_vjp_graph(combine, flags);
+}
+
+// The backward scan's combine_fn (Note [A scan's backward]), from combine_fn's vjp graph and the
+// ids of its residuals (Note [Residuals of a scan]).
+graph::Graph scan_backward_body(const graph::Graph& combine, graph::Graph combine_vjp,
+                                const std::vector<int>& residual_ids, ScanBackward::Plan& plan) {
   const std::span<graph::Value* const> in = combine.placeholders();
   const std::span<graph::Value* const> returned = combine.outputs();
   const size_t nc = plan.histories.size(), nx = plan.xs.size(), na = plan.additional.size();
-  std::vector<bool> flags;  // combine_fn's inputs: carries, slices, additional inputs
-  for (size_t k = 0; k < nc; ++k) flags.push_back(contains(plan.floating_carry, k));
-  for (size_t j = 0; j < nx; ++j) flags.push_back(contains(plan.xs_needing_grad, j));
-  for (size_t j = 0; j < na; ++j) flags.push_back(contains(plan.additional_needing_grad, j));
-  graph::Graph vjp = with_batched_gradients(build_vjp_graph(combine, flags), plan);
+  graph::Graph vjp = with_batched_gradients(std::move(combine_vjp), plan);
+  read_residuals_from_placeholders(vjp, residual_ids);
+  const size_t nr = residual_ids.size();
+  const std::span<graph::Value* const> residual_inputs =
+      vjp.placeholders().subspan(vjp.placeholders().size() - nr);
   const size_t f = plan.floating_carries, g = plan.additional_summed.size();
   auto contiguous = [](const graph::Value* v) {
     return graph::TensorMeta::contiguous(v->meta().dtype, v->meta().sizes);
@@ -605,16 +622,19 @@ graph::Graph scan_backward_body(const graph::Graph& combine, ScanBackward::Plan&
   for (size_t k = nc; k < returned.size(); ++k)
     if (is_floating(returned[k]->meta().dtype)) floating_steps.push_back(k);
   for (size_t k : floating_steps) inputs.push_back(contiguous(returned[k]));
+  for (const graph::Value* r : residual_inputs) inputs.push_back(r->meta());
   for (size_t j = 0; j < na; ++j) inputs.push_back(in[nc + nx + j]->meta());
   for (graph::TensorMeta& m : inputs) m.requires_grad = false;
   const size_t fy = floating_steps.size();
   return trace_graph(inputs, [&](const std::vector<Tensor>& at) {
-    const size_t slices = f + g, steps = slices + nc + nx, additional = steps + fy;
+    const size_t slices = f + g, steps = slices + nc + nx, residuals = steps + fy,
+                 additional = residuals + nr;
     std::vector<Tensor> vjp_inputs(at.begin() + static_cast<ptrdiff_t>(slices),
                                    at.begin() + static_cast<ptrdiff_t>(steps));
     vjp_inputs.insert(vjp_inputs.end(), at.begin() + static_cast<ptrdiff_t>(additional), at.end());
     for (size_t k = 0; k < f; ++k) vjp_inputs.push_back(at[k]);
     for (size_t k = 0; k < fy; ++k) vjp_inputs.push_back(at[steps + k]);
+    for (size_t k = 0; k < nr; ++k) vjp_inputs.push_back(at[residuals + k]);
     const std::vector<Tensor> grads =
         graph::interpret_symbolic(vjp, vjp_inputs, record_higher_order);
     const size_t gx = plan.xs_needing_grad.size();
@@ -666,26 +686,52 @@ std::vector<Tensor> record_scan(const graph::Node& node, const Stack& args) {
   if (!differentiate)
     return record_call_with_subgraphs(recorder, node.op(), arg_values, metas, node.subgraphs());
 
+  // The forward's step body returns combine_fn's outputs, then the carries it received (the
+  // history), then the residuals (Note [Residuals of a scan]).
+  graph::Graph vjp = combine_vjp(combine, plan);
+  const size_t forward_inputs = combine.placeholders().size();
+  const std::vector<graph::Value*> residuals =
+      choose_scan_residuals(vjp, forward_inputs, nc + xs.size());
+  std::vector<int> residual_ids;
+  for (const graph::Value* r : residuals) residual_ids.push_back(r->id());
+  const graph::Graph residual_body = residuals_graph(vjp, residuals);
   std::vector<graph::TensorMeta> combine_inputs;
   for (const graph::Value* p : combine.placeholders()) combine_inputs.push_back(p->meta());
-  auto with_history = std::make_shared<graph::Graph>(
+  auto forward_body = std::make_shared<graph::Graph>(
       trace_graph(combine_inputs, [&](const std::vector<Tensor>& in) {
         std::vector<Tensor> out = graph::interpret_symbolic(combine, in, record_higher_order);
         out.insert(out.end(), in.begin(), in.begin() + static_cast<ptrdiff_t>(nc));
+        if (residuals.empty()) return out;
+        std::vector<Tensor> residual_in = in;  // and zeros for the tangents, which it never reads
+        for (size_t i = forward_inputs; i < residual_body.placeholders().size(); ++i)
+          residual_in.push_back(graph::fake_tensor(residual_body.placeholders()[i]->meta()));
+        for (Tensor& r : graph::interpret_symbolic(residual_body, residual_in, record_higher_order))
+          out.push_back(r.contiguous());
         return out;
       }));
-  const SymInt length = xs[0].sym_sizes()[0];
-  for (const Tensor& c : init) {
-    SymDimVector sizes{length};
-    for (SymInt s : c.sym_sizes()) sizes.push_back(s);
-    metas.push_back(graph::TensorMeta::contiguous(c.dtype(), sizes));
+  if (!residuals.empty()) {
+    graph::eliminate_common_subexpressions(*forward_body);
+    graph::eliminate_dead_code(*forward_body);
   }
+  const SymInt length = xs[0].sym_sizes()[0];
+  auto stacked_meta = [&](ScalarType dtype, SymIntArrayRef step) {
+    SymDimVector sizes{length};
+    for (SymInt s : step) sizes.push_back(s);
+    return graph::TensorMeta::contiguous(dtype, sizes);
+  };
+  for (const Tensor& c : init) metas.push_back(stacked_meta(c.dtype(), c.sym_sizes()));
+  for (const graph::Value* r : residuals)
+    metas.push_back(stacked_meta(r->meta().dtype, r->meta().sizes));
   std::vector<Tensor> out = record_call_with_subgraphs(recorder, node.op(), arg_values, metas,
-                                                       {{"combine_fn", std::move(with_history)}});
-  std::vector<Tensor> results(out.begin(), out.end() - static_cast<ptrdiff_t>(nc));
-  plan.histories.assign(out.end() - static_cast<ptrdiff_t>(nc), out.end());
+                                                       {{"combine_fn", std::move(forward_body)}});
+  const size_t nr = residuals.size();
+  const auto results_end = out.end() - static_cast<ptrdiff_t>(nc + nr);
+  std::vector<Tensor> results(out.begin(), results_end);
+  plan.histories.assign(results_end, results_end + static_cast<ptrdiff_t>(nc));
+  plan.residuals.assign(out.end() - static_cast<ptrdiff_t>(nr), out.end());
   plan.scan = node.op();
-  plan.bodies = {{"combine_fn", std::make_shared<graph::Graph>(scan_backward_body(combine, plan))}};
+  plan.bodies = {{"combine_fn", std::make_shared<graph::Graph>(scan_backward_body(
+                                    combine, std::move(vjp), residual_ids, plan))}};
 
   auto backward = std::make_shared<ScanBackward>(recorder, plan);
   for (int k : plan.carries_needing_grad)
