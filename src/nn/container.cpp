@@ -29,6 +29,12 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules)
   for (const auto& m : modules) push_back(m);
 }
 
+std::shared_ptr<Module> Sequential::clone() const {
+  auto copy = std::make_shared<Sequential>();
+  for (const auto& module : modules_) copy->push_back(module->clone());
+  return finish_clone(std::move(copy));
+}
+
 void Sequential::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(modules_.size()), module);
   modules_.push_back(std::move(module));
@@ -51,6 +57,12 @@ void Sequential::check_cast(bool ok, int64_t index) const {
 ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules)
     : Module("ModuleList") {
   for (const auto& m : modules) push_back(m);
+}
+
+std::shared_ptr<Module> ModuleList::clone() const {
+  auto copy = std::make_shared<ModuleList>();
+  for (const auto& module : modules_) copy->push_back(module->clone());
+  return finish_clone(std::move(copy));
 }
 
 void ModuleList::push_back(std::shared_ptr<Module> module) {

@@ -46,6 +46,16 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int
         return std::make_shared<TransformerEncoderLayer>(layer.d_model, layer.nhead, layer.options);
       }) {}
 
+std::shared_ptr<Module> TransformerEncoder::clone() const {
+  // Each copy of the layer is a clone of the first one (of its own type, a torch:: layer
+  // included); finish_clone then copies every layer's own weights.
+  const auto& first = layers->at<TransformerEncoderLayer>(0);
+  auto copy = std::shared_ptr<TransformerEncoder>(new TransformerEncoder(
+      *first, num_layers, norm ? norm->clone() : nullptr,
+      [&first] { return std::dynamic_pointer_cast<TransformerEncoderLayer>(first->clone()); }));
+  return finish_clone(std::move(copy));
+}
+
 TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int64_t num_layers,
                                        std::shared_ptr<Module> norm, const LayerFactory& make_layer)
     : Module("TransformerEncoder"),
@@ -73,6 +83,16 @@ TransformerDecoder::TransformerDecoder(const TransformerDecoderLayer& layer, int
     : TransformerDecoder(layer, num_layers, std::move(norm), [&layer] {
         return std::make_shared<TransformerDecoderLayer>(layer.d_model, layer.nhead, layer.options);
       }) {}
+
+std::shared_ptr<Module> TransformerDecoder::clone() const {
+  // Each copy of the layer is a clone of the first one (of its own type, a torch:: layer
+  // included); finish_clone then copies every layer's own weights.
+  const auto& first = layers->at<TransformerDecoderLayer>(0);
+  auto copy = std::shared_ptr<TransformerDecoder>(new TransformerDecoder(
+      *first, num_layers, norm ? norm->clone() : nullptr,
+      [&first] { return std::dynamic_pointer_cast<TransformerDecoderLayer>(first->clone()); }));
+  return finish_clone(std::move(copy));
+}
 
 TransformerDecoder::TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
                                        std::shared_ptr<Module> norm, const LayerFactory& make_layer)

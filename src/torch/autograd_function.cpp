@@ -8,6 +8,7 @@
 #include "kiln/torch/autograd.h"
 #include "src/autograd/autograd_meta.h"
 #include "src/autograd/saved_variable.h"
+#include "src/core/tracing_hooks.h"
 
 namespace torch::autograd {
 
@@ -97,6 +98,20 @@ void record(const std::shared_ptr<AutogradContext>& ctx, const std::string& name
   for (Tensor& out : outputs)
     for (const Tensor& in : arguments.tensors)
       if (out.defined() && out.is_same(in)) out = out.detach();
+  // Note [Custom functions under a trace]
+  // kiln::compile captures ops, and AOT autograd differentiates them with each op's formula; a
+  // custom function's backward is C++ code that no captured graph holds, so its gradient would
+  // be lost (a wrong gradient, or none). Until custom functions are traced as a higher-order op
+  // with both bodies, one traced with grad mode on refuses to be traced: the trace's fake
+  // tensors do not say whether the real inputs will require grad, so it refuses whether or not
+  // they do. Under NoGradGuard (inference), the forward's ops trace like any others.
+  KILN_CHECK(!kiln::GradMode::is_enabled() || kiln::current_tracing_hooks() == nullptr,
+             NotImplementedError,
+             "{}::apply inside a compiled function with grad mode on: custom "
+             "torch::autograd::Functions cannot be compiled with their backward yet. Call it "
+             "outside the compiled function (compile the code before and after it separately), "
+             "or, for inference, under torch::NoGradGuard",
+             demangled(name));
   if (needs_grad) {
     auto node = std::make_shared<FunctionNode>(ctx, demangled(name), backward, arguments.is_tensor);
     for (const Tensor& in : arguments.tensors)

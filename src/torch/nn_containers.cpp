@@ -69,6 +69,14 @@ void SequentialImpl::push_back(std::string name, AnyModule module) {
   modules_.push_back(std::move(module));
 }
 
+std::shared_ptr<kiln::nn::Module> SequentialImpl::clone() const {
+  auto copy = std::make_shared<SequentialImpl>();
+  const auto children = named_children();
+  for (size_t i = 0; i < modules_.size(); ++i)
+    copy->push_back(children[i].first, modules_[i].clone());
+  return finish_clone(std::move(copy));
+}
+
 const AnyModule& SequentialImpl::at_index(size_t index) const {
   KILN_CHECK(index < modules_.size(), IndexError,
              "Sequential: index {} is out of range for a Sequential of {} module(s)", index,
@@ -82,6 +90,12 @@ void ModuleListImpl::push_back(const AnyModule& module) {
   KILN_CHECK(!module.is_empty(), ValueError, "ModuleList: push_back got an empty module");
   register_module(std::to_string(modules_.size()), module.ptr());
   modules_.push_back(module.ptr());
+}
+
+std::shared_ptr<kiln::nn::Module> ModuleListImpl::clone() const {
+  auto copy = std::make_shared<ModuleListImpl>();
+  for (const auto& module : modules_) copy->push_back(AnyModule(module->clone()));
+  return finish_clone(std::move(copy));
 }
 
 void ModuleListImpl::insert(size_t index, const AnyModule& module) {
@@ -127,6 +141,12 @@ void ModuleDictImpl::insert(const std::string& key, const AnyModule& module) {
   items_.emplace_back(key, module.ptr());
 }
 
+std::shared_ptr<kiln::nn::Module> ModuleDictImpl::clone() const {
+  auto copy = std::make_shared<ModuleDictImpl>();
+  for (const auto& [key, module] : items_) copy->insert(key, AnyModule(module->clone()));
+  return finish_clone(std::move(copy));
+}
+
 std::shared_ptr<kiln::nn::Module> ModuleDictImpl::operator[](const std::string& key) const {
   for (const Item& item : items_) {
     if (item.first == key) return item.second;
@@ -162,6 +182,13 @@ void ParameterDictImpl::insert(const std::string& key, const Tensor& param) {
   }
   register_parameter(key, param, param.requires_grad());
   keys_.push_back(key);
+}
+
+std::shared_ptr<kiln::nn::Module> ParameterDictImpl::clone() const {
+  // The copy registers the same tensors; finish_clone replaces each with a copy.
+  auto copy = std::make_shared<ParameterDictImpl>();
+  for (const auto& [key, param] : items()) copy->insert(key, param);
+  return finish_clone(std::move(copy));
 }
 
 Tensor& ParameterDictImpl::operator[](const std::string& key) {

@@ -57,6 +57,14 @@ TransformerEncoderImpl::TransformerEncoderImpl(TransformerEncoderOptions options
           }),
       options(std::move(options)) {}
 
+std::shared_ptr<kiln::nn::Module> TransformerEncoderImpl::clone() const {
+  TransformerEncoderOptions copied = options;
+  copied.encoder_layer(TransformerEncoderLayer(
+      std::dynamic_pointer_cast<TransformerEncoderLayerImpl>(options.encoder_layer()->clone())));
+  if (!options.norm().is_empty()) copied.norm(options.norm().clone());
+  return finish_clone(std::make_shared<TransformerEncoderImpl>(std::move(copied)));
+}
+
 TransformerDecoderImpl::TransformerDecoderImpl(TransformerDecoderOptions options)
     : kiln::nn::TransformerDecoder(
           *options.decoder_layer(), options.num_layers(), options.norm().ptr(),
@@ -64,6 +72,14 @@ TransformerDecoderImpl::TransformerDecoderImpl(TransformerDecoderOptions options
             return std::make_shared<TransformerDecoderLayerImpl>(options.decoder_layer()->options);
           }),
       options(std::move(options)) {}
+
+std::shared_ptr<kiln::nn::Module> TransformerDecoderImpl::clone() const {
+  TransformerDecoderOptions copied = options;
+  copied.decoder_layer(TransformerDecoderLayer(
+      std::dynamic_pointer_cast<TransformerDecoderLayerImpl>(options.decoder_layer()->clone())));
+  if (!options.norm().is_empty()) copied.norm(options.norm().clone());
+  return finish_clone(std::make_shared<TransformerDecoderImpl>(std::move(copied)));
+}
 
 TransformerImpl::TransformerImpl(TransformerOptions options)
     : kiln::nn::Transformer(kiln_options(options)), options(std::move(options)) {}

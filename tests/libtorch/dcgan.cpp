@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <tuple>
@@ -128,8 +129,15 @@ int main(int argc, char** argv) {
     generator->to(device);
     torch::nn::Sequential discriminator = make_discriminator();
     discriminator->to(device);
-    // KILN: compile line goes here (where the generator's and discriminator's forward would be
-    // compiled).
+    // The two forwards as function values, so that one line can hand each to a compiler.
+    std::function<torch::Tensor(DCGANGeneratorImpl&, torch::Tensor)> generate =
+        [](DCGANGeneratorImpl& g, torch::Tensor noise) { return g.forward(noise); };
+    std::function<torch::Tensor(torch::nn::SequentialImpl&, torch::Tensor)> discriminate =
+        [](torch::nn::SequentialImpl& d, torch::Tensor images) { return d.forward(images); };
+#ifdef KILN_COMPILE
+    generate = torch::compile(generate);  // the lines a compiled run adds (Kiln's kiln::compile)
+    discriminate = torch::compile(discriminate);
+#endif
 
     auto dataset = torch::data::datasets::MNIST(data_root)
                        .map(torch::data::transforms::Normalize<>(0.5, 0.5))
@@ -161,16 +169,17 @@ int main(int argc, char** argv) {
       discriminator->zero_grad();
       torch::Tensor real_images = batch.data.to(device);
       torch::Tensor real_labels = torch::empty(n, device).uniform_(0.8, 1.0);
-      torch::Tensor real_output = discriminator->forward(real_images).reshape(real_labels.sizes());
+      torch::Tensor real_output =
+          discriminate(*discriminator, real_images).reshape(real_labels.sizes());
       torch::Tensor d_loss_real = torch::binary_cross_entropy(real_output, real_labels);
       d_loss_real.backward();
 
       // Discriminator on generated images.
       torch::Tensor noise = torch::randn({n, kNoiseSize, 1, 1}, device);
-      torch::Tensor fake_images = generator->forward(noise);
+      torch::Tensor fake_images = generate(*generator, noise);
       torch::Tensor fake_labels = torch::zeros(n, device);
       torch::Tensor fake_output =
-          discriminator->forward(fake_images.detach()).reshape(fake_labels.sizes());
+          discriminate(*discriminator, fake_images.detach()).reshape(fake_labels.sizes());
       torch::Tensor d_loss_fake = torch::binary_cross_entropy(fake_output, fake_labels);
       d_loss_fake.backward();
 
@@ -180,7 +189,7 @@ int main(int argc, char** argv) {
       // Generator: make the discriminator call its images real.
       generator->zero_grad();
       fake_labels.fill_(1);
-      fake_output = discriminator->forward(fake_images).reshape(fake_labels.sizes());
+      fake_output = discriminate(*discriminator, fake_images).reshape(fake_labels.sizes());
       torch::Tensor g_loss = torch::nn::functional::binary_cross_entropy(fake_output, fake_labels);
       g_loss.backward();
       generator_optimizer.step();

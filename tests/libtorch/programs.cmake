@@ -6,8 +6,9 @@
 #   LIBTORCH_PROGRAMS          which programs to build
 #   LIBTORCH_LONG_TESTS        ON: also the long runs (a full mnist epoch, dcgan, mnist_compiled);
 #                              OFF under ASan, where test_torch covers the same code
-#   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, the same source with its one
-#                              torch::compile line (-DKILN_COMPILE)
+#   LIBTORCH_COMPILED          ON (Kiln only): also mnist_compiled, regression_compiled and
+#                              dcgan_compiled, the same sources with their torch::compile line
+#                              (-DKILN_COMPILE)
 #   LIBTORCH_BENCH             ON: also cnn_step and lstm_step, kiln-bench's step timers (and
 #                              with LIBTORCH_COMPILED, lstm_step_compiled)
 #   LIBTORCH_PCH               ON: the programs share one precompiled <torch/torch.h> (most of
@@ -25,10 +26,18 @@ foreach(program ${LIBTORCH_PROGRAMS})
     target_precompile_headers(${_p}${program} REUSE_FROM ${_pch_owner})
   endif()
 endforeach()
-if(LIBTORCH_COMPILED AND mnist IN_LIST LIBTORCH_PROGRAMS)
-  add_executable(${_p}mnist_compiled ${_src}/mnist.cpp)
-  target_link_libraries(${_p}mnist_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
-  target_compile_definitions(${_p}mnist_compiled PRIVATE KILN_COMPILE)
+# X_compiled: the same source with its torch::compile line (-DKILN_COMPILE).
+if(LIBTORCH_COMPILED)
+  foreach(program mnist regression dcgan)
+    if(program IN_LIST LIBTORCH_PROGRAMS)
+      add_executable(${_p}${program}_compiled ${_src}/${program}.cpp)
+      target_link_libraries(${_p}${program}_compiled PRIVATE ${TORCH_FRONT_END_LIBRARIES})
+      target_compile_definitions(${_p}${program}_compiled PRIVATE KILN_COMPILE)
+      if(LIBTORCH_PCH)
+        target_precompile_headers(${_p}${program}_compiled REUSE_FROM ${_pch_owner})
+      endif()
+    endif()
+  endforeach()
 endif()
 # cnn_step, lstm_step: kiln-bench's step timers (bench/libtorch.cpp), run by the benchmark only.
 if(LIBTORCH_BENCH)
@@ -79,11 +88,23 @@ endif()
 if(regression IN_LIST LIBTORCH_PROGRAMS)
   add_test(NAME ${_p}regression COMMAND ${_p}regression)
   set_tests_properties(${_p}regression PROPERTIES TIMEOUT 300)
+  if(LIBTORCH_COMPILED)
+    add_test(NAME ${_p}regression_compiled COMMAND ${_p}regression_compiled)
+    set_tests_properties(${_p}regression_compiled PROPERTIES TIMEOUT 300)
+  endif()
 endif()
 if(dcgan IN_LIST LIBTORCH_PROGRAMS AND LIBTORCH_LONG_TESTS)
   add_test(NAME ${_p}dcgan_short COMMAND ${_p}dcgan ${FASHION_MNIST_ROOT} 20)
   set_tests_properties(${_p}dcgan_short PROPERTIES FIXTURES_REQUIRED ${_p}fashion_mnist
                        TIMEOUT 600 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  if(LIBTORCH_COMPILED)
+    # Its own folder: both runs write checkpoints into the working directory.
+    file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dcgan_compiled)
+    add_test(NAME ${_p}dcgan_compiled_short COMMAND ${_p}dcgan_compiled ${FASHION_MNIST_ROOT} 8)
+    set_tests_properties(${_p}dcgan_compiled_short PROPERTIES FIXTURES_REQUIRED
+                         ${_p}fashion_mnist TIMEOUT 900
+                         WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/dcgan_compiled)
+  endif()
 endif()
 if(custom_dataset IN_LIST LIBTORCH_PROGRAMS)
   add_test(NAME ${_p}custom_dataset COMMAND ${_p}custom_dataset)

@@ -5,10 +5,12 @@
 //   regression [MAX_BATCHES]     (default 100000; exits 1 if the loss is still too high then)
 //
 // The last line printed is machine readable:  RESULT loss=<float> batches=<int>
+// Built with -DKILN_COMPILE (regression_compiled), the loss goes through torch::compile.
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -80,6 +82,14 @@ int main(int argc, char** argv) {
 
     torch::nn::Linear fc(w_target.size(0), 1);
     torch::optim::SGD optimizer(fc->parameters(), 0.1);
+    // The loss as a function value, so that one line can hand it to a compiler.
+    std::function<torch::Tensor(torch::nn::LinearImpl&, torch::Tensor, torch::Tensor)> loss_of =
+        [](torch::nn::LinearImpl& model, torch::Tensor x, torch::Tensor y) {
+          return torch::smooth_l1_loss(model.forward(x), y);
+        };
+#ifdef KILN_COMPILE
+    loss_of = torch::compile(loss_of);  // the one line a compiled run adds (Kiln's kiln::compile)
+#endif
 
     float loss = 0;
     int64_t batch_idx = 0;
@@ -87,7 +97,7 @@ int main(int argc, char** argv) {
       ++batch_idx;
       auto batch = get_batch(w_target, b_target);
       fc->zero_grad();
-      auto output = torch::smooth_l1_loss(fc(batch.first), batch.second);
+      auto output = loss_of(*fc, batch.first, batch.second);
       loss = output.item<float>();
       output.backward();
       optimizer.step();

@@ -143,13 +143,13 @@ TEST(TorchFrontEnd, ChecksRaiseWithTheStreamedMessage) {
 TEST(TorchFrontEnd, OptimizerOptionsBuildKilnsOptimizers) {
   const torch::Tensor w = torch::ones({2}, torch::requires_grad());
   torch::optim::SGD sgd({w}, torch::optim::SGDOptions(0.1).momentum(0.5).nesterov(true));
-  EXPECT_EQ(sgd.param_groups()[0].lr, 0.1);
-  EXPECT_EQ(sgd.param_groups()[0].option("momentum"), 0.5);
-  EXPECT_EQ(sgd.param_groups()[0].option("nesterov"), 1.0);
+  EXPECT_EQ(sgd.kiln_param_groups()[0].lr, 0.1);
+  EXPECT_EQ(sgd.kiln_param_groups()[0].option("momentum"), 0.5);
+  EXPECT_EQ(sgd.kiln_param_groups()[0].option("nesterov"), 1.0);
   torch::optim::SGD plain({w}, 0.25);  // SGDOptions converts from the rate, as in LibTorch
-  EXPECT_EQ(plain.param_groups()[0].lr, 0.25);
+  EXPECT_EQ(plain.kiln_param_groups()[0].lr, 0.25);
   torch::optim::Adam adam({w}, torch::optim::AdamOptions(2e-4).betas(std::make_tuple(0.5, 0.999)));
-  EXPECT_EQ(adam.param_groups()[0].option("beta1"), 0.5);
+  EXPECT_EQ(adam.kiln_param_groups()[0].option("beta1"), 0.5);
   // One step as in LibTorch: w -= lr * grad with plain SGD.
   (w * 3).sum().backward();
   torch::optim::Optimizer& opt = plain;
@@ -157,6 +157,38 @@ TEST(TorchFrontEnd, OptimizerOptionsBuildKilnsOptimizers) {
   EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{0.25f, 0.25f}));
   opt.zero_grad();
   EXPECT_FALSE(w.grad().defined());
+}
+
+// LibTorch's LR-decay idiom writes through to the running optimizer, and Kiln's schedulers'
+// changes show in LibTorch's groups (Note [LibTorch's param groups over Kiln's]).
+TEST(TorchFrontEnd, ParamGroupOptionsChangeTheRunningOptimizer) {
+  const torch::Tensor w = torch::ones({1}, torch::requires_grad());
+  torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.1).momentum(0.0));
+  auto& options = static_cast<torch::optim::SGDOptions&>(opt.param_groups()[0].options());
+  EXPECT_EQ(options.lr(), 0.1);
+  options.lr(0.5);
+  (w * 2).sum().backward();
+  opt.step();
+  EXPECT_FLOAT_EQ(w.item<float>(), 1.0f - 0.5f * 2.0f);
+  // Adam's betas and a weight decay, changed the same way.
+  torch::optim::Adam adam({w}, torch::optim::AdamOptions(1e-3));
+  static_cast<torch::optim::AdamOptions&>(adam.param_groups()[0].options())
+      .betas(std::make_tuple(0.5, 0.9))
+      .weight_decay(0.25);
+  EXPECT_EQ(adam.kiln_param_groups()[0].option("beta1"), 0.5);
+  EXPECT_EQ(adam.kiln_param_groups()[0].option("weight_decay"), 0.25);
+  // A scheduler writes Kiln's group; the options object, read again, says so, and still lives
+  // where it was.
+  torch::optim::StepLR scheduler(opt, /*step_size=*/1, /*gamma=*/0.5);
+  scheduler.step();
+  auto& again = static_cast<torch::optim::SGDOptions&>(opt.param_groups()[0].options());
+  EXPECT_EQ(&again, &options);
+  EXPECT_DOUBLE_EQ(again.lr(), 0.25);
+  // set_lr on the base class too.
+  opt.set_lr(0, 0.125);
+  EXPECT_DOUBLE_EQ(opt.param_groups()[0].options().get_lr(), 0.125);
+  torch::optim::OptimizerParamGroup bare(std::vector<torch::Tensor>{w});
+  EXPECT_THROW(bare.options(), kiln::ValueError);
 }
 
 TEST(TorchFrontEnd, ParamGroupsTakeTheirOwnOptions) {
@@ -169,9 +201,11 @@ TEST(TorchFrontEnd, ParamGroupsTakeTheirOwnOptions) {
       std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.5).weight_decay(0.1)));
   torch::optim::SGD opt(groups, torch::optim::SGDOptions(0.01));
   ASSERT_EQ(opt.param_groups().size(), 2u);
-  EXPECT_EQ(opt.param_groups()[0].lr, 0.01);
-  EXPECT_EQ(opt.param_groups()[1].lr, 0.5);
-  EXPECT_EQ(opt.param_groups()[1].option("weight_decay"), 0.1);
+  EXPECT_EQ(opt.param_groups()[0].options().get_lr(), 0.01);
+  EXPECT_EQ(opt.param_groups()[1].options().get_lr(), 0.5);
+  EXPECT_EQ(static_cast<torch::optim::SGDOptions&>(opt.param_groups()[1].options()).weight_decay(),
+            0.1);
+  EXPECT_EQ(opt.param_groups()[1].params().size(), 1u);
   (a + b).sum().backward();
   opt.step();
   EXPECT_FLOAT_EQ(a.item<float>(), 1.0f - 0.01f);
@@ -238,6 +272,29 @@ TEST(TorchFrontEnd, ACustomFunctionsBackwardGivesTheGradients) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>(3, 5.5f)));
   MulConstant::apply(x, 5.5).sum().backward();  // accumulates
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>(3, 11.0f)));
+}
+
+// A custom function's backward is C++ that no compiled graph holds (Note [Custom functions under
+// a trace]): one that needs a gradient refuses to be traced instead of losing its gradient, and
+// one under no-grad compiles like any code.
+TEST(TorchFrontEnd, ACompiledCustomFunctionRefusesToLoseItsGradient) {
+  for (const char* backend : {"eager", "inductor"}) {
+    SCOPED_TRACE(backend);
+    std::function<torch::Tensor(torch::Tensor)> f = [](torch::Tensor x) {
+      return (MulConstant::apply(x.sin(), 5.5) + x).sum();
+    };
+    auto compiled = kiln::compile(f, {.backend = backend});
+    const torch::Tensor x = torch::randn({3}, torch::requires_grad());
+    try {
+      compiled(x);
+      FAIL() << "no error";
+    } catch (const kiln::NotImplementedError& e) {
+      EXPECT_NE(std::string(e.what()).find("MulConstant::apply"), std::string::npos) << e.what();
+    }
+    torch::NoGradGuard no_grad;
+    const torch::Tensor y = compiled(x);
+    EXPECT_TRUE(torch::allclose(y, (x.sin() * 5.5 + x).sum()));
+  }
 }
 
 TEST(TorchFrontEnd, ACustomLinearMatchesKilnsGradients) {
@@ -390,3 +447,14 @@ TEST(TorchFrontEnd, ACompiledForwardFollowsTrainEvalWeightsAndTwoModules) {
   }
   EXPECT_FALSE(torch::allclose(compiled(*a, x), compiled(*b, x)));
 }
+
+namespace {
+// `model->to(torch::kCPU)` with a bare device type, as LibTorch's tutorials write it.
+TEST(TorchFrontEnd, AModuleMovesToABareDeviceType) {
+  torch::nn::Linear linear(2, 2);
+  linear->to(torch::kCPU);
+  linear->to(torch::kCPU, torch::kFloat64);
+  EXPECT_EQ(linear->weight.dtype(), torch::kFloat64);
+  EXPECT_THROW(linear->to(torch::kCUDA), kiln::NotImplementedError);
+}
+}  // namespace

@@ -10,6 +10,7 @@ namespace kiln::nn {
 
 class ReLU : public Module {
  public:
+  std::shared_ptr<Module> clone() const override { return finish_clone(std::make_shared<ReLU>()); }
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& input) override;
 };
@@ -17,6 +18,9 @@ class ReLU : public Module {
 // approximate: "none" (exact, with erf) or "tanh"; ValueError otherwise.
 class GELU : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<GELU>(approximate));
+  }
   explicit GELU(std::string approximate = "none");
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -26,18 +30,23 @@ class GELU : public Module {
 
 class SiLU : public Module {
  public:
+  std::shared_ptr<Module> clone() const override { return finish_clone(std::make_shared<SiLU>()); }
   SiLU() : Module("SiLU") {}
   Tensor forward(const Tensor& input) override;
 };
 
 class Sigmoid : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Sigmoid>());
+  }
   Sigmoid() : Module("Sigmoid") {}
   Tensor forward(const Tensor& input) override;
 };
 
 class Tanh : public Module {
  public:
+  std::shared_ptr<Module> clone() const override { return finish_clone(std::make_shared<Tanh>()); }
   Tanh() : Module("Tanh") {}
   Tensor forward(const Tensor& input) override;
 };
@@ -45,6 +54,9 @@ class Tanh : public Module {
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold.
 class Softplus : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Softplus>(beta, threshold));
+  }
   explicit Softplus(double beta = 1.0, double threshold = 20.0);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -56,6 +68,9 @@ class Softplus : public Module {
 // x for x > 0, negative_slope * x otherwise.
 class LeakyReLU : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<LeakyReLU>(negative_slope));
+  }
   explicit LeakyReLU(double negative_slope = 0.01);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -66,6 +81,9 @@ class LeakyReLU : public Module {
 // x for x > 0, alpha * (exp(x) - 1) otherwise.
 class ELU : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<ELU>(alpha));
+  }
   explicit ELU(double alpha = 1.0);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -75,6 +93,9 @@ class ELU : public Module {
 
 class Softmax : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Softmax>(dim));
+  }
   explicit Softmax(int64_t dim);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -84,6 +105,9 @@ class Softmax : public Module {
 
 class LogSoftmax : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<LogSoftmax>(dim));
+  }
   explicit LogSoftmax(int64_t dim);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;

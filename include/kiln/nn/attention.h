@@ -20,6 +20,9 @@ struct MultiheadAttentionOptions {
 // as PyTorch: xavier_uniform_ in_proj_weight, zero biases, out_proj.weight as Linear.
 class MultiheadAttention : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<MultiheadAttention>(embed_dim, num_heads, options));
+  }
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {});
 
   // query (L, N, E), key and value (S, N, E) (batch first: (N, L, E), (N, S, E)); unbatched

@@ -17,6 +17,8 @@ namespace kiln::nn {
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
+  // Clones every module it holds.
+  std::shared_ptr<Module> clone() const override;
   Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
 
   Tensor forward(const Tensor& input) override;
@@ -43,6 +45,8 @@ class Sequential : public Module {
 class ModuleList : public Module {
  public:
   ModuleList() : Module("ModuleList") {}
+  // Clones every module it holds.
+  std::shared_ptr<Module> clone() const override;
   ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
 
   void push_back(std::shared_ptr<Module> module);

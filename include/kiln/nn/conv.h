@@ -54,6 +54,9 @@ struct ConvOptions {
 template <size_t D>
 class ConvNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<ConvNd>(in_channels, out_channels, kernel_size, options));
+  }
   ConvNd(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size,
          ConvOptions<D> options = {});
 

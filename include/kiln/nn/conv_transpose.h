@@ -35,6 +35,10 @@ struct ConvTransposeOptions {
 template <size_t D>
 class ConvTransposeNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(
+        std::make_shared<ConvTransposeNd>(in_channels, out_channels, kernel_size, options));
+  }
   ConvTransposeNd(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size,
                   ConvTransposeOptions<D> options = {});
 

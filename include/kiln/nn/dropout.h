@@ -15,6 +15,9 @@ namespace kiln::nn {
 // it with kiln::manual_seed for reproducible masks). ValueError for p outside [0, 1].
 class Dropout : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout>(p, generator_));
+  }
   explicit Dropout(double p = 0.5, Generator* generator = nullptr);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -46,6 +49,7 @@ class DropoutNd : public Module {
 
  protected:
   DropoutNd(std::string name, int64_t spatial_dims, double p, Generator* generator);
+  Generator* generator() const { return generator_; }
 
  private:
   int64_t spatial_dims_;
@@ -54,18 +58,27 @@ class DropoutNd : public Module {
 
 class Dropout1d : public DropoutNd {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout1d>(p, generator()));
+  }
   explicit Dropout1d(double p = 0.5, Generator* generator = nullptr)
       : DropoutNd("Dropout1d", 1, p, generator) {}
 };
 
 class Dropout2d : public DropoutNd {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout2d>(p, generator()));
+  }
   explicit Dropout2d(double p = 0.5, Generator* generator = nullptr)
       : DropoutNd("Dropout2d", 2, p, generator) {}
 };
 
 class Dropout3d : public DropoutNd {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout3d>(p, generator()));
+  }
   explicit Dropout3d(double p = 0.5, Generator* generator = nullptr)
       : DropoutNd("Dropout3d", 3, p, generator) {}
 };

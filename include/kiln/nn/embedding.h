@@ -11,6 +11,9 @@ namespace kiln::nn {
 // The weight starts as N(0, 1), with the padding_idx row (if any) zero; that row gets no gradient.
 class Embedding : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Embedding>(num_embeddings, embedding_dim, padding_idx));
+  }
   Embedding(int64_t num_embeddings, int64_t embedding_dim,
             std::optional<int64_t> padding_idx = std::nullopt);
   Tensor forward(const Tensor& indices) override;

@@ -44,6 +44,9 @@ class InstanceNormBase : public Module {
 // Input (N, C, L) or (C, L).
 class InstanceNorm1d : public InstanceNormBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm1d>(num_features, options));
+  }
   explicit InstanceNorm1d(int64_t num_features, InstanceNormOptions options = {})
       : InstanceNormBase("InstanceNorm1d", num_features, 1, options) {}
 };
@@ -51,6 +54,9 @@ class InstanceNorm1d : public InstanceNormBase {
 // Input (N, C, H, W) or (C, H, W).
 class InstanceNorm2d : public InstanceNormBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm2d>(num_features, options));
+  }
   explicit InstanceNorm2d(int64_t num_features, InstanceNormOptions options = {})
       : InstanceNormBase("InstanceNorm2d", num_features, 2, options) {}
 };
@@ -58,6 +64,9 @@ class InstanceNorm2d : public InstanceNormBase {
 // Input (N, C, D, H, W) or (C, D, H, W).
 class InstanceNorm3d : public InstanceNormBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm3d>(num_features, options));
+  }
   explicit InstanceNorm3d(int64_t num_features, InstanceNormOptions options = {})
       : InstanceNormBase("InstanceNorm3d", num_features, 3, options) {}
 };

@@ -10,6 +10,9 @@ namespace kiln::nn {
 // b ~ U(-1/sqrt(in), 1/sqrt(in)).
 class Linear : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Linear>(in_features, out_features, bias.defined()));
+  }
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
 
   Tensor forward(const Tensor& input) override;
@@ -26,6 +29,9 @@ class Linear : public Module {
 // Returns its input.
 class Identity : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Identity>());
+  }
   Identity() : Module("Identity") {}
   Tensor forward(const Tensor& input) override { return input; }
 };

@@ -35,6 +35,10 @@ struct CrossEntropyLossOptions {
 // input: logits (C), (N, C) or (N, C, d...); target: class indices or class probabilities.
 class CrossEntropyLoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<CrossEntropyLoss>(
+        CrossEntropyLossOptions{weight, ignore_index, reduction, label_smoothing}));
+  }
   explicit CrossEntropyLoss(CrossEntropyLossOptions options = {});
   const int64_t ignore_index;
   const double label_smoothing;
@@ -53,6 +57,9 @@ struct NLLLossOptions {
 // input: log-probabilities (as from LogSoftmax); target: class indices.
 class NLLLoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<NLLLoss>(NLLLossOptions{weight, ignore_index, reduction}));
+  }
   explicit NLLLoss(NLLLossOptions options = {});
   const int64_t ignore_index;
   Tensor& weight;
@@ -64,6 +71,9 @@ class NLLLoss : public Loss {
 // (input - target)^2.
 class MSELoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<MSELoss>(reduction));
+  }
   explicit MSELoss(std::string reduction = "mean") : Loss("MSELoss", std::move(reduction)) {}
 
  protected:
@@ -73,6 +83,9 @@ class MSELoss : public Loss {
 // |input - target|.
 class L1Loss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<L1Loss>(reduction));
+  }
   explicit L1Loss(std::string reduction = "mean") : Loss("L1Loss", std::move(reduction)) {}
 
  protected:
@@ -82,6 +95,9 @@ class L1Loss : public Loss {
 // 0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta elsewhere (d = input - target; beta = 0: L1).
 class SmoothL1Loss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<SmoothL1Loss>(reduction, beta));
+  }
   explicit SmoothL1Loss(std::string reduction = "mean", double beta = 1.0);
   const double beta;
 
@@ -92,6 +108,9 @@ class SmoothL1Loss : public Loss {
 // 0.5 d^2 where |d| < delta, delta (|d| - 0.5 delta) elsewhere.
 class HuberLoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<HuberLoss>(reduction, delta));
+  }
   explicit HuberLoss(std::string reduction = "mean", double delta = 1.0);
   const double delta;
 
@@ -107,6 +126,9 @@ struct BCELossOptions {
 // input: probabilities in [0, 1]; each log is clamped at -100, as PyTorch.
 class BCELoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<BCELoss>(BCELossOptions{weight, reduction}));
+  }
   explicit BCELoss(BCELossOptions options = {});
   Tensor& weight;
 
@@ -123,6 +145,10 @@ struct BCEWithLogitsLossOptions {
 // input: logits; sigmoid and binary cross entropy in one stable computation.
 class BCEWithLogitsLoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<BCEWithLogitsLoss>(
+        BCEWithLogitsLossOptions{weight, pos_weight, reduction}));
+  }
   explicit BCEWithLogitsLoss(BCEWithLogitsLossOptions options = {});
   Tensor& weight;
   Tensor& pos_weight;
@@ -135,6 +161,9 @@ class BCEWithLogitsLoss : public Loss {
 // reduction "batchmean" divides the sum by the batch size (the true KL divergence).
 class KLDivLoss : public Loss {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<KLDivLoss>(reduction, log_target));
+  }
   explicit KLDivLoss(std::string reduction = "mean", bool log_target = false);
   const bool log_target;
 

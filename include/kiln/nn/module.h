@@ -25,10 +25,12 @@
 // tensor: build optimizers after converting the model, as LibTorch's documentation advises.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -186,9 +188,38 @@ class Module {
   // for LibTorch's signature; there is nothing to overlap.
   void to(Device device, bool non_blocking = false);
   void to(Device device, ScalarType dtype, bool non_blocking = false);
+  // A front end's own device type, such as LibTorch's `model->to(torch::kCPU)`: any type for
+  // which argument-dependent lookup finds a `kiln_device_of(device)` giving Kiln's device.
+  template <typename DeviceLike>
+  requires requires(const DeviceLike& d) {
+    { kiln_device_of(d) } -> std::convertible_to<Device>;
+  }
+  void to(const DeviceLike& device, bool non_blocking = false) {
+    to(Device(kiln_device_of(device)), non_blocking);
+  }
+  template <typename DeviceLike>
+  requires requires(const DeviceLike& d) {
+    { kiln_device_of(d) } -> std::convertible_to<Device>;
+  }
+  void to(const DeviceLike& device, ScalarType dtype, bool non_blocking = false) {
+    to(Device(kiln_device_of(device)), dtype, non_blocking);
+  }
 
   // Clears the gradients of every parameter (set_to_none) or zeroes them in place.
   void zero_grad(bool set_to_none = true);
+
+  // ---- copying ----
+
+  // Note [Cloning a module]
+  // clone() returns a deep copy, as LibTorch's Module::clone: a new module of the same type, built
+  // with the same constructor arguments, whose parameters and buffers (non-persistent ones too)
+  // are copies of this module's, not shared with it, with the same dtypes and requires_grad, and
+  // whose training mode and attributes equal this module's, in every submodule. Gradients are not
+  // copied. The copy is a new module to kiln::compile (a new id). Every Kiln layer and container
+  // implements it by constructing itself again and calling finish_clone(); a user module derives
+  // from torch::nn::Cloneable<NetImpl> (kiln/torch/module_holder.h) or overrides clone() the same
+  // way. The default raises NotImplementedError naming the module.
+  virtual std::shared_ptr<Module> clone() const;
 
   // ---- saving ----
 
@@ -209,6 +240,17 @@ class Module {
   std::string repr() const;
 
  protected:
+  // The base of a LibTorch Cloneable's copy constructor (See Note [Cloning a module]): a module
+  // with `original`'s name and training mode and nothing registered, which the copy's reset()
+  // fills.
+  struct UnregisteredCopy {};
+  Module(UnregisteredCopy, const Module& original);
+
+  // Makes `copy`, freshly constructed with this module's constructor arguments (so it has the
+  // same submodules, parameters and buffers by name), a deep copy of this module and returns it.
+  // ValueError naming both when the two trees differ in a name or a shape.
+  std::shared_ptr<Module> finish_clone(std::shared_ptr<Module> copy) const;
+
   // ValueError naming this module and `argument` when `input` is an undefined Tensor (See Note
   // [An undefined Tensor] in kiln/tensor.h).
   void check_input_defined(const Tensor& input, std::string_view argument = "input") const;
@@ -223,6 +265,10 @@ class Module {
     bool persistent = true;
   };
 
+  // Copies `from`'s state into `to` and recursively into their submodules (finish_clone).
+  // `copied` maps each tensor of `from` already copied to its copy, so tied weights stay tied.
+  static void copy_state(const Module& from, Module& to, const std::string& path,
+                         std::map<const TensorImpl*, Tensor>& copied);
   void add_child(std::string name, std::shared_ptr<Module> module);
   void replace_child(const std::string& name, std::shared_ptr<Module> module);
   void changed(std::string what);

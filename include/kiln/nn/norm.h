@@ -46,6 +46,9 @@ class BatchNormBase : public Module {
 // Input (N, C) or (N, C, L).
 class BatchNorm1d : public BatchNormBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<BatchNorm1d>(num_features, options));
+  }
   explicit BatchNorm1d(int64_t num_features, BatchNormOptions options = {})
       : BatchNormBase("BatchNorm1d", num_features, options) {}
 
@@ -56,6 +59,9 @@ class BatchNorm1d : public BatchNormBase {
 // Input (N, C, H, W).
 class BatchNorm2d : public BatchNormBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<BatchNorm2d>(num_features, options));
+  }
   explicit BatchNorm2d(int64_t num_features, BatchNormOptions options = {})
       : BatchNormBase("BatchNorm2d", num_features, options) {}
 
@@ -66,6 +72,9 @@ class BatchNorm2d : public BatchNormBase {
 // Normalizes over the trailing dims given by normalized_shape: LayerNorm({512}), LayerNorm({3, 4}).
 class LayerNorm : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<LayerNorm>(normalized_shape, eps, elementwise_affine));
+  }
   explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
                      bool elementwise_affine = true);
   Tensor forward(const Tensor& input) override;
@@ -82,6 +91,9 @@ class LayerNorm : public Module {
 // Input (N, C, *): statistics over groups of C / num_groups channels of each sample.
 class GroupNorm : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<GroupNorm>(num_groups, num_channels, eps, affine));
+  }
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;

@@ -26,6 +26,9 @@ using MaxPool3dOptions = MaxPoolOptions<3>;
 template <size_t D>
 class MaxPoolNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<MaxPoolNd>(kernel_size, options));
+  }
   explicit MaxPoolNd(ExpandingArray<D> kernel_size, MaxPoolOptions<D> options = {});
   Tensor forward(const Tensor& input) override;
   // (values, indices): indices are flat positions in each input plane or box (kiln/ops/pooling.h).
@@ -55,6 +58,9 @@ using AvgPool3dOptions = AvgPoolOptions<3>;
 template <size_t D>
 class AvgPoolNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<AvgPoolNd>(kernel_size, options));
+  }
   explicit AvgPoolNd(ExpandingArray<D> kernel_size, AvgPoolOptions<D> options = {});
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -70,6 +76,9 @@ using AvgPool3d = AvgPoolNd<3>;
 template <size_t D>
 class AdaptiveAvgPoolNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveAvgPoolNd>(output_size));
+  }
   explicit AdaptiveAvgPoolNd(ExpandingArray<D> output_size);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -84,6 +93,9 @@ using AdaptiveAvgPool3d = AdaptiveAvgPoolNd<3>;
 template <size_t D>
 class AdaptiveMaxPoolNd : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveMaxPoolNd>(output_size));
+  }
   explicit AdaptiveMaxPoolNd(ExpandingArray<D> output_size);
   Tensor forward(const Tensor& input) override;
   std::pair<Tensor, Tensor> forward_with_indices(const Tensor& input);

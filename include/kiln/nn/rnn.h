@@ -69,6 +69,9 @@ class RNNBase : public Module {
 // Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (relu with nonlinearity "relu").
 class RNN : public RNNBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<RNN>(input_size, hidden_size, options));
+  }
   RNN(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   // The output alone (so an RNN can sit in a Sequential).
   Tensor forward(const Tensor& input) override;
@@ -78,6 +81,9 @@ class RNN : public RNNBase {
 
 class LSTM : public RNNBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<LSTM>(input_size, hidden_size, options));
+  }
   LSTM(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   Tensor forward(const Tensor& input) override;
   // (output, (h_n, c_n)); h0 and c0 undefined mean zeros.
@@ -87,6 +93,9 @@ class LSTM : public RNNBase {
 
 class GRU : public RNNBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<GRU>(input_size, hidden_size, options));
+  }
   GRU(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   Tensor forward(const Tensor& input) override;
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx);
@@ -116,6 +125,10 @@ class RNNCellBase : public Module {
 
 class RNNCell : public RNNCellBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<RNNCell>(
+        input_size, hidden_size, bias, mode == RecurrentMode::RnnRelu ? "relu" : "tanh"));
+  }
   RNNCell(int64_t input_size, int64_t hidden_size, bool bias = true,
           std::string nonlinearity = "tanh");
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
@@ -124,6 +137,9 @@ class RNNCell : public RNNCellBase {
 
 class LSTMCell : public RNNCellBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<LSTMCell>(input_size, hidden_size, bias));
+  }
   LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
   // (h', c'); h and c undefined mean zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input,
@@ -132,6 +148,9 @@ class LSTMCell : public RNNCellBase {
 
 class GRUCell : public RNNCellBase {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<GRUCell>(input_size, hidden_size, bias));
+  }
   GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
   Tensor forward(const Tensor& input) override { return forward(input, Tensor()); }
   Tensor forward(const Tensor& input, const Tensor& hx);

@@ -29,6 +29,9 @@ struct TransformerEncoderLayerOptions {
 // dropout2.
 class TransformerEncoderLayer : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<TransformerEncoderLayer>(d_model, nhead, options));
+  }
   TransformerEncoderLayer(int64_t d_model, int64_t nhead,
                           TransformerEncoderLayerOptions options = {});
 
@@ -61,6 +64,9 @@ using TransformerDecoderLayerOptions = TransformerEncoderLayerOptions;
 // dropout, linear2, norm1, norm2, norm3, dropout1, dropout2, dropout3.
 class TransformerDecoderLayer : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<TransformerDecoderLayer>(d_model, nhead, options));
+  }
   TransformerDecoderLayer(int64_t d_model, int64_t nhead,
                           TransformerDecoderLayerOptions options = {});
 

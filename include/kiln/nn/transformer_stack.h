@@ -33,6 +33,8 @@ namespace kiln::nn {
 // PyTorch's ("layers.0.self_attn.in_proj_weight", "norm.weight").
 class TransformerEncoder : public Module {
  public:
+  // Clones its layers and its norm.
+  std::shared_ptr<Module> clone() const override;
   // num_layers copies of `layer` (Note [Copies of a layer]); `norm` (LayerNorm in PyTorch's
   // models, or any module) runs after the last layer; nullptr for none.
   TransformerEncoder(const TransformerEncoderLayer& layer, int64_t num_layers,
@@ -56,6 +58,8 @@ class TransformerEncoder : public Module {
 
 class TransformerDecoder : public Module {
  public:
+  // Clones its layers and its norm.
+  std::shared_ptr<Module> clone() const override;
   // As TransformerEncoder's.
   TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
                      std::shared_ptr<Module> norm = nullptr);
@@ -97,6 +101,9 @@ struct TransformerOptions {
 // the layers' weight matrices differ while their biases and norms start equal.
 class Transformer : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Transformer>(options));
+  }
   explicit Transformer(TransformerOptions options = {});
 
   // src (S, N, E) and tgt (T, N, E) ((N, S, E), (N, T, E) with batch_first; unbatched (S, E),

@@ -16,6 +16,9 @@ using UpsampleOptions = functional::InterpolateOptions;
 // built; size or scale_factor (exactly one) and the input when it runs, as PyTorch.
 class Upsample : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<Upsample>(options));
+  }
   explicit Upsample(UpsampleOptions options);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -26,6 +29,9 @@ class Upsample : public Module {
 // (*, C r^2, H, W) -> (*, C, H r, W r).
 class PixelShuffle : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<PixelShuffle>(upscale_factor));
+  }
   explicit PixelShuffle(int64_t upscale_factor);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -36,6 +42,9 @@ class PixelShuffle : public Module {
 // (*, C, H r, W r) -> (*, C r^2, H, W), PixelShuffle's inverse.
 class PixelUnshuffle : public Module {
  public:
+  std::shared_ptr<Module> clone() const override {
+    return finish_clone(std::make_shared<PixelUnshuffle>(downscale_factor));
+  }
   explicit PixelUnshuffle(int64_t downscale_factor);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;

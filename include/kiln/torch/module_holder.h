@@ -23,6 +23,39 @@ namespace torch::nn {
 // holders and to(device), so `struct NetImpl : torch::nn::Module` is a kiln::nn::Module.
 using kiln::nn::Module;
 
+// LibTorch's base for a user module that can be cloned (See Note [Cloning a module] in
+// kiln/nn/module.h):
+//
+//   struct NetImpl : torch::nn::Cloneable<NetImpl> {
+//     explicit NetImpl(int64_t width) : width(width) { reset(); }
+//     void reset() override { fc = register_module("fc", torch::nn::Linear(width, 2)); }
+//     int64_t width;
+//     torch::nn::Linear fc{nullptr};
+//   };
+//   auto copy = std::dynamic_pointer_cast<NetImpl>(net->clone());
+//
+// clone() copy-constructs a Derived (its plain members, such as `width`, are copied; its base
+// starts with nothing registered), calls reset() on the copy to register fresh parameters,
+// buffers and submodules, and then copies this module's values into them.
+template <typename Derived>
+class Cloneable : public Module {
+ public:
+  using Module::Module;
+  Cloneable() = default;
+
+  // Registers the module's parameters, buffers and submodules.
+  virtual void reset() = 0;
+
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    copy->reset();
+    return finish_clone(std::move(copy));
+  }
+
+ protected:
+  Cloneable(const Cloneable& original) : Module(UnregisteredCopy{}, original) {}
+};
+
 template <typename Impl>
 class ModuleHolder {
  public:

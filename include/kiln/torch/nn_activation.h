@@ -22,6 +22,9 @@ struct ReLUOptions {
 
 class ReLUImpl : public kiln::nn::ReLU {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<ReLUImpl>(options));
+  }
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   ReLUOptions options;
 };
@@ -33,19 +36,37 @@ struct GELUOptions {
 
 class GELUImpl : public kiln::nn::GELU {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<GELUImpl>(options));
+  }
   explicit GELUImpl(GELUOptions options = {})
       : kiln::nn::GELU(options.approximate()), options(std::move(options)) {}
   GELUOptions options;
 };
 TORCH_MODULE(GELU);
 
-class SiLUImpl : public kiln::nn::SiLU {};
+class SiLUImpl : public kiln::nn::SiLU {
+ public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<SiLUImpl>());
+  }
+};
 TORCH_MODULE(SiLU);
 
-class SigmoidImpl : public kiln::nn::Sigmoid {};
+class SigmoidImpl : public kiln::nn::Sigmoid {
+ public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<SigmoidImpl>());
+  }
+};
 TORCH_MODULE(Sigmoid);
 
-class TanhImpl : public kiln::nn::Tanh {};
+class TanhImpl : public kiln::nn::Tanh {
+ public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<TanhImpl>());
+  }
+};
 TORCH_MODULE(Tanh);
 
 struct SoftplusOptions {
@@ -55,6 +76,9 @@ struct SoftplusOptions {
 
 class SoftplusImpl : public kiln::nn::Softplus {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<SoftplusImpl>(options));
+  }
   explicit SoftplusImpl(const SoftplusOptions& options = {})
       : kiln::nn::Softplus(options.beta(), options.threshold()), options(options) {}
   SoftplusOptions options;
@@ -68,6 +92,9 @@ struct LeakyReLUOptions {
 
 class LeakyReLUImpl : public kiln::nn::LeakyReLU {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LeakyReLUImpl>(options));
+  }
   explicit LeakyReLUImpl(const LeakyReLUOptions& options = {})
       : kiln::nn::LeakyReLU(options.negative_slope()), options(options) {}
   LeakyReLUOptions options;
@@ -81,6 +108,9 @@ struct ELUOptions {
 
 class ELUImpl : public kiln::nn::ELU {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<ELUImpl>(options));
+  }
   explicit ELUImpl(const ELUOptions& options = {})
       : kiln::nn::ELU(options.alpha()), options(options) {}
   ELUOptions options;
@@ -94,6 +124,9 @@ struct SoftmaxOptions {
 
 class SoftmaxImpl : public kiln::nn::Softmax {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<SoftmaxImpl>(options));
+  }
   explicit SoftmaxImpl(int64_t dim) : SoftmaxImpl(SoftmaxOptions(dim)) {}
   explicit SoftmaxImpl(const SoftmaxOptions& options)
       : kiln::nn::Softmax(options.dim()), options(options) {}
@@ -108,6 +141,9 @@ struct LogSoftmaxOptions {
 
 class LogSoftmaxImpl : public kiln::nn::LogSoftmax {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LogSoftmaxImpl>(options));
+  }
   explicit LogSoftmaxImpl(int64_t dim) : LogSoftmaxImpl(LogSoftmaxOptions(dim)) {}
   explicit LogSoftmaxImpl(const LogSoftmaxOptions& options)
       : kiln::nn::LogSoftmax(options.dim()), options(options) {}

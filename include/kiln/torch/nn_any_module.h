@@ -54,7 +54,14 @@ class AnyModule {
   AnyModule() = default;
   template <detail::KilnModule M>
   AnyModule(std::shared_ptr<M> module)
-      : module_(module), forward_(detail::forward_of(module.get())), type_(&typeid(M)) {
+      : module_(module),
+        forward_(detail::forward_of(module.get())),
+        type_(&typeid(M)),
+        rewrap_([](std::shared_ptr<kiln::nn::Module> copy) {
+          auto typed = std::dynamic_pointer_cast<M>(copy);
+          if (!typed) detail::throw_any_module_cast(copy.get(), typeid(M).name());
+          return AnyModule(std::move(typed));
+        }) {
     KILN_CHECK(module_ != nullptr, ValueError, "AnyModule: got a null module pointer");
   }
   template <typename M>
@@ -77,6 +84,13 @@ class AnyModule {
     static_assert(std::is_same_v<ReturnType, kiln::Tensor>,
                   "Kiln's containers run one-tensor forwards: ReturnType must be torch::Tensor");
     return forward(input);
+  }
+
+  // A deep copy of the module (See Note [Cloning a module] in kiln/nn/module.h), running the
+  // forward of the type this one was given as; ValueError on an empty AnyModule.
+  AnyModule clone() const {
+    if (!module_) detail::throw_empty_any_module();
+    return rewrap_(module_->clone());
   }
 
   const std::shared_ptr<kiln::nn::Module>& ptr() const { return module_; }
@@ -115,6 +129,8 @@ class AnyModule {
   std::shared_ptr<kiln::nn::Module> module_;
   std::function<kiln::Tensor(const kiln::Tensor&)> forward_;
   const std::type_info* type_ = nullptr;
+  // Wraps a clone of the module as the type it was given as.
+  std::function<AnyModule(std::shared_ptr<kiln::nn::Module>)> rewrap_;
 };
 
 // A name and a module, for Sequential's named constructor:

@@ -99,18 +99,27 @@ class ConvImpl : public kiln::nn::ConvNd<D> {
 
 class Conv1dImpl : public detail::ConvImpl<1> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Conv1dImpl>(options));
+  }
   using ConvImpl::ConvImpl;
 };
 TORCH_MODULE(Conv1d);
 
 class Conv2dImpl : public detail::ConvImpl<2> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Conv2dImpl>(options));
+  }
   using ConvImpl::ConvImpl;
 };
 TORCH_MODULE(Conv2d);
 
 class Conv3dImpl : public detail::ConvImpl<3> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Conv3dImpl>(options));
+  }
   using ConvImpl::ConvImpl;
 };
 TORCH_MODULE(Conv3d);

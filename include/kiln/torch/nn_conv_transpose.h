@@ -84,18 +84,27 @@ class ConvTransposeImpl : public kiln::nn::ConvTransposeNd<D> {
 
 class ConvTranspose1dImpl : public detail::ConvTransposeImpl<1> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<ConvTranspose1dImpl>(options));
+  }
   using ConvTransposeImpl::ConvTransposeImpl;
 };
 TORCH_MODULE(ConvTranspose1d);
 
 class ConvTranspose2dImpl : public detail::ConvTransposeImpl<2> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<ConvTranspose2dImpl>(options));
+  }
   using ConvTransposeImpl::ConvTransposeImpl;
 };
 TORCH_MODULE(ConvTranspose2d);
 
 class ConvTranspose3dImpl : public detail::ConvTransposeImpl<3> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<ConvTranspose3dImpl>(options));
+  }
   using ConvTransposeImpl::ConvTransposeImpl;
 };
 TORCH_MODULE(ConvTranspose3d);

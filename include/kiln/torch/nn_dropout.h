@@ -35,24 +35,36 @@ class DropoutBase : public Base {
 
 class DropoutImpl : public detail::DropoutBase<kiln::nn::Dropout> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<DropoutImpl>(options));
+  }
   using DropoutBase::DropoutBase;
 };
 TORCH_MODULE(Dropout);
 
 class Dropout1dImpl : public detail::DropoutBase<kiln::nn::Dropout1d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout1dImpl>(options));
+  }
   using DropoutBase::DropoutBase;
 };
 TORCH_MODULE(Dropout1d);
 
 class Dropout2dImpl : public detail::DropoutBase<kiln::nn::Dropout2d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout2dImpl>(options));
+  }
   using DropoutBase::DropoutBase;
 };
 TORCH_MODULE(Dropout2d);
 
 class Dropout3dImpl : public detail::DropoutBase<kiln::nn::Dropout3d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<Dropout3dImpl>(options));
+  }
   using DropoutBase::DropoutBase;
 };
 TORCH_MODULE(Dropout3d);

@@ -38,6 +38,9 @@ struct EmbeddingFromPretrainedOptions {
 
 class EmbeddingImpl : public kiln::nn::Embedding {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<EmbeddingImpl>(options));
+  }
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
       : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
   // ShapeError when _weight is not (num_embeddings, embedding_dim).

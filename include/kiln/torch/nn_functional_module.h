@@ -32,6 +32,9 @@ class FunctionalImpl : public Module {
             })) {}
 
   kiln::Tensor forward(const kiln::Tensor& input) override { return function_(input); }
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<FunctionalImpl>(function_));
+  }
 
  private:
   Function function_;

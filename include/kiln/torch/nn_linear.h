@@ -23,6 +23,9 @@ struct LinearOptions {
 
 class LinearImpl : public kiln::nn::Linear {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LinearImpl>(options));
+  }
   LinearImpl(int64_t in_features, int64_t out_features)
       : LinearImpl(LinearOptions(in_features, out_features)) {}
   explicit LinearImpl(const LinearOptions& options)
@@ -33,7 +36,12 @@ class LinearImpl : public kiln::nn::Linear {
 };
 TORCH_MODULE(Linear);
 
-class IdentityImpl : public kiln::nn::Identity {};
+class IdentityImpl : public kiln::nn::Identity {
+ public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<IdentityImpl>());
+  }
+};
 TORCH_MODULE(Identity);
 
 struct FlattenOptions {
@@ -43,6 +51,9 @@ struct FlattenOptions {
 
 class FlattenImpl : public kiln::nn::Flatten {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<FlattenImpl>(options));
+  }
   explicit FlattenImpl(const FlattenOptions& options = {})
       : kiln::nn::Flatten(options.start_dim(), options.end_dim()), options(options) {}
 
@@ -59,6 +70,9 @@ struct UnflattenOptions {
 
 class UnflattenImpl : public kiln::nn::Unflatten {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<UnflattenImpl>(options));
+  }
   UnflattenImpl(int64_t dim, std::vector<int64_t> sizes)
       : UnflattenImpl(UnflattenOptions(dim, std::move(sizes))) {}
   explicit UnflattenImpl(UnflattenOptions options)

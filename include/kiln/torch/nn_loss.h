@@ -82,6 +82,9 @@ struct CrossEntropyLossOptions {
 
 class L1LossImpl : public kiln::nn::L1Loss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<L1LossImpl>(options));
+  }
   explicit L1LossImpl(const L1LossOptions& options = {})
       : kiln::nn::L1Loss(enumtype::kiln_name(options.reduction())), options(options) {}
   L1LossOptions options;
@@ -90,6 +93,9 @@ TORCH_MODULE(L1Loss);
 
 class MSELossImpl : public kiln::nn::MSELoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<MSELossImpl>(options));
+  }
   explicit MSELossImpl(const MSELossOptions& options = {})
       : kiln::nn::MSELoss(enumtype::kiln_name(options.reduction())), options(options) {}
   MSELossOptions options;
@@ -98,6 +104,9 @@ TORCH_MODULE(MSELoss);
 
 class SmoothL1LossImpl : public kiln::nn::SmoothL1Loss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<SmoothL1LossImpl>(options));
+  }
   explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {})
       : kiln::nn::SmoothL1Loss(enumtype::kiln_name(options.reduction()), options.beta()),
         options(options) {}
@@ -107,6 +116,9 @@ TORCH_MODULE(SmoothL1Loss);
 
 class HuberLossImpl : public kiln::nn::HuberLoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<HuberLossImpl>(options));
+  }
   explicit HuberLossImpl(const HuberLossOptions& options = {})
       : kiln::nn::HuberLoss(enumtype::kiln_name(options.reduction()), options.delta()),
         options(options) {}
@@ -116,6 +128,9 @@ TORCH_MODULE(HuberLoss);
 
 class KLDivLossImpl : public kiln::nn::KLDivLoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<KLDivLossImpl>(options));
+  }
   explicit KLDivLossImpl(const KLDivLossOptions& options = {})
       : kiln::nn::KLDivLoss(enumtype::kiln_name(options.reduction()), options.log_target()),
         options(options) {}
@@ -125,6 +140,9 @@ TORCH_MODULE(KLDivLoss);
 
 class BCELossImpl : public kiln::nn::BCELoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<BCELossImpl>(options));
+  }
   explicit BCELossImpl(const BCELossOptions& options = {})
       : kiln::nn::BCELoss(
             {.weight = options.weight(), .reduction = enumtype::kiln_name(options.reduction())}),
@@ -135,6 +153,9 @@ TORCH_MODULE(BCELoss);
 
 class BCEWithLogitsLossImpl : public kiln::nn::BCEWithLogitsLoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<BCEWithLogitsLossImpl>(options));
+  }
   explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {})
       : kiln::nn::BCEWithLogitsLoss({.weight = options.weight(),
                                      .pos_weight = options.pos_weight(),
@@ -146,6 +167,9 @@ TORCH_MODULE(BCEWithLogitsLoss);
 
 class NLLLossImpl : public kiln::nn::NLLLoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<NLLLossImpl>(options));
+  }
   explicit NLLLossImpl(const NLLLossOptions& options = {})
       : kiln::nn::NLLLoss({.weight = options.weight(),
                            .ignore_index = options.ignore_index(),
@@ -157,6 +181,9 @@ TORCH_MODULE(NLLLoss);
 
 class CrossEntropyLossImpl : public kiln::nn::CrossEntropyLoss {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<CrossEntropyLossImpl>(options));
+  }
   explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {})
       : kiln::nn::CrossEntropyLoss({.weight = options.weight(),
                                     .ignore_index = options.ignore_index(),

@@ -24,6 +24,7 @@ class ModuleListImpl : public Module {
   using ConstIterator = std::vector<std::shared_ptr<kiln::nn::Module>>::const_iterator;
 
   ModuleListImpl() : Module("ModuleList") {}
+  std::shared_ptr<kiln::nn::Module> clone() const override;
   template <typename... Modules>
   requires(sizeof...(Modules) > 0 && (std::is_constructible_v<AnyModule, Modules&&> &&
                                       ...)) explicit ModuleListImpl(Modules&&... modules)
@@ -72,6 +73,7 @@ class ModuleDictImpl : public Module {
   using ConstIterator = std::vector<Item>::const_iterator;
 
   ModuleDictImpl() : Module("ModuleDict") {}
+  std::shared_ptr<kiln::nn::Module> clone() const override;
   explicit ModuleDictImpl(
       const std::vector<std::pair<std::string, std::shared_ptr<kiln::nn::Module>>>& modules);
   template <detail::KilnModule M>
@@ -111,6 +113,7 @@ TORCH_MODULE(ModuleDict);
 class ParameterDictImpl : public Module {
  public:
   ParameterDictImpl() : Module("ParameterDict") {}
+  std::shared_ptr<kiln::nn::Module> clone() const override;
 
   // Registers `param` (requiring grad as it does), or replaces the parameter of that key.
   void insert(const std::string& key, const kiln::Tensor& param);

@@ -52,12 +52,18 @@ class BatchNormImpl : public Base {
 
 class BatchNorm1dImpl : public detail::BatchNormImpl<kiln::nn::BatchNorm1d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<BatchNorm1dImpl>(options));
+  }
   using BatchNormImpl::BatchNormImpl;
 };
 TORCH_MODULE(BatchNorm1d);
 
 class BatchNorm2dImpl : public detail::BatchNormImpl<kiln::nn::BatchNorm2d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<BatchNorm2dImpl>(options));
+  }
   using BatchNormImpl::BatchNormImpl;
 };
 TORCH_MODULE(BatchNorm2d);
@@ -72,6 +78,9 @@ struct LayerNormOptions {
 
 class LayerNormImpl : public kiln::nn::LayerNorm {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LayerNormImpl>(options));
+  }
   LayerNormImpl(std::vector<int64_t> normalized_shape)
       : LayerNormImpl(LayerNormOptions(std::move(normalized_shape))) {}
   explicit LayerNormImpl(LayerNormOptions options)
@@ -94,6 +103,9 @@ struct GroupNormOptions {
 
 class GroupNormImpl : public kiln::nn::GroupNorm {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<GroupNormImpl>(options));
+  }
   GroupNormImpl(int64_t num_groups, int64_t num_channels)
       : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
   explicit GroupNormImpl(const GroupNormOptions& options)
@@ -138,18 +150,27 @@ class InstanceNormImpl : public Base {
 
 class InstanceNorm1dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm1d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm1dImpl>(options));
+  }
   using InstanceNormImpl::InstanceNormImpl;
 };
 TORCH_MODULE(InstanceNorm1d);
 
 class InstanceNorm2dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm2d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm2dImpl>(options));
+  }
   using InstanceNormImpl::InstanceNormImpl;
 };
 TORCH_MODULE(InstanceNorm2d);
 
 class InstanceNorm3dImpl : public detail::InstanceNormImpl<kiln::nn::InstanceNorm3d> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<InstanceNorm3dImpl>(options));
+  }
   using InstanceNormImpl::InstanceNormImpl;
 };
 TORCH_MODULE(InstanceNorm3d);

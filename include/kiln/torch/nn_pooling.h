@@ -62,18 +62,27 @@ class MaxPoolImpl : public kiln::nn::MaxPoolNd<D> {
 
 class MaxPool1dImpl : public detail::MaxPoolImpl<1> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<MaxPool1dImpl>(options));
+  }
   using MaxPoolImpl::MaxPoolImpl;
 };
 TORCH_MODULE(MaxPool1d);
 
 class MaxPool2dImpl : public detail::MaxPoolImpl<2> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<MaxPool2dImpl>(options));
+  }
   using MaxPoolImpl::MaxPoolImpl;
 };
 TORCH_MODULE(MaxPool2d);
 
 class MaxPool3dImpl : public detail::MaxPoolImpl<3> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<MaxPool3dImpl>(options));
+  }
   using MaxPoolImpl::MaxPoolImpl;
 };
 TORCH_MODULE(MaxPool3d);
@@ -118,18 +127,27 @@ class AvgPoolImpl : public kiln::nn::AvgPoolNd<D> {
 
 class AvgPool1dImpl : public detail::AvgPoolImpl<1> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AvgPool1dImpl>(options));
+  }
   using AvgPoolImpl::AvgPoolImpl;
 };
 TORCH_MODULE(AvgPool1d);
 
 class AvgPool2dImpl : public detail::AvgPoolImpl<2> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AvgPool2dImpl>(options));
+  }
   using AvgPoolImpl::AvgPoolImpl;
 };
 TORCH_MODULE(AvgPool2d);
 
 class AvgPool3dImpl : public detail::AvgPoolImpl<3> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AvgPool3dImpl>(options));
+  }
   using AvgPoolImpl::AvgPoolImpl;
 };
 TORCH_MODULE(AvgPool3d);
@@ -242,6 +260,9 @@ class AdaptiveMaxPoolImpl : public kiln::nn::AdaptiveMaxPoolNd<D> {
 
 class AdaptiveAvgPool1dImpl : public detail::AdaptiveAvgPoolImpl<1, ExpandingArray<1>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveAvgPool1dImpl>(options));
+  }
   using AdaptiveAvgPoolImpl::AdaptiveAvgPoolImpl;
 };
 TORCH_MODULE(AdaptiveAvgPool1d);
@@ -249,6 +270,9 @@ TORCH_MODULE(AdaptiveAvgPool1d);
 class AdaptiveAvgPool2dImpl
     : public detail::AdaptiveAvgPoolImpl<2, ExpandingArrayWithOptionalElem<2>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveAvgPool2dImpl>(options));
+  }
   using AdaptiveAvgPoolImpl::AdaptiveAvgPoolImpl;
 };
 TORCH_MODULE(AdaptiveAvgPool2d);
@@ -256,12 +280,18 @@ TORCH_MODULE(AdaptiveAvgPool2d);
 class AdaptiveAvgPool3dImpl
     : public detail::AdaptiveAvgPoolImpl<3, ExpandingArrayWithOptionalElem<3>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveAvgPool3dImpl>(options));
+  }
   using AdaptiveAvgPoolImpl::AdaptiveAvgPoolImpl;
 };
 TORCH_MODULE(AdaptiveAvgPool3d);
 
 class AdaptiveMaxPool1dImpl : public detail::AdaptiveMaxPoolImpl<1, ExpandingArray<1>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveMaxPool1dImpl>(options));
+  }
   using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
 };
 TORCH_MODULE(AdaptiveMaxPool1d);
@@ -269,6 +299,9 @@ TORCH_MODULE(AdaptiveMaxPool1d);
 class AdaptiveMaxPool2dImpl
     : public detail::AdaptiveMaxPoolImpl<2, ExpandingArrayWithOptionalElem<2>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveMaxPool2dImpl>(options));
+  }
   using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
 };
 TORCH_MODULE(AdaptiveMaxPool2d);
@@ -276,6 +309,9 @@ TORCH_MODULE(AdaptiveMaxPool2d);
 class AdaptiveMaxPool3dImpl
     : public detail::AdaptiveMaxPoolImpl<3, ExpandingArrayWithOptionalElem<3>> {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<AdaptiveMaxPool3dImpl>(options));
+  }
   using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
 };
 TORCH_MODULE(AdaptiveMaxPool3d);

@@ -65,6 +65,9 @@ struct GRUOptions {
 
 class RNNImpl : public kiln::nn::RNN {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<RNNImpl>(options));
+  }
   RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
   explicit RNNImpl(const RNNOptions& options)
       : kiln::nn::RNN(options.input_size(), options.hidden_size(), kiln_options(options)),
@@ -89,6 +92,9 @@ TORCH_MODULE(RNN);
 
 class LSTMImpl : public kiln::nn::LSTM {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LSTMImpl>(options));
+  }
   LSTMImpl(int64_t input_size, int64_t hidden_size)
       : LSTMImpl(LSTMOptions(input_size, hidden_size)) {}
   explicit LSTMImpl(const LSTMOptions& options)
@@ -115,6 +121,9 @@ TORCH_MODULE(LSTM);
 
 class GRUImpl : public kiln::nn::GRU {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<GRUImpl>(options));
+  }
   GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
   explicit GRUImpl(const GRUOptions& options)
       : kiln::nn::GRU(options.input_size(), options.hidden_size(), options.to_kiln()),
@@ -153,6 +162,9 @@ struct GRUCellOptions {
 
 class RNNCellImpl : public kiln::nn::RNNCell {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<RNNCellImpl>(options));
+  }
   RNNCellImpl(int64_t input_size, int64_t hidden_size)
       : RNNCellImpl(RNNCellOptions(input_size, hidden_size)) {}
   explicit RNNCellImpl(const RNNCellOptions& options)
@@ -170,6 +182,9 @@ TORCH_MODULE(RNNCell);
 
 class LSTMCellImpl : public kiln::nn::LSTMCell {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<LSTMCellImpl>(options));
+  }
   LSTMCellImpl(int64_t input_size, int64_t hidden_size)
       : LSTMCellImpl(LSTMCellOptions(input_size, hidden_size)) {}
   explicit LSTMCellImpl(const LSTMCellOptions& options)
@@ -188,6 +203,9 @@ TORCH_MODULE(LSTMCell);
 
 class GRUCellImpl : public kiln::nn::GRUCell {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<GRUCellImpl>(options));
+  }
   GRUCellImpl(int64_t input_size, int64_t hidden_size)
       : GRUCellImpl(GRUCellOptions(input_size, hidden_size)) {}
   explicit GRUCellImpl(const GRUCellOptions& options)

@@ -32,6 +32,8 @@ class SequentialImpl : public Module {
   using ConstIterator = std::vector<AnyModule>::const_iterator;
 
   SequentialImpl() : Module("Sequential") {}
+  // Clones every module it holds, under the same names.
+  std::shared_ptr<kiln::nn::Module> clone() const override;
   template <typename... Modules>
   requires(sizeof...(Modules) > 0 && (std::is_constructible_v<AnyModule, Modules&&> &&
                                       ...)) explicit SequentialImpl(Modules&&... modules)

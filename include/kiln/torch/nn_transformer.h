@@ -49,6 +49,9 @@ struct MultiheadAttentionOptions {
 
 class MultiheadAttentionImpl : public kiln::nn::MultiheadAttention {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<MultiheadAttentionImpl>(options));
+  }
   MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads)
       : MultiheadAttentionImpl(MultiheadAttentionOptions(embed_dim, num_heads)) {}
   explicit MultiheadAttentionImpl(const MultiheadAttentionOptions& options);
@@ -73,6 +76,9 @@ struct TransformerEncoderLayerOptions {
 
 class TransformerEncoderLayerImpl : public kiln::nn::TransformerEncoderLayer {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<TransformerEncoderLayerImpl>(options));
+  }
   TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerEncoderLayerImpl(TransformerEncoderLayerOptions(d_model, nhead)) {}
   explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options);
@@ -94,6 +100,9 @@ struct TransformerDecoderLayerOptions {
 
 class TransformerDecoderLayerImpl : public kiln::nn::TransformerDecoderLayer {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<TransformerDecoderLayerImpl>(options));
+  }
   TransformerDecoderLayerImpl(int64_t d_model, int64_t nhead)
       : TransformerDecoderLayerImpl(TransformerDecoderLayerOptions(d_model, nhead)) {}
   explicit TransformerDecoderLayerImpl(const TransformerDecoderLayerOptions& options);
@@ -120,6 +129,8 @@ class TransformerEncoderImpl : public kiln::nn::TransformerEncoder {
   TransformerEncoderImpl(TransformerEncoderLayer encoder_layer, int64_t num_layers)
       : TransformerEncoderImpl(TransformerEncoderOptions(std::move(encoder_layer), num_layers)) {}
   explicit TransformerEncoderImpl(TransformerEncoderOptions options);
+  // Clones its layer and its norm.
+  std::shared_ptr<kiln::nn::Module> clone() const override;
 
   // LibTorch's options (the layer given and the norm).
   TransformerEncoderOptions options;
@@ -142,6 +153,8 @@ class TransformerDecoderImpl : public kiln::nn::TransformerDecoder {
   TransformerDecoderImpl(TransformerDecoderLayer decoder_layer, int64_t num_layers)
       : TransformerDecoderImpl(TransformerDecoderOptions(std::move(decoder_layer), num_layers)) {}
   explicit TransformerDecoderImpl(TransformerDecoderOptions options);
+  // Clones its layer and its norm.
+  std::shared_ptr<kiln::nn::Module> clone() const override;
 
   TransformerDecoderOptions options;
 };
@@ -170,6 +183,9 @@ struct TransformerOptions {
 // generate_square_subsequent_mask is Kiln's static member (TransformerImpl::... as in LibTorch).
 class TransformerImpl : public kiln::nn::Transformer {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<TransformerImpl>(options));
+  }
   explicit TransformerImpl(TransformerOptions options);
 
   // LibTorch's options; hides Kiln's (kiln::nn::Transformer::options).

@@ -37,6 +37,9 @@ struct UpsampleOptions {
 
 class UpsampleImpl : public kiln::nn::Upsample {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<UpsampleImpl>(options));
+  }
   explicit UpsampleImpl(const UpsampleOptions& options = {});
 
   // LibTorch's options; hides Kiln's (kiln::nn::Upsample::options), which say the same.
@@ -51,6 +54,9 @@ struct PixelShuffleOptions {
 
 class PixelShuffleImpl : public kiln::nn::PixelShuffle {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<PixelShuffleImpl>(options));
+  }
   explicit PixelShuffleImpl(const PixelShuffleOptions& options)
       : kiln::nn::PixelShuffle(options.upscale_factor()), options(options) {}
 
@@ -65,6 +71,9 @@ struct PixelUnshuffleOptions {
 
 class PixelUnshuffleImpl : public kiln::nn::PixelUnshuffle {
  public:
+  std::shared_ptr<kiln::nn::Module> clone() const override {
+    return finish_clone(std::make_shared<PixelUnshuffleImpl>(options));
+  }
   explicit PixelUnshuffleImpl(const PixelUnshuffleOptions& options)
       : kiln::nn::PixelUnshuffle(options.downscale_factor()), options(options) {}
 

@@ -41,6 +41,8 @@ class OptimizerOptions {
   virtual void set_lr(double lr) = 0;
   // Writes every option into the group (lr and Kiln's option names).
   virtual void write_to(kiln::optim::ParamGroup& group) const = 0;
+  // Reads every option back from a group of a running optimizer.
+  virtual void read_from(const kiln::optim::ParamGroup& group) = 0;
 };
 
 class OptimizerParamGroup {
@@ -49,8 +51,16 @@ class OptimizerParamGroup {
   OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
       : params_(std::move(params)), options_(std::move(options)) {}
 
+  std::vector<Tensor>& params() { return params_; }
   const std::vector<Tensor>& params() const { return params_; }
   bool has_options() const { return options_ != nullptr; }
+  // The group's options, as LibTorch's: a running optimizer's groups have them, and the LR-decay
+  // idiom `static_cast<torch::optim::SGDOptions&>(opt.param_groups()[0].options()).lr(0.01)`
+  // changes the rate the next step() uses (Note [LibTorch's param groups over Kiln's]).
+  // ValueError for a group built without options.
+  OptimizerOptions& options();
+  const OptimizerOptions& options() const;
+  void set_options(std::unique_ptr<OptimizerOptions> options) { options_ = std::move(options); }
   // Kiln's group: the parameters and, when given, this group's own options.
   kiln::optim::ParamGroup kiln_group() const;
 
@@ -74,6 +84,7 @@ class SGDOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::SGDOptions kiln_options() const {
     return {.lr = lr_,
             .momentum = momentum_,
@@ -98,6 +109,7 @@ class AdamOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::AdamOptions kiln_options() const {
     return {.lr = lr_,
             .betas = {std::get<0>(betas_), std::get<1>(betas_)},
@@ -120,6 +132,7 @@ class AdamWOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::AdamWOptions kiln_options() const {
     return {.lr = lr_,
             .betas = {std::get<0>(betas_), std::get<1>(betas_)},
@@ -143,6 +156,7 @@ class RMSpropOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::RMSpropOptions kiln_options() const {
     return {.lr = lr_,
             .alpha = alpha_,
@@ -166,6 +180,7 @@ class AdagradOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::AdagradOptions kiln_options() const {
     return {.lr = lr_,
             .lr_decay = lr_decay_,
@@ -175,14 +190,73 @@ class AdagradOptions : public OptimizerOptions {
   }
 };
 
-// Each optimizer: Kiln's, constructed from LibTorch's arguments.
-#define KILN_TORCH_OPTIMIZER(Name)                                                      \
-  class Name : public kiln::optim::Name {                                               \
-   public:                                                                              \
-    Name(std::vector<Tensor> params, const Name##Options& defaults)                     \
-        : kiln::optim::Name(std::move(params), defaults.kiln_options()) {}              \
-    Name(const std::vector<OptimizerParamGroup>& groups, const Name##Options& defaults) \
-        : kiln::optim::Name(kiln_groups(groups), defaults.kiln_options()) {}            \
+namespace detail {
+
+// Note [LibTorch's param groups over Kiln's]
+// A running optimizer's hyperparameters live in Kiln's groups (kiln::optim::ParamGroup), which
+// Kiln's LR schedulers and Optimizer::set_lr write. LibTorch's param_groups() returns groups whose
+// options() are options objects (SGDOptions, ...) that a program changes in place. This mirror
+// holds one such object per group: param_groups() first writes back every object the program
+// changed since it was last read (compared with what it read), then refreshes all of them from
+// Kiln's groups; step() writes back changes before stepping. So a change made either way is
+// seen by the other, and the objects' addresses stay put while the optimizer lives.
+template <typename Options>
+class MirroredParamGroups {
+ public:
+  std::vector<OptimizerParamGroup>& refresh(kiln::optim::Optimizer& optimizer) {
+    write_back(optimizer);
+    std::vector<kiln::optim::ParamGroup>& groups = optimizer.param_groups();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (g == mirrors_.size()) {
+        mirrors_.emplace_back(groups[g].params, std::make_unique<Options>(0.0));
+        read_.emplace_back();
+      }
+      mirrors_[g].params() = groups[g].params;
+      mirrors_[g].options().read_from(groups[g]);
+      mirrors_[g].options().write_to(read_[g]);
+    }
+    return mirrors_;
+  }
+
+  void write_back(kiln::optim::Optimizer& optimizer) {
+    std::vector<kiln::optim::ParamGroup>& groups = optimizer.param_groups();
+    for (size_t g = 0; g < mirrors_.size() && g < groups.size(); ++g) {
+      kiln::optim::ParamGroup now;
+      mirrors_[g].options().write_to(now);
+      if (now.lr != read_[g].lr) optimizer.set_lr(g, now.lr);
+      for (const auto& [name, value] : now.options) groups[g].options[name] = value;
+      read_[g] = std::move(now);
+    }
+  }
+
+ private:
+  std::vector<OptimizerParamGroup> mirrors_;
+  std::vector<kiln::optim::ParamGroup> read_;  // what each mirror held when last synced
+};
+
+}  // namespace detail
+
+// Each optimizer: Kiln's, constructed from LibTorch's arguments, with LibTorch's param groups
+// (See Note [LibTorch's param groups over Kiln's]). Kiln's own groups are kiln_param_groups().
+#define KILN_TORCH_OPTIMIZER(Name)                                                       \
+  class Name : public kiln::optim::Name {                                                \
+   public:                                                                               \
+    Name(std::vector<Tensor> params, const Name##Options& defaults)                      \
+        : kiln::optim::Name(std::move(params), defaults.kiln_options()) {}               \
+    Name(const std::vector<OptimizerParamGroup>& groups, const Name##Options& defaults)  \
+        : kiln::optim::Name(kiln_groups(groups), defaults.kiln_options()) {}             \
+    std::vector<OptimizerParamGroup>& param_groups() { return mirrors_.refresh(*this); } \
+    std::vector<kiln::optim::ParamGroup>& kiln_param_groups() {                          \
+      mirrors_.write_back(*this);                                                        \
+      return kiln::optim::Name::param_groups();                                          \
+    }                                                                                    \
+    void step() override {                                                               \
+      mirrors_.write_back(*this);                                                        \
+      kiln::optim::Name::step();                                                         \
+    }                                                                                    \
+                                                                                         \
+   private:                                                                              \
+    detail::MirroredParamGroups<Name##Options> mirrors_;                                 \
   }
 KILN_TORCH_OPTIMIZER(SGD);
 KILN_TORCH_OPTIMIZER(Adam);
@@ -211,6 +285,7 @@ class LBFGSOptions : public OptimizerOptions {
   double get_lr() const override { return lr_; }
   void set_lr(double lr) override { lr_ = lr; }
   void write_to(kiln::optim::ParamGroup& group) const override;
+  void read_from(const kiln::optim::ParamGroup& group) override;
   kiln::optim::LBFGSOptions kiln_options() const {
     return {.lr = lr_,
             .max_iter = max_iter_,
@@ -228,6 +303,19 @@ class LBFGS : public kiln::optim::LBFGS {
       : kiln::optim::LBFGS(std::move(params), defaults.kiln_options()) {}
   explicit LBFGS(const std::vector<OptimizerParamGroup>& groups, const LBFGSOptions& defaults = {})
       : kiln::optim::LBFGS(kiln_groups(groups), defaults.kiln_options()) {}
+  // LibTorch's param groups (See Note [LibTorch's param groups over Kiln's]).
+  std::vector<OptimizerParamGroup>& param_groups() { return mirrors_.refresh(*this); }
+  std::vector<kiln::optim::ParamGroup>& kiln_param_groups() {
+    mirrors_.write_back(*this);
+    return kiln::optim::LBFGS::param_groups();
+  }
+  Tensor step(const LossClosure& closure) {
+    mirrors_.write_back(*this);
+    return kiln::optim::LBFGS::step(closure);
+  }
+
+ private:
+  detail::MirroredParamGroups<LBFGSOptions> mirrors_;
 };
 
 // LibTorch's StepLR(optimizer, step_size, gamma): Kiln's.

@@ -82,6 +82,11 @@ class Device {
   int8_t index_ = -1;
 };
 
+// `model->to(torch::kCPU)` (kiln::nn::Module::to); NotImplementedError for CUDA.
+inline kiln::Device kiln_device_of(DeviceType type) {
+  return Device(type).kiln_device("Module::to");
+}
+
 namespace cuda {
 // Kiln runs on the CPU: always false, so LibTorch programs take their CPU branch.
 inline bool is_available() { return false; }
