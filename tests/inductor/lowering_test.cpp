@@ -105,6 +105,21 @@ return (%4)
   EXPECT_EQ(count_computed(cheap), 1);
 }
 
+// End to end: a value two outputs of one kernel read is computed once per element.
+// Note [Common statements of a fused body]
+TEST(Lowering, AKernelComputesAValueItsOutputsShareOnce) {
+  Lowered l = lower_text(R"(
+%0 : f32[16, 64] = placeholder("a")
+%1 : f32[16, 64] = sigmoid(%0)
+%2 : f32[16, 64] = mul(%1, %1)
+%3 : f32[16, 64] = add(%1, %0)
+return (%2, %3)
+)");
+  ASSERT_EQ(count_kernels(l), 1) << l.code.kernels;
+  // One vector body and one masked tail, each with one sigmoid.
+  EXPECT_EQ(occurrences(l.code.kernels, "kiln_sigmoid("), 2u) << l.code.kernels;
+}
+
 // Note [Streaming stores in generated code]: a float32 output of 16 MiB or more that the kernel
 // does not read back gets non-temporal vector stores and an sfence per work item; a smaller one,
 // or one read again in the same kernel, normal stores; with a symbolic size the test is made

@@ -222,6 +222,37 @@ TEST(Pipeline, AScanWeightsProductGradientIsOneProductAfterTheBackwardScan) {
   g_recorder = nullptr;
 }
 
+// Note [Residuals of a scan]: the forward scan also returns each step's product mm(h, W), one
+// more stacked [5, 2, 3] output than the carries' history and the step outputs, for the backward
+// scan to read; the gradients still equal eager's.
+TEST(Pipeline, AScanSavesItsStepProductsForTheBackward) {
+  Recorder recorder;
+  g_recorder = &recorder;
+  auto fn = [](const Tensor& h0, const Tensor& W) {
+    ScanResult r = scan(
+        [&](const std::vector<Tensor>& c, const std::vector<Tensor>&) {
+          Tensor h = mm(c[0], W).tanh();
+          return std::pair{std::vector<Tensor>{h}, std::vector<Tensor>{h}};
+        },
+        {h0}, {zeros({5, 1})});
+    return r.ys[0].sum();
+  };
+  const Tensor h0 = randn({2, 3}).requires_grad_(), W = randn({3, 3}).requires_grad_();
+  auto f = compile(fn, watched_options());
+  f(h0, W).backward();
+  const std::string joint = recorder.output_of("joint_graph");
+  const size_t forward_scan = joint.find(" = scan(");
+  ASSERT_NE(forward_scan, std::string::npos) << joint;
+  const std::string outputs = joint.substr(joint.rfind('\n', forward_scan) + 1,
+                                           forward_scan - joint.rfind('\n', forward_scan));
+  EXPECT_EQ(testing::count_of(outputs, "f32[5, 2, 3]"), 3u) << joint;
+  Tensor h0_eager = h0.detach().requires_grad_(), W_eager = W.detach().requires_grad_();
+  fn(h0_eager, W_eager).backward();
+  testing::expect_close(W.grad(), W_eager.grad(), 1e-5);
+  testing::expect_close(h0.grad(), h0_eager.grad(), 1e-5);
+  g_recorder = nullptr;
+}
+
 TEST(Pipeline, ATestCanStopAfterAnyPass) {
   FreshCache cache("kiln_pipeline_stop_test");
   Tensor x = randn({6, 3});

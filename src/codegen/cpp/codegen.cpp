@@ -12,6 +12,7 @@
 #include <set>
 
 #include "kiln/error.h"
+#include "src/codegen/cpp/common_statements.h"
 #include "src/codegen/cpp/prelude.h"
 #include "src/codegen/cpp/printer.h"
 #include "src/graph/graph.h"
@@ -120,9 +121,16 @@ PrintedNode print_node(const SchedNode& node, const std::string& prefix, const V
 // kLanes at a time when given, then `scalar_body` for the tail (or the whole loop).
 void emit_loops(std::string& out, const std::vector<ExprPtr>& loop_vars,
                 const std::vector<ExprPtr>& sizes, const VarRanges& ranges,
-                const std::vector<std::string>& scalar_body,
-                const std::vector<std::string>* vec_invariant,
-                const std::vector<std::string>* vec_body, int depth) {
+                std::vector<std::string> scalar_body, const std::vector<std::string>* vec_invariant,
+                const std::vector<std::string>* vec_body_in, int depth) {
+  // Note [Common statements of a fused body].
+  merge_common_statements(scalar_body);
+  std::optional<std::vector<std::string>> merged_vec_body;
+  if (vec_body_in != nullptr) {
+    merged_vec_body = *vec_body_in;
+    merge_common_statements(*merged_vec_body, *vec_invariant);
+  }
+  const std::vector<std::string>* vec_body = merged_vec_body ? &*merged_vec_body : nullptr;
   const size_t n = loop_vars.size();
   if (n == 0) {
     out += indent(depth) + "{\n";
@@ -410,6 +418,10 @@ class ProgramBuilder {
       invariant.insert(invariant.end(), p.vector->invariant().begin(), p.vector->invariant().end());
       masked.insert(masked.end(), p.masked->body().begin(), p.masked->body().end());
     }
+    // Note [Common statements of a fused body].
+    merge_common_statements(scalar);
+    merge_common_statements(vector, invariant);
+    merge_common_statements(masked, invariant);
     std::string out = parallel_pragma(outer, product(k.outer), ranges);
     int depth = 1;
     for (size_t d = 0; d + 1 < outer; ++d, ++depth) {
