@@ -87,6 +87,22 @@ TEST(Inductor, UnsignedArithmeticWrapsLikeEager) {
   }
 }
 
+// Found by kiln-fuzz (seed 41001, index 10): addcdiv's operands of another dtype are converted to
+// the float16 result as the eager kernel converts them, so a uint64 2^64 - 1 is inf there and
+// inf / inf gives NaN, not a finite value from float32's wider range.
+TEST(Inductor, AddcdivConvertsOperandsThroughTheReducedResultDtype) {
+  auto fn = [](const Tensor& self, const Tensor& t1, const Tensor& t2) {
+    return addcdiv(self, t1, t2, 0.5);
+  };
+  auto f = compile(fn, inductor());
+  const Tensor self = tensor({1.0, -2.0, 3.0, 0.5}).to(kFloat16);
+  const Tensor t1 = full({}, Scalar(std::numeric_limits<uint64_t>::max()), kUInt64);
+  const Tensor t2 = tensor({std::numeric_limits<double>::infinity(), 2.0, 0.0, -1.0}).to(kFloat16);
+  const Tensor eager = fn(self, t1, t2);
+  ASSERT_TRUE(std::isnan(eager.to_vector<double>()[0]));
+  expect_equal(f(self, t1, t2), eager);
+}
+
 TEST(Inductor, ReductionsMatchEager) {
   auto fn = [](const Tensor& x) {
     return std::vector<Tensor>{x.sum({1}),      x.mean({0}, true),     x.amax({1}), x.argmax(1),

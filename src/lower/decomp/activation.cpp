@@ -111,10 +111,16 @@ std::vector<Value*> masked_fill(DecompBuilder& b) {
   return {b.as_output(out)};
 }
 
-// The node's three tensor operands converted to its result dtype (reduced floats widened).
+// The node's three tensor operands converted to its result dtype (reduced floats widened). An
+// operand of another dtype goes through the result dtype first, as the eager kernel converts it:
+// a uint64 2^64 - 1 tensor1 of a float16 addcdiv is inf there, not 1.8e19 in float32.
 std::array<Value*, 3> ternary_operands(DecompBuilder& b) {
-  const ScalarType dt = opmath_dtype(b.output_meta().dtype);
-  return {b.to(b.input(0), dt), b.to(b.input(1), dt), b.to(b.input(2), dt)};
+  const ScalarType result = b.output_meta().dtype, dt = opmath_dtype(result);
+  auto operand = [&](Value* v) {
+    if (v->meta().dtype != result && result != dt) v = b.to(v, result);
+    return b.to(v, dt);
+  };
+  return {operand(b.input(0)), operand(b.input(1)), operand(b.input(2))};
 }
 
 // addcmul(self, t1, t2, value) = self + value * (t1 * t2); integers wrap as in eager.
